@@ -1,0 +1,355 @@
+"""Plan files: YAML for people to review, a JSON view for scripts, and a strict reader for both.
+
+Why one generic converter instead of hand-written ``to_dict``/``from_dict`` pairs: the model's type hints
+are the schema. Walking them for both directions means a new step kind or precondition round-trips the day
+it is added, and every decoding error can name the exact field path
+(``plan.yaml: steps[3].payload.records[0].key_b64: not valid base64``) instead of a traceback.
+
+The reader is strict on purpose. A plan drives writes to production clusters, so an unknown field (a typo,
+or a field from a newer mm2ctl), a wrong type, an unknown step kind or a newer ``schema_version`` is a
+``PlanError``, never silently ignored. Only ``yaml.safe_load``/``safe_dump`` are used: a plan file may come
+from anywhere and must never construct Python objects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import os
+import re
+import tempfile
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mm2core.errors import PlanError
+from plans.fingerprint import JSONable, digest_of, freeze_json
+from plans.model import PAYLOAD_TYPES, SCHEMA_VERSION, Plan, Step, StepKind
+
+#: Field order in the written document, chosen for a reviewer reading top to bottom (what and why first,
+#: the bulky machine parts last). Fields not listed follow in declaration order.
+_FIELD_ORDER: dict[type[Any], tuple[str, ...]] = {
+    Plan: (
+        "schema_version", "plan_id", "kind", "description", "pair", "clusters", "connect", "created_at",
+        "created_by_tool_version", "notes", "steps", "fingerprint",
+    ),
+    Step: (
+        "index", "kind", "description", "target", "precondition", "reversible", "irreversible_reason",
+        "payload", "before", "after",
+    ),
+}
+_TAG = "kind"  # the key naming the variant of a tagged union (targets, preconditions)
+
+
+# ----------------------------------------------------------------------------------------------- encode
+
+
+def _encode(value: Any) -> JSONable:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out: dict[str, JSONable] = {}
+        tag = getattr(type(value), "KIND", None)
+        if isinstance(tag, str):
+            out[_TAG] = tag
+        names = [f.name for f in dataclasses.fields(value)]
+        order = _FIELD_ORDER.get(type(value), ())
+        for name in [*[n for n in order if n in names], *[n for n in names if n not in order]]:
+            out[name] = _encode(getattr(value, name))
+        return out
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (frozenset, set)):
+        return sorted(_encode(v) for v in value)
+    if isinstance(value, Mapping):
+        return {k: _encode(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [_encode(v) for v in value]
+    return value
+
+
+def plan_to_json(plan: Plan) -> dict[str, JSONable]:
+    """The plan as plain JSON data: the YAML document's content, and ``mm2ctl show --json``'s output."""
+    doc = _encode(plan)
+    assert isinstance(doc, dict)
+    return doc
+
+
+def plan_document_digest(plan: Plan) -> str:
+    """sha256 of the plan's canonical JSON: identifies this exact plan (the journal records it so a
+    resume or rollback can prove it is working from the same document)."""
+    return digest_of(plan_to_json(plan))
+
+
+def _comment_safe(text: str) -> str:
+    # A cluster id or alias with a newline must not be able to end the comment and inject YAML.
+    return re.sub(r"[^\x20-\x7e]", "?", text)
+
+
+def _header(plan: Plan) -> str:
+    clusters = ", ".join(f"{a}={cid}" for a, cid in plan.clusters.items()) or "(none)"
+    irreversible = [f"#{s.index} {s.kind.value}" for s in plan.steps if not s.reversible]
+    lines = [
+        f"mm2ctl plan (schema_version {plan.schema_version}). Review it, then: mm2ctl apply <this file>",
+        f"kind: {plan.kind.value}   pair: {plan.pair or '-'}   plan_id: {plan.plan_id}",
+        f"made for clusters: {clusters}",
+    ]
+    if plan.connect is not None:
+        lines.append(f"made for the Connect worker of Kafka cluster {plan.connect.kafka_cluster_id}")
+    lines += [
+        f"created {plan.created_at} by mm2ctl {plan.created_by_tool_version}",
+        f"steps: {len(plan.steps)}; cannot be undone by rollback: {', '.join(irreversible) or 'none'}",
+        "apply re-reads live state and refuses this plan if it is stale or for other clusters.",
+        "Secret config values are not stored here; apply re-obtains them (see each step's payload).",
+    ]
+    return "".join(f"# {_comment_safe(line)}\n" for line in lines)
+
+
+def dump_plan(plan: Plan) -> str:
+    """The plan as YAML with a comment header summarising what it is for and what cannot be undone."""
+    body = yaml.safe_dump(
+        plan_to_json(plan), sort_keys=False, default_flow_style=False, allow_unicode=True, width=110
+    )
+    return _header(plan) + body
+
+
+def dump_plan_json(plan: Plan) -> str:
+    """The JSON view as text (stable key order, indented)."""
+    return json.dumps(plan_to_json(plan), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def write_plan_file(plan: Plan, path: str | os.PathLike[str]) -> Path:
+    """Write the YAML atomically (temp file, fsync, rename): a crash never leaves half a plan to apply."""
+    target = Path(path)
+    text = dump_plan(plan)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+# ----------------------------------------------------------------------------------------------- decode
+
+
+class _DecodeError(PlanError):
+    """A PlanError whose message already carries the full field path."""
+
+
+_FIELD_PREFIX = re.compile(r"^[A-Za-z_][\w.\[\]]*: ")
+
+
+def _join(path: str, msg: str) -> str:
+    if not path:
+        return msg
+    return f"{path}.{msg}" if _FIELD_PREFIX.match(msg) else f"{path}: {msg}"
+
+
+def _type_name(data: object) -> str:
+    return {dict: "mapping", list: "list", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(data), type(data).__name__
+    )
+
+
+_HINTS: dict[type[Any], dict[str, Any]] = {}
+
+
+def _hints(cls: type[Any]) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _is_union(tp: Any) -> bool:
+    return typing.get_origin(tp) in (typing.Union, types.UnionType)
+
+
+_JSON_SCALARS = frozenset({bool, int, float, str, type(None)})
+
+
+def _is_frozen_json(tp: Any) -> bool:
+    # get_type_hints expands the recursive ``FrozenJSON`` alias only one level (inner ForwardRefs stay), so
+    # it is recognised by shape: a union of every JSON scalar type. A bare ForwardRef can only be it too.
+    if isinstance(tp, typing.ForwardRef):
+        return tp.__forward_arg__ == "FrozenJSON"
+    return _is_union(tp) and set(typing.get_args(tp)) >= _JSON_SCALARS
+
+
+def _decode(tp: Any, data: Any, path: str) -> Any:
+    if tp is Any:
+        return data
+    if _is_frozen_json(tp):
+        try:
+            return freeze_json(data, where=path or "value")
+        except PlanError as exc:
+            raise _DecodeError(str(exc)) from exc
+    if _is_union(tp):
+        args = typing.get_args(tp)
+        if data is None:
+            if type(None) in args:
+                return None
+            raise _DecodeError(_join(path, "must not be null"))
+        options = [a for a in args if a is not type(None)]
+        tagged = [a for a in options if isinstance(getattr(a, "KIND", None), str)]
+        if tagged and len(tagged) == len(options):
+            return _decode_tagged(tagged, data, path)
+        if len(options) == 1:
+            return _decode(options[0], data, path)
+        for opt in options:  # e.g. int | float
+            try:
+                return _decode(opt, data, path)
+            except _DecodeError:
+                continue
+        raise _DecodeError(_join(path, f"unexpected {_type_name(data)}"))
+    origin = typing.get_origin(tp)
+    if origin in (tuple, frozenset):
+        if not isinstance(data, list):
+            raise _DecodeError(_join(path, f"expected a list, got {_type_name(data)}"))
+        (item,) = typing.get_args(tp)[:1]
+        items = [_decode(item, v, f"{path}[{i}]") for i, v in enumerate(data)]
+        return tuple(items) if origin is tuple else frozenset(items)
+    if origin in (Mapping, dict, typing.get_origin(Mapping[str, str])):
+        if not isinstance(data, dict):
+            raise _DecodeError(_join(path, f"expected a mapping, got {_type_name(data)}"))
+        _, vt = typing.get_args(tp)
+        out = {}
+        for k, v in data.items():
+            if not isinstance(k, str):
+                raise _DecodeError(_join(path, f"key {k!r} must be a string"))
+            out[k] = _decode(vt, v, f"{path}.{k}" if path else k)
+        return out
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(data)
+        except ValueError:
+            known = ", ".join(str(m.value) for m in tp)
+            raise _DecodeError(_join(path, f"unknown value {data!r} (expected one of: {known})")) from None
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return _decode_dataclass(tp, data, path)
+    if tp is bool:
+        if not isinstance(data, bool):
+            raise _DecodeError(_join(path, f"expected true/false, got {_type_name(data)}"))
+        return data
+    if tp is int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise _DecodeError(_join(path, f"expected an integer, got {_type_name(data)}"))
+        return data
+    if tp is float:
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            raise _DecodeError(_join(path, f"expected a number, got {_type_name(data)}"))
+        return float(data)
+    if tp is str:
+        if not isinstance(data, str):
+            raise _DecodeError(_join(path, f"expected a string, got {_type_name(data)}"))
+        return data
+    raise TypeError(f"plans.serialize cannot decode type {tp!r} at {path}")  # a model bug, not user input
+
+
+def _decode_tagged(options: list[Any], data: Any, path: str) -> Any:
+    if not isinstance(data, dict):
+        raise _DecodeError(_join(path, f"expected a mapping, got {_type_name(data)}"))
+    by_tag = {o.KIND: o for o in options}
+    tag = data.get(_TAG)
+    if tag is None:
+        raise _DecodeError(_join(path, f"missing field '{_TAG}' (one of: {', '.join(sorted(by_tag))})"))
+    cls = by_tag.get(tag)
+    if cls is None:
+        raise _DecodeError(
+            _join(path, f"{_TAG}: unknown kind {tag!r} (expected one of: {', '.join(sorted(by_tag))})")
+        )
+    return _decode_dataclass(cls, {k: v for k, v in data.items() if k != _TAG}, path)
+
+
+def _decode_dataclass(cls: type[Any], data: Any, path: str) -> Any:
+    if not isinstance(data, dict):
+        raise _DecodeError(_join(path, f"expected a mapping, got {_type_name(data)}"))
+    hints = _hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(str(k) for k in data if k not in fields)
+    if unknown:
+        raise _DecodeError(_join(path, f"unknown field(s) {', '.join(unknown)}"))
+    kwargs: dict[str, Any] = {}
+    for name, f in fields.items():
+        sub = f"{path}.{name}" if path else name
+        if name not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise _DecodeError(_join(path, f"missing field '{name}'"))
+            continue
+        if cls is Step and name == "payload":
+            continue  # decoded below, once the kind is known
+        kwargs[name] = _decode(hints[name], data[name], sub)
+    if cls is Step and "payload" in data:
+        kind = kwargs["kind"]
+        assert isinstance(kind, StepKind)
+        kwargs["payload"] = _decode_dataclass(PAYLOAD_TYPES[kind], data["payload"], f"{path}.payload")
+    try:
+        return cls(**kwargs)
+    except _DecodeError:
+        raise
+    except PlanError as exc:
+        raise _DecodeError(_join(path, str(exc))) from exc
+
+
+def plan_from_json(doc: Any, *, source: str = "plan") -> Plan:
+    """Build a ``Plan`` from parsed JSON/YAML data; any problem is a ``PlanError`` naming ``source`` and the
+    field path."""
+    if not isinstance(doc, dict):
+        raise PlanError(f"{source}: not an mm2ctl plan (expected a mapping at the top level, got "
+                        f"{_type_name(doc)})")
+    version = doc.get("schema_version")
+    if "schema_version" not in doc:
+        raise PlanError(f"{source}: schema_version: missing (is this an mm2ctl plan?)")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise PlanError(f"{source}: schema_version: expected an integer, got {_type_name(version)}")
+    if version > SCHEMA_VERSION:
+        raise PlanError(
+            f"{source}: schema_version: {version} is newer than this mm2ctl understands "
+            f"(it reads version {SCHEMA_VERSION}); upgrade mm2ctl"
+        )
+    try:
+        plan = _decode_dataclass(Plan, doc, "")
+    except PlanError as exc:
+        raise PlanError(f"{source}: {exc}") from exc
+    assert isinstance(plan, Plan)
+    return plan
+
+
+def load_plan(source: str | os.PathLike[str], *, name: str | None = None) -> Plan:
+    """Read a plan from a path (``os.PathLike``) or from document text (``str``); YAML or JSON.
+
+    A ``str`` is always document text, never a path: guessing would make a file named like YAML text (or
+    text that happens to name a file) load the wrong thing.
+    """
+    if isinstance(source, os.PathLike):
+        label = name or os.fspath(source)
+        try:
+            text = Path(source).read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise PlanError(f"{label}: not a UTF-8 text file") from exc
+        except OSError as exc:
+            raise PlanError(f"{label}: cannot read plan file: {exc.strerror or exc}") from exc
+    else:
+        label = name or "plan"
+        text = source
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{label}:{mark.line + 1}:{mark.column + 1}" if mark is not None else label
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise PlanError(f"{where}: not valid YAML: {problem}") from exc
+    return plan_from_json(doc, source=label)
+
+
+def model_to_json(value: object) -> JSONable:
+    """Encode any model value (a step, a payload, a precondition) exactly as plan files do."""
+    return _encode(value)
