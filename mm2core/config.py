@@ -1,0 +1,712 @@
+"""The MirrorMaker 2 configuration, read from the ``connect-mirror-maker.properties`` users already have.
+
+Every other part of mm2ctl asks this module which clusters exist, which flows are enabled, where the
+offset syncs live, what the topics are called and how to connect. The rules are Kafka's own
+(``MirrorMakerConfig``, ``MirrorClientConfig``, ``MirrorConnectorConfig``, ``MirrorSourceConfig``,
+``MirrorCheckpointConfig``, ``DefaultTopicFilter``, ``DefaultGroupFilter``), so that mm2ctl looks where
+MM2 writes:
+
+* ``clusters`` lists the aliases. A flow ``A->B`` replicates only when ``A->B.enabled`` is ``true``; it
+  defaults to false. MM2 still starts a herder (running only the heartbeat connector) for every other
+  ordered pair unless heartbeats are off, which is why :meth:`MM2Config.pairs` can list disabled pairs.
+* Flow settings (policy, separator, offset-syncs location, filters, intervals) come from ``A->B.<key>``,
+  else the top-level ``<key>``. Cluster-level ``A.<key>`` does not reach the connectors.
+* Client settings follow ``MirrorMakerConfig.clusterProps`` and the connectors' client builders; see
+  :meth:`MM2Config.client_settings` for the exact order.
+
+Every problem is a :class:`~mm2core.errors.ConfigError` naming the file, the line and the key. Unknown
+keys are fine: MM2 has hundreds, and Connect worker keys live in the same file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Literal
+
+from mm2core import naming, security
+from mm2core.errors import ConfigError
+from mm2core.naming import OffsetSyncsLocation, ReplicationPolicy
+from mm2core.properties import Properties, load_properties, parse_properties
+from mm2core.security import SettingOrigin
+
+Role = Literal["consumer", "producer", "admin"]
+ROLES: tuple[Role, ...] = ("consumer", "producer", "admin")
+
+# Kafka's own defaults (DefaultTopicFilter / DefaultGroupFilter, Kafka 3.x and 4.x). Kafka 2.x excluded
+# ".*[\-\.]internal" instead of "mm2.*\.internal".
+TOPICS_DEFAULT = ".*"
+TOPICS_EXCLUDE_DEFAULT = r"mm2.*\.internal, .*\.replica, __.*"
+GROUPS_DEFAULT = ".*"
+GROUPS_EXCLUDE_DEFAULT = "console-consumer-.*, connect-.*, __.*"
+
+OFFSET_LAG_MAX_DEFAULT = 100
+SYNC_GROUP_OFFSETS_INTERVAL_DEFAULT = 60
+EMIT_CHECKPOINTS_INTERVAL_DEFAULT = 60
+
+# ${provider:path:key} or ${provider:key}, as Kafka's ConfigTransformer matches them.
+_PROVIDER_REF = re.compile(r"\$\{[^}]*?:(?:[^}]*?:)?[^}]*?\}")
+
+
+def is_client_setting(name: str) -> bool:
+    """True for the settings ``MirrorClientConfig.CLIENT_CONFIG_DEF`` defines and MM2 hands to clients.
+
+    That is ``bootstrap.servers``, ``security.protocol`` and Kafka's client ``ssl.*`` and ``sasl.*``
+    settings: only these are inherited from the top level of the file.
+    """
+    return name in ("bootstrap.servers", "security.protocol") or name.startswith(("ssl.", "sasl."))
+
+
+# --- Java regex filters -------------------------------------------------------------------------
+
+_POSIX_CLASSES = {
+    "Lower": "a-z",
+    "Upper": "A-Z",
+    "Alpha": "a-zA-Z",
+    "Digit": "0-9",
+    "Alnum": "a-zA-Z0-9",
+    "XDigit": "0-9a-fA-F",
+    "Space": r" \t\n\x0b\f\r",
+    "Punct": r"!-/:-@\[-`{-~",
+}
+
+
+class _RegexTranslationError(ValueError):
+    pass
+
+
+def java_regex_to_python(pattern: str) -> str:
+    """Rewrite the Java-only constructs of a ``java.util.regex`` pattern that Python's ``re`` spells
+    differently (``\\Q…\\E``, ``(?<name>…)``, ``\\k<name>``, ``\\z``, ``\\Z``, ``\\p{Alpha}``-style POSIX
+    classes, a leading ``(?i)``). Possessive quantifiers and atomic groups need no rewrite on Python 3.11+.
+    Raises ValueError for constructs with no Python equivalent.
+    """
+    out: list[str] = []
+    i = 0
+    n = len(pattern)
+    in_class = False
+    flags = re.match(r"\(\?([a-zA-Z]+)\)", pattern)
+    if flags:
+        letters = flags.group(1)
+        if set(letters) - set("imsx"):
+            raise _RegexTranslationError(f"inline flags (?{letters}) are not supported")
+        out.append(f"(?{letters}:")
+        i = flags.end()
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            nxt = pattern[i + 1]
+            if nxt == "Q":
+                end = pattern.find("\\E", i + 2)
+                literal = pattern[i + 2 :] if end < 0 else pattern[i + 2 : end]
+                out.append(re.escape(literal))
+                i = n if end < 0 else end + 2
+                continue
+            if nxt in "pP" and i + 2 < n and pattern[i + 2] == "{":
+                end = pattern.find("}", i + 3)
+                name = pattern[i + 3 : end] if end > 0 else ""
+                name = name[2:] if name.startswith("Is") else name
+                if name not in _POSIX_CLASSES:
+                    raise _RegexTranslationError(f"\\{nxt}{{{name}}} is not supported")
+                body = _POSIX_CLASSES[name]
+                if in_class:
+                    if nxt == "P":
+                        raise _RegexTranslationError(f"\\P{{{name}}} inside [...] is not supported")
+                    out.append(body)
+                else:
+                    out.append(f"[{'^' if nxt == 'P' else ''}{body}]")
+                i = end + 1
+                continue
+            if nxt == "z" and not in_class:
+                out.append(r"\Z")
+            elif nxt == "Z" and not in_class:
+                out.append(r"(?=\n?\Z)")
+            elif nxt == "k" and i + 2 < n and pattern[i + 2] == "<":
+                end = pattern.find(">", i + 3)
+                if end < 0:
+                    raise _RegexTranslationError("unterminated \\k<name>")
+                out.append(f"(?P={pattern[i + 3 : end]})")
+                i = end + 1
+                continue
+            else:
+                out.append(c + nxt)
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+            out.append(c)
+            i += 1
+            continue
+        if c == "[":
+            in_class = True
+            out.append(c)
+            i += 1
+            if i < n and pattern[i] == "^":
+                out.append("^")
+                i += 1
+            if i < n and pattern[i] == "]":  # a leading ] is literal
+                out.append(r"\]")
+                i += 1
+            continue
+        if pattern.startswith("(?<", i) and i + 3 < n and pattern[i + 3] not in "=!":
+            out.append("(?P<")
+            i += 3
+            continue
+        out.append(c)
+        i += 1
+    if flags:
+        out.append(")")
+    return "".join(out)
+
+
+def parse_list(value: str) -> list[str]:
+    """A ConfigDef LIST: trimmed, split on commas with surrounding whitespace; empty means no items."""
+    trimmed = value.strip()
+    return [] if not trimmed else re.split(r"\s*,\s*", trimmed)
+
+
+@dataclass(frozen=True)
+class NameFilter:
+    """Kafka's include/exclude filter: a name passes when it fully matches an include pattern and no
+    exclude pattern. An empty list matches nothing, as in ``MirrorUtils.compilePatternList``.
+    """
+
+    include_key: str
+    include: tuple[str, ...]
+    exclude_key: str
+    exclude: tuple[str, ...]
+    _include_re: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
+    _exclude_re: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
+
+    def matches(self, name: str) -> bool:
+        """True when MM2 would replicate this topic (or group)."""
+        included = self._include_re is not None and self._include_re.fullmatch(name) is not None
+        excluded = self._exclude_re is not None and self._exclude_re.fullmatch(name) is not None
+        return included and not excluded
+
+
+def compile_patterns(
+    patterns: Iterable[str], *, path: str | None = None, line: int | None = None, key: str | None = None
+) -> re.Pattern[str] | None:
+    """Compile a pattern list like ``MirrorUtils.compilePatternList``; None (matches nothing) when empty."""
+    translated: list[str] = []
+    for pattern in patterns:
+        try:
+            python = java_regex_to_python(pattern)
+            re.compile(python)
+        except (re.error, ValueError) as exc:
+            reason = exc.msg if isinstance(exc, re.error) else str(exc)
+            raise ConfigError(
+                f"pattern {pattern!r} is not a valid regular expression: {reason}",
+                path=path,
+                line=line,
+                key=key,
+            ) from exc
+        translated.append(f"(?:{python})")
+    return re.compile("|".join(translated)) if translated else None
+
+
+# --- the model ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PairConfig:
+    """One replication flow ``source->target`` with the settings MM2's connectors for it would use."""
+
+    source: str
+    target: str
+    enabled: bool
+    heartbeats_enabled: bool
+    replication_policy: ReplicationPolicy
+    offset_syncs_location: OffsetSyncsLocation
+    topic_filter: NameFilter
+    group_filter: NameFilter
+    offset_lag_max: int
+    sync_group_offsets_enabled: bool
+    sync_group_offsets_interval_seconds: int
+    emit_checkpoints_enabled: bool
+    emit_checkpoints_interval_seconds: int
+    emit_offset_syncs_enabled: bool
+    #: Dedicated mode (``connect-mirror-maker.sh``): the worker's connector-offsets topic on the target.
+    dedicated_offsets_topic: str
+    #: Dedicated mode: the Connect worker group of this flow's herder.
+    dedicated_group_id: str
+    _config: MM2Config = field(repr=False, compare=False)
+
+    @property
+    def name(self) -> str:
+        """``source->target``, MM2's own spelling of the flow."""
+        return f"{self.source}->{self.target}"
+
+    @property
+    def separator(self) -> str:
+        """``replication.policy.separator`` for this flow."""
+        return self.replication_policy.separator
+
+    @property
+    def offset_syncs_topic(self) -> str:
+        """The offset-syncs topic name (named after the cluster it does *not* live on)."""
+        alias = naming.offset_syncs_alias(self.source, self.target, self.offset_syncs_location)
+        return self.replication_policy.offset_syncs_topic(alias)
+
+    @property
+    def offset_syncs_cluster(self) -> str:
+        """The alias of the cluster holding the offset-syncs topic."""
+        return naming.offset_syncs_cluster(self.source, self.target, self.offset_syncs_location)
+
+    @property
+    def checkpoints_topic(self) -> str:
+        """The checkpoints topic, on the target cluster."""
+        return self.replication_policy.checkpoints_topic(self.source)
+
+    @property
+    def heartbeats_topic(self) -> str:
+        """The heartbeats topic this flow's heartbeat connector writes on the target."""
+        return self.replication_policy.heartbeats_topic()
+
+    @property
+    def remote_heartbeats_topic(self) -> str:
+        """The source's heartbeats topic as replicated onto the target (``A.heartbeats``)."""
+        return self.replication_policy.remote_topic(self.source, self.replication_policy.heartbeats_topic())
+
+    def remote_topic(self, topic: str) -> str:
+        """The target-side name of source topic ``topic``."""
+        return self.replication_policy.remote_topic(self.source, topic)
+
+    def upstream_topic(self, topic: str) -> str | None:
+        """The source-side name of target topic ``topic`` (None when it is not a remote topic)."""
+        return self.replication_policy.upstream_topic(topic)
+
+    def replicates_topic(self, topic: str) -> bool:
+        """True when MM2 would replicate source topic ``topic`` in this flow (filter and internal topics)."""
+        policy = self.replication_policy
+        return (
+            (self.topic_filter.matches(topic) or policy.is_heartbeats_topic(topic))
+            and not policy.is_internal_topic(topic)
+            and not self._is_cycle(topic)
+        )
+
+    def _is_cycle(self, topic: str) -> bool:
+        """MirrorSourceConnector.isCycle: the topic already came from the target, at any hop."""
+        policy = self.replication_policy
+        seen = topic
+        while True:
+            source = policy.topic_source(seen)
+            if source is None:
+                return False
+            if source == self.target:
+                return True
+            upstream = policy.upstream_topic(seen)
+            if upstream is None or upstream == seen:
+                return False
+            seen = upstream
+
+    @cached_property
+    def source_kafka_config(self) -> dict[str, str]:
+        """confluent-kafka settings for the source cluster, as this flow's consumer sees it."""
+        return self._config.kafka_config(self.source, pair=self.name)
+
+    @cached_property
+    def target_kafka_config(self) -> dict[str, str]:
+        """confluent-kafka settings for the target cluster, as this flow's consumer sees it."""
+        return self._config.kafka_config(self.target, pair=self.name)
+
+
+@dataclass(frozen=True)
+class MM2Config:
+    """A parsed MM2 properties file. Build it with :func:`load_mm2_config`."""
+
+    path: str
+    clusters: tuple[str, ...]
+    #: Things MM2 would accept but that probably are not what the user meant (never printed here).
+    warnings: tuple[str, ...]
+    _props: Properties = field(repr=False, compare=False)
+    _pairs: dict[str, PairConfig] = field(default_factory=dict, repr=False, compare=False)
+
+    def pairs(self, enabled_only: bool = True) -> list[PairConfig]:
+        """Flows in ``clusters`` order; with ``enabled_only=False`` every ordered pair of distinct aliases."""
+        return [p for p in self._pairs.values() if p.enabled or not enabled_only]
+
+    def pair(self, name: str, *, enabled_only: bool = True) -> PairConfig:
+        """The flow named ``A->B``. ConfigError for an unknown alias or (by default) a disabled flow."""
+        source, sep, target = name.partition("->")
+        source, target = source.strip(), target.strip()
+        if not sep or not source or not target:
+            raise ConfigError(f"{name!r} is not a flow name; write it as SOURCE->TARGET", path=self.path)
+        for alias in (source, target):
+            if alias not in self.clusters:
+                raise ConfigError(
+                    f"cluster {alias!r} is not in clusters ({', '.join(self.clusters)})",
+                    path=self.path,
+                    line=self._props.line("clusters"),
+                    key="clusters",
+                )
+        if source == target:
+            raise ConfigError(f"{name}: source and target are the same cluster", path=self.path)
+        pair = self._pairs[f"{source}->{target}"]
+        if enabled_only and not pair.enabled:
+            key = f"{pair.name}.enabled"
+            raise ConfigError(
+                "this flow is not enabled (MM2 only replicates a flow whose enabled is true)",
+                path=self.path,
+                line=self._props.line(key),
+                key=key,
+            )
+        return pair
+
+    def setting(self, key: str) -> str | None:
+        """The raw value of any key in the file (config-provider references refused), or None."""
+        got = _get(self._props, key)
+        return None if got is None else got[0]
+
+    # --- client settings --------------------------------------------------------------------------
+
+    def _resolve_client(
+        self, alias: str, pair: str | None, role: Role
+    ) -> dict[str, tuple[str, SettingOrigin]]:
+        if alias not in self.clusters:
+            raise ConfigError(
+                f"cluster {alias!r} is not in clusters ({', '.join(self.clusters)})",
+                path=self.path,
+                line=self._props.line("clusters"),
+                key="clusters",
+            )
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, not {role!r}")
+        props = self._props
+        # Candidate keys for a setting name, strongest first; `client_only` lists apply to client names only.
+        chain_all: list[str]
+        if pair is None:
+            chain_all = []  # MirrorClientConfig keeps client settings only
+            chain_client = [f"{alias}.{role}.", f"{alias}.", "", f"{role}."]
+        else:
+            flow = self.pair(pair, enabled_only=False)
+            if alias not in (flow.source, flow.target):
+                raise ConfigError(f"cluster {alias!r} is not part of flow {flow.name}", path=self.path)
+            side = "source" if alias == flow.source else "target"
+            p = f"{flow.name}."
+            chain_all = [f"{p}{side}.{role}.", f"{alias}.{role}.", f"{p}{role}."]
+            chain_client = [
+                f"{p}{side}.{role}.",
+                f"{alias}.{role}.",
+                f"{alias}.",
+                "",
+                f"{p}{role}.",
+                f"{p}{side}.cluster.",
+            ]
+        names: set[str] = set()
+        for key in props:
+            for prefix in {*chain_all, *chain_client}:
+                if prefix and key.startswith(prefix):
+                    names.add(key[len(prefix) :])
+                elif not prefix and is_client_setting(key):
+                    names.add(key)
+        resolved: dict[str, tuple[str, SettingOrigin]] = {}
+        for name in sorted(names):
+            chain = chain_client if is_client_setting(name) else chain_all
+            for prefix in chain:
+                got = _get(props, prefix + name)
+                if got is not None:
+                    resolved[name] = got
+                    break
+        return resolved
+
+    def client_settings(self, alias: str, pair: str | None = None, role: Role = "consumer") -> dict[str, str]:
+        """The Java client settings MM2 would give a ``role`` client of cluster ``alias``.
+
+        Without ``pair`` this is ``MirrorClientConfig`` (what MM2's own client tools use); only client
+        settings (``bootstrap.servers``, ``security.protocol``, ``ssl.*``, ``sasl.*``) are kept, first of
+        ``A.<role>.x``, ``A.x``, top-level ``x``, top-level ``<role>.x``.
+
+        With ``pair="A->B"`` this is what that flow's connectors use for the cluster on ``side`` (source
+        or target). For client settings the first of: ``A->B.<side>.<role>.x`` (the flow override),
+        ``A.<role>.x``, ``A.x`` (cluster), top-level ``x``, then ``A->B.<role>.x`` and
+        ``A->B.<side>.cluster.x``. That last pair only applies when neither the cluster nor the top level
+        sets ``x``: ``MirrorMakerConfig.clusterProps`` copies cluster and top-level client settings under
+        every role prefix, which then shadow them. Other settings come from ``A->B.<side>.<role>.x``,
+        ``A.<role>.x`` or ``A->B.<role>.x``.
+        """
+        return {k: v for k, (v, _) in self._resolve_client(alias, pair, role).items()}
+
+    def kafka_config(self, alias: str, pair: str | None = None, role: Role = "consumer") -> dict[str, str]:
+        """confluent-kafka settings for cluster ``alias`` (see :mod:`mm2core.security`).
+
+        May write a private PEM file when a PKCS12 or JKS truststore must be converted. Contains secrets:
+        pass it through :func:`mm2core.security.redact` before showing it.
+        """
+        resolved = self._resolve_client(alias, pair, role)
+        return security.to_librdkafka(
+            {k: v for k, (v, _) in resolved.items()},
+            path=self.path,
+            origins={k: o for k, (_, o) in resolved.items()},
+        )
+
+    def _validate_client(self, alias: str, pair: PairConfig) -> None:
+        resolved = self._resolve_client(alias, pair.name, "consumer")
+        if not resolved.get("bootstrap.servers", ("", None))[0].strip():
+            enabled_key = f"{pair.name}.enabled"
+            raise ConfigError(
+                f"is required: cluster {alias} is used by the enabled flow {pair.name}",
+                path=self.path,
+                line=self._props.line(enabled_key),
+                key=f"{alias}.bootstrap.servers",
+            )
+        security.to_librdkafka(
+            {k: v for k, (v, _) in resolved.items()},
+            path=self.path,
+            origins={k: o for k, (_, o) in resolved.items()},
+            materialize=False,
+        )
+
+
+# --- parsing helpers ----------------------------------------------------------------------------
+
+
+def _get(props: Properties, key: str) -> tuple[str, SettingOrigin] | None:
+    prop = props.get(key)
+    if prop is None:
+        return None
+    if _PROVIDER_REF.search(prop.value):
+        raise ConfigError(
+            "uses a config provider reference (${provider:path:key}); mm2ctl does not resolve config "
+            "providers, so put the resolved value in the file mm2ctl reads",
+            path=props.path,
+            line=prop.line,
+            key=key,
+        )
+    return prop.value, SettingOrigin(key, prop.line)
+
+
+class _FlowSettings:
+    """Reads flow-level settings: ``A->B.<key>`` first, then the top-level ``<key>``."""
+
+    def __init__(self, props: Properties, source: str, target: str) -> None:
+        self.props = props
+        self.prefix = f"{source}->{target}."
+
+    def get(self, key: str) -> tuple[str, SettingOrigin] | None:
+        return _get(self.props, self.prefix + key) or _get(self.props, key)
+
+    def err(self, origin: SettingOrigin, message: str) -> ConfigError:
+        return ConfigError(message, path=self.props.path, line=origin.line, key=origin.key)
+
+    def boolean(self, key: str, default: bool) -> bool:
+        got = self.get(key)
+        if got is None:
+            return default
+        value, origin = got
+        text = value.strip().lower()
+        if text not in ("true", "false"):
+            raise self.err(origin, f"expected true or false, not {value.strip()!r}")
+        return text == "true"
+
+    def integer(self, key: str, default: int, *, minimum: int | None = None) -> int:
+        got = self.get(key)
+        if got is None:
+            return default
+        value, origin = got
+        try:
+            number = int(value.strip(), 10)
+        except ValueError:
+            raise self.err(origin, f"expected a whole number, not {value.strip()!r}") from None
+        if minimum is not None and number < minimum:
+            raise self.err(origin, f"must be at least {minimum}, not {number}")
+        return number
+
+    def string(self, key: str) -> tuple[str, SettingOrigin] | None:
+        return self.get(key)
+
+    def patterns(
+        self, key: str, legacy: str, default: str
+    ) -> tuple[str, tuple[str, ...], re.Pattern[str] | None]:
+        got = self.get(key) or self.get(legacy)  # translateDeprecatedConfigs: the new key wins
+        value, origin = got if got is not None else (default, SettingOrigin(key))
+        items = tuple(parse_list(value))
+        compiled = compile_patterns(items, path=self.props.path, line=origin.line, key=origin.key)
+        return origin.key, items, compiled
+
+
+def _build_pair(config: MM2Config, props: Properties, source: str, target: str, enabled: bool) -> PairConfig:
+    flow = _FlowSettings(props, source, target)
+
+    policy_class = naming.DEFAULT_POLICY_CLASS
+    got = flow.string("replication.policy.class")
+    if got is not None:
+        policy_class = got[0].strip()
+        if policy_class not in (naming.DEFAULT_POLICY_CLASS, naming.IDENTITY_POLICY_CLASS):
+            raise flow.err(
+                got[1],
+                f"unsupported replication policy {policy_class!r}: mm2ctl knows "
+                f"{naming.DEFAULT_POLICY_CLASS} and {naming.IDENTITY_POLICY_CLASS}",
+            )
+    separator: str | None = None
+    got = flow.string("replication.policy.separator")
+    if got is not None:
+        separator = got[0]
+        if not naming.is_legal_topic_fragment(separator):
+            raise flow.err(
+                got[1],
+                f"{separator!r} cannot be part of a topic name (use letters, digits, '.', '_' or '-'; "
+                "check for trailing spaces)",
+            )
+    heartbeats = naming.DEFAULT_HEARTBEATS_TOPIC
+    got = flow.string("default.replication.policy.heartbeats.topic.name")
+    if got is not None:
+        heartbeats = got[0].strip()
+        if not naming.is_legal_topic_fragment(heartbeats):
+            raise flow.err(got[1], f"{heartbeats!r} is not a valid topic name")
+    policy = naming.replication_policy(
+        policy_class,
+        separator=separator,
+        internal_separator_enabled=flow.boolean("replication.policy.internal.topic.separator.enabled", True),
+        heartbeats_topic_name=heartbeats,
+        source_cluster_alias=source,
+    )
+
+    location = OffsetSyncsLocation.SOURCE
+    got = flow.string("offset-syncs.topic.location")
+    if got is not None:
+        try:
+            location = OffsetSyncsLocation(got[0].strip())
+        except ValueError:
+            raise flow.err(got[1], f"must be source or target, not {got[0].strip()!r}") from None
+
+    inc_key, inc, inc_re = flow.patterns("topics", "topics", TOPICS_DEFAULT)
+    exc_key, exc, exc_re = flow.patterns("topics.exclude", "topics.blacklist", TOPICS_EXCLUDE_DEFAULT)
+    topic_filter = NameFilter(inc_key, inc, exc_key, exc, inc_re, exc_re)
+    inc_key, inc, inc_re = flow.patterns("groups", "groups", GROUPS_DEFAULT)
+    exc_key, exc, exc_re = flow.patterns("groups.exclude", "groups.blacklist", GROUPS_EXCLUDE_DEFAULT)
+    group_filter = NameFilter(inc_key, inc, exc_key, exc, inc_re, exc_re)
+
+    offsets_topic = naming.dedicated_offsets_topic(source)
+    for key in ("offset.storage.topic", f"{target}.offset.storage.topic"):  # workerConfig: top level wins
+        got = _get(props, key)
+        if got is not None:
+            offsets_topic = got[0].strip()
+            break
+    group_got = _get(props, f"{target}.group.id")
+    group_id = group_got[0].strip() if group_got else naming.dedicated_group_id(source)
+
+    return PairConfig(
+        source=source,
+        target=target,
+        enabled=enabled,
+        heartbeats_enabled=flow.boolean("emit.heartbeats.enabled", True),
+        replication_policy=policy,
+        offset_syncs_location=location,
+        topic_filter=topic_filter,
+        group_filter=group_filter,
+        offset_lag_max=flow.integer("offset.lag.max", OFFSET_LAG_MAX_DEFAULT),
+        sync_group_offsets_enabled=flow.boolean("sync.group.offsets.enabled", False),
+        sync_group_offsets_interval_seconds=flow.integer(
+            "sync.group.offsets.interval.seconds", SYNC_GROUP_OFFSETS_INTERVAL_DEFAULT
+        ),
+        emit_checkpoints_enabled=flow.boolean("emit.checkpoints.enabled", True),
+        emit_checkpoints_interval_seconds=flow.integer(
+            "emit.checkpoints.interval.seconds", EMIT_CHECKPOINTS_INTERVAL_DEFAULT
+        ),
+        emit_offset_syncs_enabled=flow.boolean("emit.offset-syncs.enabled", True),
+        dedicated_offsets_topic=offsets_topic,
+        dedicated_group_id=group_id,
+        _config=config,
+    )
+
+
+def _parse_clusters(props: Properties) -> tuple[str, ...]:
+    got = _get(props, "clusters")
+    if got is None:
+        raise ConfigError(
+            "is required: list the cluster aliases, e.g. clusters = primary, backup",
+            path=props.path,
+            key="clusters",
+        )
+    value, origin = got
+    aliases = parse_list(value)
+    if not aliases:
+        raise ConfigError(
+            "is empty: list at least two cluster aliases", path=props.path, line=origin.line, key="clusters"
+        )
+    seen: list[str] = []
+    for alias in aliases:
+        if not alias:
+            raise ConfigError(
+                "has an empty alias (two commas in a row?)", path=props.path, line=origin.line, key="clusters"
+            )
+        if "->" in alias or any(ch.isspace() for ch in alias):
+            raise ConfigError(
+                f"alias {alias!r} cannot contain '->' or whitespace",
+                path=props.path,
+                line=origin.line,
+                key="clusters",
+            )
+        if alias not in seen:
+            seen.append(alias)
+    return tuple(seen)
+
+
+_FLOW_KEY = re.compile(r"^(?P<source>.+?)->(?P<target>.+?)\.enabled$")
+
+
+def _warnings(props: Properties, clusters: tuple[str, ...], pairs: dict[str, PairConfig]) -> list[str]:
+    found: list[str] = []
+    for key in props:
+        match = _FLOW_KEY.match(key)
+        if match and f"{match['source']}->{match['target']}" not in pairs:
+            found.append(
+                f"{props.path}:{props.line(key)}: {key}: names a cluster not in clusters; MM2 ignores it"
+            )
+    for legacy, new in (("topics.blacklist", "topics.exclude"), ("groups.blacklist", "groups.exclude")):
+        for key in props:
+            if key == legacy or key.endswith(f".{legacy}"):
+                shadow = key[: -len(legacy)] + new
+                why = f"ignored because {shadow} is set" if shadow in props else f"deprecated: use {new}"
+                found.append(f"{props.path}:{props.line(key)}: {key}: {why}")
+    for name in pairs:
+        prefix = f"{name}."
+        for key in props:
+            if key.startswith(prefix) and is_client_setting(key[len(prefix) :]):
+                found.append(
+                    f"{props.path}:{props.line(key)}: {key}: MM2 does not pass flow-level client settings to "
+                    f"its clients; use {prefix}source.cluster., {prefix}target.cluster. or "
+                    f"{prefix}source.consumer. (and similar) prefixes"
+                )
+    return found
+
+
+def parse_mm2_config(props: Properties) -> MM2Config:
+    """Build the model from parsed properties (see :func:`load_mm2_config`)."""
+    clusters = _parse_clusters(props)
+    config = MM2Config(path=props.path, clusters=clusters, warnings=(), _props=props)
+    for source in clusters:
+        for target in clusters:
+            if source == target:
+                continue
+            flow = _FlowSettings(props, source, target)
+            enabled_key = f"{source}->{target}.enabled"
+            enabled = flow.boolean("enabled", False) if enabled_key in props else False
+            config._pairs[f"{source}->{target}"] = _build_pair(config, props, source, target, enabled)
+    for pair in config.pairs(enabled_only=True):
+        config._validate_client(pair.source, pair)
+        config._validate_client(pair.target, pair)
+    object.__setattr__(config, "warnings", tuple(_warnings(props, clusters, config._pairs)))
+    return config
+
+
+def load_mm2_config(path: str | os.PathLike[str]) -> MM2Config:
+    """Read an MM2 ``connect-mirror-maker.properties`` file as MM2 would, and check what mm2ctl needs.
+
+    Raises ConfigError (naming file, line and key, never a secret value) for anything MM2 would reject
+    or mm2ctl cannot follow: a missing ``clusters``, an enabled flow whose cluster has no
+    ``bootstrap.servers``, a bad boolean or number, an unknown replication policy, a regex that does not
+    compile, an unsupported security setup, or a ``${provider:...}`` reference.
+    """
+    return parse_mm2_config(load_properties(path))
+
+
+def mm2_config_from_text(text: str, *, path: str = "<string>") -> MM2Config:
+    """Like :func:`load_mm2_config` for text in memory (tests, and configs fetched from elsewhere)."""
+    return parse_mm2_config(parse_properties(text, path=path))
