@@ -76,6 +76,16 @@ class ConnectClient:
     def urls(self) -> tuple[str, ...]:
         return self._transport.urls
 
+    def close(self) -> None:
+        """Close the session this client was given (the factory's session is the client's to close)."""
+        self._transport.close()
+
+    def __enter__(self) -> ConnectClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     # -- worker ---------------------------------------------------------------------------------------
 
     def server_info(self, *, refresh: bool = False, timeout: Timeout | None = None) -> ServerInfo:
@@ -267,9 +277,9 @@ class ConnectClient:
         deadline = self._clock() + timeout
         last_seen = "no answer yet"
         while True:
-            remaining = deadline - self._clock()
+            remaining = max(0.0, deadline - self._clock())
             try:
-                status = self.status(name, max_elapsed=max(0.0, remaining))
+                status = self.status(name, timeout=self._poll_timeout(remaining), max_elapsed=remaining)
             except ConnectNotFoundError:
                 if not allow_missing:
                     raise
@@ -288,6 +298,15 @@ class ConnectClient:
             self._sleep(min(poll_interval, remaining))
 
     # -- plumbing -------------------------------------------------------------------------------------
+
+    def _poll_timeout(self, remaining: float) -> Timeout:
+        """The default timeout, shortened to what is left of a deadline (but never below 0.1 s), so
+        one slow poll cannot hold ``wait_for_state`` long past it."""
+        cap = max(0.1, remaining)
+        default = self._transport.timeout
+        if isinstance(default, tuple):
+            return (min(default[0], cap), min(default[1], cap))
+        return min(default, cap)
 
     def _require(self, what: str, since: Version) -> None:
         """Refuse an endpoint the worker is known not to have; an unknown version lets the server decide."""

@@ -207,6 +207,15 @@ class ConnectTransport:
     def retry_policy(self) -> RetryPolicy:
         return self._retry
 
+    @property
+    def timeout(self) -> Timeout:
+        """The default per-request timeout, used when a call passes none."""
+        return self._timeout
+
+    def close(self) -> None:
+        """Close the session's pooled connections."""
+        self._session.close()
+
     def request(
         self,
         method: str,

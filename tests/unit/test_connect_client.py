@@ -631,3 +631,19 @@ def test_wait_for_state_treats_404_as_not_yet_only_when_asked(
         client.wait_for_state("c", {"RUNNING"}, timeout=5, poll_interval=0.02)
     with pytest.raises(ConnectError, match="last seen: connector not found"):
         client.wait_for_state("c", {"RUNNING"}, timeout=0.1, poll_interval=0.02, allow_missing=True)
+
+
+def test_wait_for_state_does_not_let_one_slow_poll_outlive_the_deadline(
+    fake: FakeConnect, session: requests.Session
+) -> None:
+    client = ConnectClient([fake.url], session, retry=RetryPolicy(max_attempts=1), timeout=(1.0, 30.0))
+    fake.script("GET", "/connectors/c/status", Reply(200, status_body("c", "RUNNING"), delay=5.0))
+    started = time.monotonic()
+    with pytest.raises(ConnectTransportError):
+        client.wait_for_state("c", {"RUNNING"}, timeout=0.3, poll_interval=0.05)
+    assert time.monotonic() - started < 2.0
+
+
+def test_client_closes_its_session(fake: FakeConnect) -> None:
+    with build_connect_client(fake.url, retry=FAST) as client:
+        assert client.server_info().version == "3.9.2"
