@@ -43,9 +43,9 @@ from plans.model import (
     GroupOffsetsWrite,
     GroupTarget,
     NoPrecondition,
+    OffsetsRecordsUnchanged,
     OffsetSyncsBackup,
     OffsetSyncsTruncate,
-    OffsetsRecordsUnchanged,
     Plan,
     PlanKind,
     Precondition,
@@ -109,82 +109,238 @@ def tombstone_records() -> tuple[TombstoneRecord, ...]:
 def every_step() -> list[Step]:
     """One step of every kind, each with a different precondition kind, in a plausible order."""
     src = ConnectorTarget(connector=SRC)
-    offsets_before = [{"partition": {"cluster": "A", "topic": "orders", "partition": 0}, "offset": {"offset": 1000}}]
+    offsets_before = [
+        {"partition": {"cluster": "A", "topic": "orders", "partition": 0}, "offset": {"offset": 1000}}
+    ]
     syncs = TopicPartitionsTarget(cluster="A", topic="mm2-offset-syncs.B.internal", partitions=(0,))
     group = GroupTarget(cluster="B", group="billing")
     rows = (
-        GroupOffsetRow(topic="A.orders", partition=0, offset=998, before_offset=None,
-                       method=TranslationMethod.OFFSET_SYNC_EXACT, source_offset=1000),
-        GroupOffsetRow(topic="A.orders", partition=1, offset=51, before_offset=40,
-                       method=TranslationMethod.OFFSET_SYNC_NEXT, source_offset=60),
-        GroupOffsetRow(topic="A.payments", partition=0, offset=0, before_offset=3,
-                       method=TranslationMethod.EARLIEST),
+        GroupOffsetRow(
+            topic="A.orders",
+            partition=0,
+            offset=998,
+            before_offset=None,
+            method=TranslationMethod.OFFSET_SYNC_EXACT,
+            source_offset=1000,
+        ),
+        GroupOffsetRow(
+            topic="A.orders",
+            partition=1,
+            offset=51,
+            before_offset=40,
+            method=TranslationMethod.OFFSET_SYNC_NEXT,
+            source_offset=60,
+        ),
+        GroupOffsetRow(
+            topic="A.payments", partition=0, offset=0, before_offset=3, method=TranslationMethod.EARLIEST
+        ),
     )
     specs: list[tuple[StepKind, object, object, Precondition, object, object, bool, str | None]] = [
-        (StepKind.CONNECTOR_PAUSE, src, ConnectorPause(),
-         ConnectorStateIn(connector=SRC, states=frozenset({ConnectorState.RUNNING})),
-         {"state": "RUNNING"}, {"state": "PAUSED"}, True, None),
-        (StepKind.CONNECTOR_STOP, src, ConnectorStop(),
-         ConnectorStateIn(connector=SRC, states=frozenset({ConnectorState.RUNNING, ConnectorState.PAUSED})),
-         {"state": "PAUSED"}, {"state": "STOPPED"}, True, None),
-        (StepKind.CONNECT_OFFSETS_DELETE, src, ConnectOffsetsDelete(),
-         AllOf(conditions=(ConnectorStopped(connector=SRC),
-                           ConnectorOffsetsUnchanged(connector=SRC, expected=(ConnectorOffset(
-                               partition={"cluster": "A", "topic": "orders", "partition": 0},
-                               offset={"offset": 1000}),)))),
-         {"offsets": offsets_before}, {"offsets": []}, True, None),
-        (StepKind.CONNECT_OFFSETS_PATCH, src, ConnectOffsetsPatch(offsets=(
-            ConnectorOffset(partition={"cluster": "A", "topic": "orders", "partition": 0}, offset={"offset": 5}),
-            ConnectorOffset(partition={"cluster": "A", "topic": "orders", "partition": 1}, offset=None),
-         )), ConnectorStopped(connector=SRC), {"offsets": []}, {"offsets": [{"offset": 5}]}, True, None),
-        (StepKind.CONNECT_OFFSETS_TOMBSTONE,
-         TopicPartitionsTarget(cluster="B", topic="connect-offsets", partitions=(7, 19)),
-         ConnectOffsetsTombstone(connector=SRC, records=tombstone_records()),
-         OffsetsRecordsUnchanged(cluster="B", topic="connect-offsets", records=tombstone_records()),
-         None, None, True, None),
-        (StepKind.OFFSET_SYNCS_BACKUP, syncs,
-         OffsetSyncsBackup(up_to_offset=4242, backup_file="offset-syncs-A-0.jsonl"),
-         TopicEndOffsetEquals(cluster="A", topic="mm2-offset-syncs.B.internal", partition=0, end_offset=4242),
-         {"end_offset": 4242}, None, True, None),
-        (StepKind.OFFSET_SYNCS_TRUNCATE, syncs,
-         OffsetSyncsTruncate(before_offset=4242, backup_file="offset-syncs-A-0.jsonl"),
-         WorkerGroupHasNoMembers(cluster="B", group="A-mm2"),
-         {"start_offset": 0, "end_offset": 4242}, {"start_offset": 4242}, False,
-         "Kafka cannot un-delete records; rollback can re-produce the backup, but at new offsets"),
-        (StepKind.CONNECTOR_DELETE, src, ConnectorDelete(config=ConnectorConfig(values=connector_config())),
-         ConnectorStateIn(connector=SRC, states=frozenset({ConnectorState.STOPPED})),
-         {"state": "STOPPED", "config": connector_config()}, None, True, None),
-        (StepKind.CONNECTOR_CREATE, src,
-         ConnectorCreate(config=ConnectorConfig(values=connector_config()),
-                         secrets_from=SecretSource.LIVE_CONNECTOR),
-         ConnectorAbsent(connector=SRC), None, {"config": connector_config()}, True, None),
-        (StepKind.CONNECTOR_RESUME, src, ConnectorResume(), ConnectorStopped(connector=SRC),
-         {"state": "STOPPED"}, {"state": "RUNNING"}, True, None),
-        (StepKind.CONNECTOR_RESTART, src, ConnectorRestart(include_tasks=True, only_failed=True),
-         NoPrecondition(), None, None, True, None),
-        (StepKind.WAIT_FOR_CATCH_UP, src,
-         WaitForCatchUp(source_cluster="A", timeout_seconds=300,
-                        targets=(CatchUpTarget(topic="orders", partition=0, upstream_offset=1000),)),
-         NoPrecondition(), None, None, True, None),
-        (StepKind.GROUP_OFFSETS_WRITE, group, GroupOffsetsWrite(rows=rows),
-         AllOf(conditions=(GroupEmptyOrAbsent(cluster="B", group="billing"),
-                           GroupOffsetsUnchanged(cluster="B", group="billing", expected=(
-                               GroupOffset(topic="A.orders", partition=0, offset=None),
-                               GroupOffset(topic="A.orders", partition=1, offset=40),
-                               GroupOffset(topic="A.payments", partition=0, offset=3))))),
-         {"A.orders/0": None, "A.orders/1": 40, "A.payments/0": 3},
-         {"A.orders/0": 998, "A.orders/1": 51, "A.payments/0": 0}, True, None),
-        (StepKind.GROUP_OFFSETS_VERIFY, group,
-         GroupOffsetsVerify(expected=tuple(GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset)
-                                           for r in rows)),
-         NoPrecondition(), None, None, True, None),
+        (
+            StepKind.CONNECTOR_PAUSE,
+            src,
+            ConnectorPause(),
+            ConnectorStateIn(connector=SRC, states=frozenset({ConnectorState.RUNNING})),
+            {"state": "RUNNING"},
+            {"state": "PAUSED"},
+            True,
+            None,
+        ),
+        (
+            StepKind.CONNECTOR_STOP,
+            src,
+            ConnectorStop(),
+            ConnectorStateIn(
+                connector=SRC, states=frozenset({ConnectorState.RUNNING, ConnectorState.PAUSED})
+            ),
+            {"state": "PAUSED"},
+            {"state": "STOPPED"},
+            True,
+            None,
+        ),
+        (
+            StepKind.CONNECT_OFFSETS_DELETE,
+            src,
+            ConnectOffsetsDelete(),
+            AllOf(
+                conditions=(
+                    ConnectorStopped(connector=SRC),
+                    ConnectorOffsetsUnchanged(
+                        connector=SRC,
+                        expected=(
+                            ConnectorOffset(
+                                partition={"cluster": "A", "topic": "orders", "partition": 0},
+                                offset={"offset": 1000},
+                            ),
+                        ),
+                    ),
+                )
+            ),
+            {"offsets": offsets_before},
+            {"offsets": []},
+            True,
+            None,
+        ),
+        (
+            StepKind.CONNECT_OFFSETS_PATCH,
+            src,
+            ConnectOffsetsPatch(
+                offsets=(
+                    ConnectorOffset(
+                        partition={"cluster": "A", "topic": "orders", "partition": 0}, offset={"offset": 5}
+                    ),
+                    ConnectorOffset(
+                        partition={"cluster": "A", "topic": "orders", "partition": 1}, offset=None
+                    ),
+                )
+            ),
+            ConnectorStopped(connector=SRC),
+            {"offsets": []},
+            {"offsets": [{"offset": 5}]},
+            True,
+            None,
+        ),
+        (
+            StepKind.CONNECT_OFFSETS_TOMBSTONE,
+            TopicPartitionsTarget(cluster="B", topic="connect-offsets", partitions=(7, 19)),
+            ConnectOffsetsTombstone(connector=SRC, records=tombstone_records()),
+            OffsetsRecordsUnchanged(cluster="B", topic="connect-offsets", records=tombstone_records()),
+            None,
+            None,
+            True,
+            None,
+        ),
+        (
+            StepKind.OFFSET_SYNCS_BACKUP,
+            syncs,
+            OffsetSyncsBackup(up_to_offset=4242, backup_file="offset-syncs-A-0.jsonl"),
+            TopicEndOffsetEquals(
+                cluster="A", topic="mm2-offset-syncs.B.internal", partition=0, end_offset=4242
+            ),
+            {"end_offset": 4242},
+            None,
+            True,
+            None,
+        ),
+        (
+            StepKind.OFFSET_SYNCS_TRUNCATE,
+            syncs,
+            OffsetSyncsTruncate(before_offset=4242, backup_file="offset-syncs-A-0.jsonl"),
+            WorkerGroupHasNoMembers(cluster="B", group="A-mm2"),
+            {"start_offset": 0, "end_offset": 4242},
+            {"start_offset": 4242},
+            False,
+            "Kafka cannot un-delete records; rollback can re-produce the backup, but at new offsets",
+        ),
+        (
+            StepKind.CONNECTOR_DELETE,
+            src,
+            ConnectorDelete(config=ConnectorConfig(values=connector_config())),
+            ConnectorStateIn(connector=SRC, states=frozenset({ConnectorState.STOPPED})),
+            {"state": "STOPPED", "config": connector_config()},
+            None,
+            True,
+            None,
+        ),
+        (
+            StepKind.CONNECTOR_CREATE,
+            src,
+            ConnectorCreate(
+                config=ConnectorConfig(values=connector_config()), secrets_from=SecretSource.LIVE_CONNECTOR
+            ),
+            ConnectorAbsent(connector=SRC),
+            None,
+            {"config": connector_config()},
+            True,
+            None,
+        ),
+        (
+            StepKind.CONNECTOR_RESUME,
+            src,
+            ConnectorResume(),
+            ConnectorStopped(connector=SRC),
+            {"state": "STOPPED"},
+            {"state": "RUNNING"},
+            True,
+            None,
+        ),
+        (
+            StepKind.CONNECTOR_RESTART,
+            src,
+            ConnectorRestart(include_tasks=True, only_failed=True),
+            NoPrecondition(),
+            None,
+            None,
+            True,
+            None,
+        ),
+        (
+            StepKind.WAIT_FOR_CATCH_UP,
+            src,
+            WaitForCatchUp(
+                source_cluster="A",
+                timeout_seconds=300,
+                targets=(CatchUpTarget(topic="orders", partition=0, upstream_offset=1000),),
+            ),
+            NoPrecondition(),
+            None,
+            None,
+            True,
+            None,
+        ),
+        (
+            StepKind.GROUP_OFFSETS_WRITE,
+            group,
+            GroupOffsetsWrite(rows=rows),
+            AllOf(
+                conditions=(
+                    GroupEmptyOrAbsent(cluster="B", group="billing"),
+                    GroupOffsetsUnchanged(
+                        cluster="B",
+                        group="billing",
+                        expected=(
+                            GroupOffset(topic="A.orders", partition=0, offset=None),
+                            GroupOffset(topic="A.orders", partition=1, offset=40),
+                            GroupOffset(topic="A.payments", partition=0, offset=3),
+                        ),
+                    ),
+                )
+            ),
+            {"A.orders/0": None, "A.orders/1": 40, "A.payments/0": 3},
+            {"A.orders/0": 998, "A.orders/1": 51, "A.payments/0": 0},
+            True,
+            None,
+        ),
+        (
+            StepKind.GROUP_OFFSETS_VERIFY,
+            group,
+            GroupOffsetsVerify(
+                expected=tuple(
+                    GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset) for r in rows
+                )
+            ),
+            NoPrecondition(),
+            None,
+            None,
+            True,
+            None,
+        ),
     ]
     steps = []
     for i, (kind, target, payload, pre, before, after, rev, why) in enumerate(specs):
         steps.append(
-            Step(index=i, kind=kind, target=target, payload=payload, precondition=pre,  # type: ignore[arg-type]
-                 before=before, after=after, reversible=rev, irreversible_reason=why,
-                 description=f"step {i}: {kind.value}")
+            Step(
+                index=i,
+                kind=kind,
+                target=target,
+                payload=payload,
+                precondition=pre,  # type: ignore[arg-type]
+                before=before,
+                after=after,
+                reversible=rev,
+                irreversible_reason=why,
+                description=f"step {i}: {kind.value}",
+            )
         )
     return steps
 
@@ -192,7 +348,9 @@ def every_step() -> list[Step]:
 def live_parts() -> dict[str, object]:
     return {
         f"connector:{SRC}:state": "RUNNING",
-        f"connector:{SRC}:offsets": [{"partition": {"topic": "orders", "partition": 0}, "offset": {"offset": 1000}}],
+        f"connector:{SRC}:offsets": [
+            {"partition": {"topic": "orders", "partition": 0}, "offset": {"offset": 1000}}
+        ],
         "topic:A:mm2-offset-syncs.B.internal:0:end": 4242,
         "group:B:billing:offsets": {"A.orders/1": 40, "A.payments/0": 3},
     }
@@ -206,7 +364,9 @@ def sample_plan(**overrides: object) -> Plan:
         kind=PlanKind.RESET_MM2,
         pair="A->B",
         clusters=CLUSTERS,
-        connect=ConnectTarget(urls=("http://connect-1:8083",), kafka_cluster_id=CLUSTERS["B"], version="3.9.0"),
+        connect=ConnectTarget(
+            urls=("http://connect-1:8083",), kafka_cluster_id=CLUSTERS["B"], version="3.9.0"
+        ),
         fingerprint=fingerprint_of(live_parts()),
         steps=tuple(every_step()),
         notes=("display only: the executor never reads this",),
