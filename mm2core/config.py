@@ -366,7 +366,7 @@ class MM2Config:
     # --- client settings --------------------------------------------------------------------------
 
     def _resolve_client(
-        self, alias: str, pair: str | None, role: Role
+        self, alias: str, pair: str | None, role: Role, *, client_only: bool = False
     ) -> dict[str, tuple[str, SettingOrigin]]:
         if alias not in self.clusters:
             raise ConfigError(
@@ -407,6 +407,8 @@ class MM2Config:
                     names.add(key)
         resolved: dict[str, tuple[str, SettingOrigin]] = {}
         for name in sorted(names):
+            if client_only and not is_client_setting(name):
+                continue
             chain = chain_client if is_client_setting(name) else chain_all
             for prefix in chain:
                 got = _get(props, prefix + name)
@@ -438,7 +440,7 @@ class MM2Config:
         May write a private PEM file when a PKCS12 or JKS truststore must be converted. Contains secrets:
         pass it through :func:`mm2core.security.redact` before showing it.
         """
-        resolved = self._resolve_client(alias, pair, role)
+        resolved = self._resolve_client(alias, pair, role, client_only=True)
         return security.to_librdkafka(
             {k: v for k, (v, _) in resolved.items()},
             path=self.path,
@@ -446,7 +448,7 @@ class MM2Config:
         )
 
     def _validate_client(self, alias: str, pair: PairConfig) -> None:
-        resolved = self._resolve_client(alias, pair.name, "consumer")
+        resolved = self._resolve_client(alias, pair.name, "consumer", client_only=True)
         if not resolved.get("bootstrap.servers", ("", None))[0].strip():
             enabled_key = f"{pair.name}.enabled"
             raise ConfigError(
