@@ -1,0 +1,288 @@
+"""The explicit shapes of every frame the inspection's pure transforms take and give.
+
+The job module (which reads Kafka and the admin APIs) must build its inputs with exactly these schemas; the
+transforms in ``inspector.decode`` and ``inspector.transforms`` select columns by these names and never infer
+them. Keeping them here, as ``StructType`` constants, means a test frame, the job and the transforms cannot
+drift apart silently: a renamed column fails at analysis time, not as a wrong number in a report.
+
+Conventions shared by every frame:
+
+* ``cluster_pair`` is the replication flow as ``"<source alias>-><target alias>"`` (the job chooses the exact
+  spelling; transforms only group and join on it). One inspection run may cover several pairs.
+* Offsets are Kafka offsets (``long``). ``earliest_offset`` is the log start offset, ``latest_offset`` the log
+  end offset (the offset the *next* record will get), exactly what ``ListOffsets`` EARLIEST/LATEST return.
+* ``error`` is a per-row admin failure message, ``null`` when the lookup succeeded. Partial failure is data:
+  the job emits a row with ``error`` set (and the values it could not fetch ``null``) instead of aborting.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+
+def _f(name: str, dtype: object, nullable: bool = True) -> StructField:
+    return StructField(name, dtype, nullable)  # type: ignore[arg-type]
+
+
+# --- Raw Kafka records ---
+
+#: What Spark's Kafka batch source (``spark.read.format("kafka")``) yields, plus ``cluster_pair`` which the
+#: job adds with ``withColumn("cluster_pair", lit(...))`` before decoding. ``headers`` is optional and
+#: ignored. key/value are ``null`` for a null key / tombstone value.
+KAFKA_RECORD_SCHEMA = StructType(
+    [
+        _f("cluster_pair", StringType(), False),
+        _f("key", BinaryType()),
+        _f("value", BinaryType()),
+        _f("topic", StringType(), False),  # the internal topic the record was read from
+        _f("partition", IntegerType(), False),
+        _f("offset", LongType(), False),
+        _f("timestamp", TimestampType()),
+        _f("timestampType", IntegerType()),
+    ]
+)
+
+# --- Decoded internal records (output of inspector.decode) ---
+
+#: One row per record of ``mm2-offset-syncs.<alias>.internal``. ``topic``/``partition`` are the *source*
+#: topic-partition from the record key; the Kafka coordinates of the record itself are ``record_*``.
+#: ``malformed_reason`` is null for a good record; for a malformed one every decoded field may be null.
+#: A tombstone (good key, null value) has ``is_tombstone`` true and null offsets.
+DECODED_OFFSET_SYNC_SCHEMA = StructType(
+    [
+        _f("cluster_pair", StringType(), False),
+        _f("topic", StringType()),
+        _f("partition", IntegerType()),
+        _f("upstream_offset", LongType()),
+        _f("downstream_offset", LongType()),
+        _f("is_tombstone", BooleanType(), False),
+        _f("malformed_reason", StringType()),
+        _f("record_partition", IntegerType(), False),
+        _f("record_offset", LongType(), False),
+        _f("record_timestamp", TimestampType()),
+    ]
+)
+
+#: One row per record of ``<source>.checkpoints.internal``. ``topic`` is the *target-side* (remote) topic.
+DECODED_CHECKPOINT_SCHEMA = StructType(
+    [
+        _f("cluster_pair", StringType(), False),
+        _f("group", StringType()),
+        _f("topic", StringType()),
+        _f("partition", IntegerType()),
+        _f("upstream_offset", LongType()),
+        _f("downstream_offset", LongType()),
+        _f("metadata", StringType()),
+        _f("is_tombstone", BooleanType(), False),
+        _f("malformed_reason", StringType()),
+        _f("record_partition", IntegerType(), False),
+        _f("record_offset", LongType(), False),
+        _f("record_timestamp", TimestampType()),
+    ]
+)
+
+# --- Syncs and checkpoints after compaction semantics (output of transforms) ---
+
+#: Every usable offset sync still in the topic (see ``transforms.latest_syncs`` for what "usable" means), with
+#: the number of usable syncs of its source partition.
+SYNCS_SCHEMA = StructType(
+    [
+        _f("cluster_pair", StringType(), False),
+        _f("topic", StringType(), False),
+        _f("partition", IntegerType(), False),
+        _f("upstream_offset", LongType(), False),
+        _f("downstream_offset", LongType(), False),
+        _f("record_offset", LongType(), False),
+        _f("record_timestamp", TimestampType()),
+        _f("sync_count", LongType(), False),
+    ]
+)
+
+#: The live checkpoint per (pair, group, target topic, partition).
+CHECKPOINTS_SCHEMA = StructType(
+    [
+        _f("cluster_pair", StringType(), False),
+        _f("group", StringType(), False),
+        _f("topic", StringType(), False),  # target-side (remote) topic name
+        _f("partition", IntegerType(), False),
+        _f("upstream_offset", LongType(), False),
+        _f("downstream_offset", LongType(), False),
+        _f("metadata", StringType()),
+        _f("record_offset", LongType(), False),
+        _f("record_timestamp", TimestampType()),
+    ]
+)
+
+# --- Admin state the job collects ---
+
+#: Committed offsets of the *source* groups MM2 mirrors: one row per (group, source topic, partition) the
+#: group has committed. These are the rows the inspector classifies. ``committed_offset`` may be null when the
+#: broker lists the partition without an offset; ``error`` says why a group's offsets could not be listed.
+SOURCE_GROUP_OFFSETS_SCHEMA = StructType(
+    [
+        _f("cluster_pair", StringType(), False),
+        _f("group", StringType(), False),
+        _f("topic", StringType(), False),  # source topic name
+        _f("partition", IntegerType(), False),
+        _f("committed_offset", LongType()),
+        _f("error", StringType()),
+    ]
+)
+
+#: Source partitions: one row per source topic-partition any group committed. ``remote_topic`` is the name
+#: the replication policy gives the topic on the target (``<source><sep><topic>`` for
+#: DefaultReplicationPolicy, the same name for IdentityReplicationPolicy); the job computes it with the
+#: pair's configured policy.
+SOURCE_PARTITIONS_SCHEMA = StructType(
+    [
+        _f("cluster_pair", StringType(), False),
+        _f("topic", StringType(), False),
+        _f("partition", IntegerType(), False),
+        _f("earliest_offset", LongType()),
+        _f("latest_offset", LongType()),
+        _f("remote_topic", StringType()),
+        _f("error", StringType()),
+    ]
+)
+
+#: Target partitions of the *remote* topics. A partition that does not exist on the target is either absent or
+#: present with null offsets and a null error; both read as "remote topic missing".
+TARGET_PARTITIONS_SCHEMA = StructType(
+    [
+        _f("cluster_pair", StringType(), False),
+        _f("topic", StringType(), False),  # remote (target-side) topic name
+        _f("partition", IntegerType(), False),
+        _f("earliest_offset", LongType()),
+        _f("latest_offset", LongType()),
+        _f("error", StringType()),
+    ]
+)
+
+#: Committed offsets of the same groups on the *target* cluster, keyed by the remote topic name. A group with
+#: no offset for a partition is simply absent. ``error`` marks a group whose offsets could not be listed
+#: (one row per partition asked about, offset null).
+TARGET_GROUP_OFFSETS_SCHEMA = StructType(
+    [
+        _f("cluster_pair", StringType(), False),
+        _f("group", StringType(), False),
+        _f("topic", StringType(), False),  # remote (target-side) topic name
+        _f("partition", IntegerType(), False),
+        _f("committed_offset", LongType()),
+        _f("error", StringType()),
+    ]
+)
+
+#: ``DescribeConsumerGroups`` per cluster side, used for both the source and the target groups. ``state`` is
+#: the Kafka ``ConsumerGroupState``/``GroupState`` name as the client spells it (``Stable``, ``Empty``,
+#: ``Dead``, ``PreparingRebalance``, ``CompletingRebalance``, ``Assigning``, ``Reconciling``, ``Unknown``);
+#: a group absent on a cluster is absent here or ``Dead``.
+GROUP_STATES_SCHEMA = StructType(
+    [
+        _f("cluster_pair", StringType(), False),
+        _f("group", StringType(), False),
+        _f("state", StringType()),
+        _f("member_count", IntegerType()),
+        _f("error", StringType()),
+    ]
+)
+
+# --- Intermediate and output frames ---
+
+#: Columns ``transforms.translate`` appends to the group-offsets frame it is given.
+TRANSLATION_FIELDS = [
+    _f("translated_offset", LongType()),
+    _f("sync_upstream", LongType()),
+    _f("sync_downstream", LongType()),
+    _f("next_sync_upstream", LongType()),
+    _f("next_sync_downstream", LongType()),
+    _f("latest_sync_upstream", LongType()),
+    _f("latest_sync_downstream", LongType()),
+    _f("sync_count", LongType(), False),
+]
+
+#: ``transforms.join_target_state``'s output and ``transforms.classify``'s input: one row per source group
+#: offset, with everything known about it on both clusters. ``error`` joins every lookup error of the row.
+JOINED_SCHEMA = StructType(
+    [
+        _f("cluster_pair", StringType(), False),
+        _f("group", StringType(), False),
+        _f("topic", StringType(), False),
+        _f("partition", IntegerType(), False),
+        _f("committed_offset", LongType()),
+        *TRANSLATION_FIELDS,
+        _f("source_earliest", LongType()),
+        _f("source_latest", LongType()),
+        _f("remote_topic", StringType()),
+        _f("source_group_state", StringType()),
+        _f("target_earliest", LongType()),
+        _f("target_latest", LongType()),
+        _f("target_offset", LongType()),
+        _f("target_group_state", StringType()),
+        _f("target_group_members", IntegerType()),
+        _f("checkpoint_upstream", LongType()),
+        _f("checkpoint_offset", LongType()),
+        _f("checkpoint_timestamp", TimestampType()),
+        _f("error", StringType()),
+    ]
+)
+
+#: The report, one row per (pair, group, topic, partition). The first twenty columns mirror the Aiven offset
+#: sync inspector's CSV in its order (snake_case); ours follow. See ``inspector.statuses`` for the meanings.
+CLASSIFIED_SCHEMA = StructType(
+    [
+        _f("cluster_pair", StringType(), False),
+        _f("topic", StringType(), False),
+        _f("partition", IntegerType(), False),
+        _f("group", StringType(), False),
+        _f("source_earliest", LongType()),
+        _f("source_latest", LongType()),
+        _f("source_group_state", StringType()),
+        _f("source_offset", LongType()),
+        _f("source_lag", LongType()),
+        _f("target_earliest", LongType()),
+        _f("target_latest", LongType()),
+        _f("target_group_state", StringType()),
+        _f("target_offset", LongType()),
+        _f("target_lag", LongType()),
+        _f("target_lag_to_source", LongType()),
+        _f("source_has_data", BooleanType()),
+        _f("target_has_data", BooleanType()),
+        _f("is_ok", BooleanType(), False),
+        _f("blocking_component", StringType()),
+        _f("message", StringType(), False),
+        _f("status", StringType(), False),
+        _f("remote_topic", StringType()),
+        _f("translated_offset", LongType()),
+        _f("checkpoint_offset", LongType()),
+        _f("checkpoint_timestamp", TimestampType()),
+        _f("sync_count", LongType(), False),
+        _f("replay_if_failover_now", LongType()),
+        _f("skip_if_failover_now", LongType()),
+        _f("error", StringType()),
+    ]
+)
+
+#: ``transforms.summarize``: one row per (pair, status).
+SUMMARY_SCHEMA = StructType(
+    [
+        _f("cluster_pair", StringType(), False),
+        _f("status", StringType(), False),
+        _f("is_ok", BooleanType(), False),
+        _f("partitions", LongType(), False),
+        _f("groups", LongType(), False),
+        _f("replay_if_failover_now", LongType()),
+        _f("skip_if_failover_now", LongType()),
+        _f("pair_partitions", LongType(), False),
+        _f("pair_problem_partitions", LongType(), False),
+        _f("pair_problem_groups", LongType(), False),
+    ]
+)

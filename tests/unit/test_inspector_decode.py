@@ -1,0 +1,320 @@
+"""The SQL decoders against the byte layouts of DESIGN §3 and the Python reference codecs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import struct
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from inspector import decode
+from inspector.schemas import DECODED_CHECKPOINT_SCHEMA, DECODED_OFFSET_SYNC_SCHEMA, KAFKA_RECORD_SCHEMA
+from mm2core import codecs
+
+pytestmark = pytest.mark.spark
+
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+TS = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+PROPERTY = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _records(spark: Any, pairs: list[tuple[bytes | None, bytes | None]]) -> Any:
+    """A Kafka-source frame, built through Arrow: a local relation, no Python worker round trip."""
+    names = KAFKA_RECORD_SCHEMA.names
+    rows = [
+        dict(zip(names, ("a->b", k, v, "internal", 0, i, TS, 0), strict=True))
+        for i, (k, v) in enumerate(pairs)
+    ]
+    table = pa.Table.from_pylist(rows, schema=to_arrow_schema(KAFKA_RECORD_SCHEMA))
+    return spark.createDataFrame(table, KAFKA_RECORD_SCHEMA)
+
+
+def _syncs(spark: Any, pairs: list[tuple[bytes | None, bytes | None]]) -> list[Any]:
+    return sorted(decode.decode_offset_syncs(_records(spark, pairs)).collect(), key=lambda r: r.record_offset)
+
+
+def _checkpoints(spark: Any, pairs: list[tuple[bytes | None, bytes | None]]) -> list[Any]:
+    return sorted(decode.decode_checkpoints(_records(spark, pairs)).collect(), key=lambda r: r.record_offset)
+
+
+def _i16(n: int) -> bytes:
+    return struct.pack(">h", n)
+
+
+# --- offset syncs ---
+
+
+def test_offset_sync_design_example_bytes(spark: Any) -> None:
+    key = bytes.fromhex("00066f72646572730000000" + "3")
+    value = bytes.fromhex("00000000000003e8" + "00000000000003e6")
+    (row,) = _syncs(spark, [(key, value)])
+    assert (row.topic, row.partition, row.upstream_offset, row.downstream_offset) == ("orders", 3, 1000, 998)
+    assert row.malformed_reason is None and row.is_tombstone is False
+    assert (row.cluster_pair, row.record_partition, row.record_offset) == ("a->b", 0, 0)
+
+
+def test_offset_sync_schema_matches_declared(spark: Any) -> None:
+    df = decode.decode_offset_syncs(_records(spark, []))
+    assert [(f.name, f.dataType) for f in df.schema] == [
+        (f.name, f.dataType) for f in DECODED_OFFSET_SYNC_SCHEMA
+    ]
+
+
+SIGNED_EXTREMES = [
+    (0, -1, -1),
+    (INT_MIN, LONG_MIN, LONG_MAX),
+    (INT_MAX, LONG_MAX, LONG_MIN),
+    (-1, 0, 2**32),
+    (1, 2**31, -(2**31)),
+    (-(2**15), 2**63 - 2**32, -(2**63) + 1),
+]
+
+
+def test_offset_sync_signed_extremes(spark: Any) -> None:
+    pairs = [codecs.encode_offset_sync(codecs.OffsetSync("t", p, u, d)) for p, u, d in SIGNED_EXTREMES]
+    rows = _syncs(spark, pairs)
+    assert [(r.partition, r.upstream_offset, r.downstream_offset) for r in rows] == SIGNED_EXTREMES
+
+
+def test_offset_sync_non_ascii_and_empty_topic(spark: Any) -> None:
+    rows = _syncs(
+        spark,
+        [
+            codecs.encode_offset_sync(codecs.OffsetSync("zamówienia-€-🚀", 7, 1, 2)),
+            codecs.encode_offset_sync(codecs.OffsetSync("", 0, 3, 4)),
+        ],
+    )
+    assert [r.topic for r in rows] == ["zamówienia-€-🚀", ""]
+    assert all(r.malformed_reason is None for r in rows)
+
+
+def test_offset_sync_tombstone_is_a_deletion_not_damage(spark: Any) -> None:
+    key = codecs.encode_offset_sync_key("orders", 2)
+    (row,) = _syncs(spark, [(key, None)])
+    assert row.is_tombstone is True and row.malformed_reason is None
+    assert (row.topic, row.partition, row.upstream_offset, row.downstream_offset) == ("orders", 2, None, None)
+
+
+GOOD_SYNC_KEY = codecs.encode_offset_sync_key("orders", 2)
+GOOD_SYNC_VALUE = codecs.encode_offset_sync_value(10, 20)
+
+
+SYNC_MALFORMED = [
+    (None, GOOD_SYNC_VALUE, decode.NULL_KEY),
+    (None, None, decode.NULL_KEY),
+    (b"", GOOD_SYNC_VALUE, decode.KEY_TRUNCATED),
+    (b"\x00", GOOD_SYNC_VALUE, decode.KEY_TRUNCATED),
+    (_i16(-1) + b"abcd", GOOD_SYNC_VALUE, decode.NEGATIVE_STRING_LENGTH),
+    (_i16(10) + b"orders", GOOD_SYNC_VALUE, decode.KEY_TRUNCATED),
+    (GOOD_SYNC_KEY[:-1], GOOD_SYNC_VALUE, decode.KEY_TRUNCATED),
+    (GOOD_SYNC_KEY + b"\x00", GOOD_SYNC_VALUE, decode.KEY_TRAILING),
+    (_i16(2) + b"\xc3\x28" + b"\x00\x00\x00\x01", GOOD_SYNC_VALUE, decode.INVALID_UTF8),
+    (_i16(3) + b"\xed\xa0\x80" + b"\x00\x00\x00\x01", GOOD_SYNC_VALUE, decode.INVALID_UTF8),
+    (GOOD_SYNC_KEY, b"", decode.VALUE_TRUNCATED),
+    (GOOD_SYNC_KEY, GOOD_SYNC_VALUE[:-1], decode.VALUE_TRUNCATED),
+    (GOOD_SYNC_KEY, GOOD_SYNC_VALUE + b"\x00", decode.VALUE_TRAILING),
+    (GOOD_SYNC_KEY[:-1], None, decode.KEY_TRUNCATED),
+]
+
+
+def test_offset_sync_malformed_shapes(spark: Any) -> None:
+    """Every malformed shape in one frame: each row keeps its reason and nothing half-decoded."""
+    rows = _syncs(spark, [(k, v) for k, v, _ in SYNC_MALFORMED])
+    assert [r.malformed_reason for r in rows] == [reason for _, _, reason in SYNC_MALFORMED]
+    for row in rows:
+        assert row.is_tombstone is False
+        assert (row.topic, row.partition, row.upstream_offset, row.downstream_offset) == (
+            None,
+            None,
+            None,
+            None,
+        )
+
+
+def test_malformed_counts(spark: Any) -> None:
+    decoded = decode.decode_offset_syncs(
+        _records(spark, [(None, None), (b"", b""), (b"\x00", None), (GOOD_SYNC_KEY, GOOD_SYNC_VALUE)])
+    )
+    counts = {
+        (r.cluster_pair, r.malformed_reason): r.records for r in decode.malformed_counts(decoded).collect()
+    }
+    assert counts == {("a->b", decode.NULL_KEY): 1, ("a->b", decode.KEY_TRUNCATED): 2}
+
+
+# --- checkpoints ---
+
+
+def test_checkpoint_roundtrip_and_schema(spark: Any) -> None:
+    cp = codecs.Checkpoint("grp-ü", "src.orders", 5, LONG_MAX, -1, 'meta,with "commas"')
+    df = decode.decode_checkpoints(_records(spark, [codecs.encode_checkpoint(cp)]))
+    assert [(f.name, f.dataType) for f in df.schema] == [
+        (f.name, f.dataType) for f in DECODED_CHECKPOINT_SCHEMA
+    ]
+    (row,) = df.collect()
+    assert (
+        row.group,
+        row.topic,
+        row.partition,
+        row.upstream_offset,
+        row.downstream_offset,
+        row.metadata,
+    ) == (
+        cp.group,
+        cp.topic,
+        cp.partition,
+        cp.upstream_offset,
+        cp.downstream_offset,
+        cp.metadata,
+    )
+    assert row.malformed_reason is None and row.is_tombstone is False
+
+
+def test_checkpoint_tombstone(spark: Any) -> None:
+    (row,) = _checkpoints(spark, [(codecs.encode_checkpoint_key("g", "src.t", 0), None)])
+    assert row.is_tombstone is True and row.malformed_reason is None
+    assert (row.group, row.topic, row.partition, row.upstream_offset) == ("g", "src.t", 0, None)
+
+
+GOOD_CP_KEY = codecs.encode_checkpoint_key("g", "src.t", 1)
+GOOD_CP_VALUE = codecs.encode_checkpoint_value(5, 6, "m")
+
+
+CHECKPOINT_MALFORMED = [
+    (None, GOOD_CP_VALUE, decode.NULL_KEY),
+    (b"\x00", GOOD_CP_VALUE, decode.KEY_TRUNCATED),
+    (_i16(-2) + b"gg", GOOD_CP_VALUE, decode.NEGATIVE_STRING_LENGTH),
+    (_i16(1) + b"g" + _i16(-1) + b"\x00\x00\x00\x00", GOOD_CP_VALUE, decode.NEGATIVE_STRING_LENGTH),
+    (_i16(1) + b"g", GOOD_CP_VALUE, decode.KEY_TRUNCATED),
+    (GOOD_CP_KEY[:-2], GOOD_CP_VALUE, decode.KEY_TRUNCATED),
+    (GOOD_CP_KEY + b"\xff", GOOD_CP_VALUE, decode.KEY_TRAILING),
+    (_i16(1) + b"\xff" + _i16(1) + b"t" + b"\x00" * 4, GOOD_CP_VALUE, decode.INVALID_UTF8),
+    (_i16(1) + b"g" + _i16(1) + b"\x80" + b"\x00" * 4, GOOD_CP_VALUE, decode.INVALID_UTF8),
+    (GOOD_CP_KEY, b"\x00", decode.VALUE_TRUNCATED),
+    (GOOD_CP_KEY, _i16(1) + GOOD_CP_VALUE[2:], decode.UNKNOWN_CHECKPOINT_VERSION),
+    (GOOD_CP_KEY, _i16(-1) + GOOD_CP_VALUE[2:], decode.UNKNOWN_CHECKPOINT_VERSION),
+    (GOOD_CP_KEY, GOOD_CP_VALUE[:19], decode.VALUE_TRUNCATED),
+    (GOOD_CP_KEY, GOOD_CP_VALUE[:18] + _i16(-1), decode.NEGATIVE_STRING_LENGTH),
+    (GOOD_CP_KEY, GOOD_CP_VALUE[:18] + _i16(5) + b"ab", decode.VALUE_TRUNCATED),
+    (GOOD_CP_KEY, GOOD_CP_VALUE[:18] + _i16(1) + b"\xfe", decode.INVALID_UTF8),
+    (GOOD_CP_KEY, GOOD_CP_VALUE + b"\x00", decode.VALUE_TRAILING),
+]
+
+
+def test_checkpoint_malformed_shapes(spark: Any) -> None:
+    rows = _checkpoints(spark, [(k, v) for k, v, _ in CHECKPOINT_MALFORMED])
+    assert [r.malformed_reason for r in rows] == [reason for _, _, reason in CHECKPOINT_MALFORMED]
+    for row in rows:
+        assert (row.group, row.upstream_offset, row.metadata, row.is_tombstone) == (None, None, None, False)
+
+
+# --- property tests against the Python reference codecs ---
+
+names = st.text(max_size=12)  # any code points incl. non-ASCII; surrogates excluded by st.text's default
+int32s = st.integers(INT_MIN, INT_MAX)
+int64s = st.one_of(st.integers(LONG_MIN, LONG_MAX), st.sampled_from([LONG_MIN, LONG_MAX, -1, 0, 1]))
+
+
+def _mutate(data: st.DataObject, raw: bytes) -> bytes | None:
+    kind = data.draw(st.sampled_from(["keep", "truncate", "append", "flip", "random", "null"]))
+    if kind == "keep":
+        return raw
+    if kind == "null":
+        return None
+    if kind == "truncate":
+        return raw[: data.draw(st.integers(0, max(len(raw) - 1, 0)))]
+    if kind == "append":
+        return raw + data.draw(st.binary(min_size=1, max_size=4))
+    if kind == "flip" and raw:
+        i = data.draw(st.integers(0, len(raw) - 1))
+        return raw[:i] + bytes([data.draw(st.integers(0, 255))]) + raw[i + 1 :]
+    return data.draw(st.binary(max_size=24))
+
+
+def _reference(decoder: Any, key: bytes | None, value: bytes | None, dummy_value: bytes) -> tuple[str, Any]:
+    """What the Python codec says: ('ok', record), ('tombstone', record-with-dummy-value) or ('bad', None)."""
+    try:
+        if value is None:
+            return "tombstone", decoder(key, dummy_value)
+        return "ok", decoder(key, value)
+    except codecs.RecordDecodeError:
+        return "bad", None
+
+
+@PROPERTY
+@given(st.lists(st.tuples(names, int32s, int64s, int64s), min_size=1, max_size=40))
+def test_property_offset_sync_roundtrip(spark: Any, syncs: list[tuple[str, int, int, int]]) -> None:
+    pairs = [codecs.encode_offset_sync(codecs.OffsetSync(*s)) for s in syncs]
+    rows = _syncs(spark, pairs)
+    assert [(r.topic, r.partition, r.upstream_offset, r.downstream_offset) for r in rows] == syncs
+    assert all(r.malformed_reason is None for r in rows)
+
+
+@PROPERTY
+@given(st.data())
+def test_property_offset_sync_mutations_match_reference(spark: Any, data: st.DataObject) -> None:
+    cases = []
+    for _ in range(data.draw(st.integers(1, 40))):
+        sync = codecs.OffsetSync(data.draw(names), data.draw(int32s), data.draw(int64s), data.draw(int64s))
+        key, value = codecs.encode_offset_sync(sync)
+        cases.append((_mutate(data, key), _mutate(data, value)))
+    rows = _syncs(spark, cases)
+    for (key, value), row in zip(cases, rows, strict=True):
+        verdict, ref = _reference(codecs.decode_offset_sync, key, value, GOOD_SYNC_VALUE)
+        assert (row.malformed_reason is None) == (verdict != "bad"), (key, value, row)
+        assert row.is_tombstone == (verdict == "tombstone")
+        if verdict == "ok":
+            assert (row.topic, row.partition, row.upstream_offset, row.downstream_offset) == (
+                ref.topic,
+                ref.partition,
+                ref.upstream_offset,
+                ref.downstream_offset,
+            )
+        elif verdict == "tombstone":
+            assert (row.topic, row.partition) == (ref.topic, ref.partition)
+
+
+@PROPERTY
+@given(st.data())
+def test_property_checkpoint_mutations_match_reference(spark: Any, data: st.DataObject) -> None:
+    cases = []
+    for _ in range(data.draw(st.integers(1, 40))):
+        cp = codecs.Checkpoint(
+            data.draw(names),
+            data.draw(names),
+            data.draw(int32s),
+            data.draw(int64s),
+            data.draw(int64s),
+            data.draw(names),
+        )
+        key, value = codecs.encode_checkpoint(cp)
+        cases.append((_mutate(data, key), _mutate(data, value)))
+    rows = _checkpoints(spark, cases)
+    for (key, value), row in zip(cases, rows, strict=True):
+        verdict, ref = _reference(codecs.decode_checkpoint, key, value, GOOD_CP_VALUE)
+        assert (row.malformed_reason is None) == (verdict != "bad"), (key, value, row)
+        assert row.is_tombstone == (verdict == "tombstone")
+        if verdict == "ok":
+            got = (
+                row.group,
+                row.topic,
+                row.partition,
+                row.upstream_offset,
+                row.downstream_offset,
+                row.metadata,
+            )
+            assert got == (
+                ref.group,
+                ref.topic,
+                ref.partition,
+                ref.upstream_offset,
+                ref.downstream_offset,
+                ref.metadata,
+            )
+        elif verdict == "tombstone":
+            assert (row.group, row.topic, row.partition) == (ref.group, ref.topic, ref.partition)
