@@ -1,0 +1,421 @@
+"""The Kafka admin facade: the few admin calls mm2ctl needs, batched, concurrent, with per-item errors as data.
+
+It wraps confluent-kafka's ``AdminClient`` (passed in, or built from a confluent-kafka config by
+``KafkaAdmin.connect``). Calls that fan out over many groups or partitions return one result per item, each
+with its own ``ItemError`` (STYLE "partial failure is data"), so one missing topic or one coordinator error
+never hides the other 999 999 answers. A failure of the whole call (no broker answers) raises ``KafkaError``
+with the confluent-kafka error code, cause chained.
+
+confluent-kafka's group-offset calls accept one group per request; this facade keeps up to ``concurrency``
+of them in flight at once, which is what makes a million group partitions a matter of seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import KafkaError as _RdKafkaError
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
+from mm2core.errors import KafkaError
+
+log = logging.getLogger("mm2ctl.kafka")
+
+TP = tuple[str, int]
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class ItemError:
+    """The error of one group, topic or partition; ``code`` is confluent-kafka's error code name."""
+
+    code: str
+    message: str
+    retriable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GroupListing:
+    group: str
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    group: str
+    state: str  # Stable, Empty, PreparingRebalance, CompletingRebalance, Dead, Unknown, or "" on error
+    members: int
+    error: ItemError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupOffsets:
+    group: str
+    offsets: dict[TP, int]  # only partitions with a committed offset (>= 0)
+    error: ItemError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionBounds:
+    topic: str
+    partition: int
+    earliest: int | None
+    latest: int | None
+    error: ItemError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDescription:
+    name: str
+    partitions: int
+    error: ItemError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionResult:
+    """Outcome of a write to one partition (alter/delete offsets, delete records)."""
+
+    topic: str
+    partition: int
+    offset: int | None = None
+    error: ItemError | None = None
+
+
+def item_error(exc: BaseException) -> ItemError:
+    """Turn whatever a confluent-kafka future raised into data."""
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], _RdKafkaError):
+        err: _RdKafkaError = exc.args[0]
+        return ItemError(err.name(), err.str(), bool(err.retriable()))
+    return ItemError(type(exc).__name__, str(exc))
+
+
+def _raise_whole_call(what: str, exc: BaseException) -> KafkaError:
+    ie = item_error(exc)
+    return KafkaError(f"{what} failed: {ie.message}", code=ie.code, retriable=ie.retriable)
+
+
+def _chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _drain(
+    requests_: Iterable[T],
+    submit: Callable[[T], Future[Any]],
+    collect: Callable[[T, Future[Any]], R],
+    concurrency: int,
+) -> list[R]:
+    """Keep at most ``concurrency`` futures in flight; collect results in submission order."""
+    results: list[R] = []
+    window: list[tuple[T, Future[Any]]] = []
+    for req in requests_:
+        window.append((req, submit(req)))
+        if len(window) >= concurrency:
+            r, f = window.pop(0)
+            results.append(collect(r, f))
+    results.extend(collect(r, f) for r, f in window)
+    return results
+
+
+#: Group-coordinator errors a fresh cluster answers while ``__consumer_offsets`` is created or loaded.
+#: librdkafka does not retry them inside the group-offset calls, so the facade does, a few times.
+COORDINATOR_RETRY_CODES = frozenset(
+    {"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"}
+)
+
+
+def _retry_coordinator_errors(
+    groups: Sequence[str],
+    run: Callable[[Sequence[str]], dict[str, R]],
+    failed: Callable[[R], bool],
+    *,
+    attempts: int = 8,
+    backoff_s: float = 0.25,
+) -> dict[str, R]:
+    """Run ``run`` over ``groups``; re-run the groups whose result ``failed`` with a coordinator error."""
+    results = run(groups)
+    pending = [g for g in groups if failed(results[g])]
+    for attempt in range(1, attempts):
+        if not pending:
+            break
+        log.info("retrying %d group(s) after a coordinator error (attempt %d)", len(pending), attempt + 1)
+        time.sleep(min(backoff_s * 2**attempt, 2.0))
+        results.update(run(pending))
+        pending = [g for g in pending if failed(results[g])]
+    return results
+
+
+class KafkaAdmin:
+    """Admin calls against one cluster. Build with ``KafkaAdmin.connect(config)``; tests may pass a client."""
+
+    def __init__(self, client: AdminClient, *, name: str = "cluster", timeout_s: float = 30.0) -> None:
+        self._client = client
+        self._name = name
+        self._timeout = timeout_s
+
+    @classmethod
+    def connect(
+        cls, config: Mapping[str, str], *, name: str = "cluster", timeout_s: float = 30.0
+    ) -> KafkaAdmin:
+        """Build the real client from a confluent-kafka config; librdkafka's log goes to ``mm2ctl.kafka``."""
+        conf: dict[str, Any] = dict(config)
+        conf.setdefault("logger", log)
+        conf.setdefault("socket.timeout.ms", int(timeout_s * 1000))
+        try:
+            return cls(AdminClient(conf), name=name, timeout_s=timeout_s)
+        except KafkaException as exc:
+            raise _raise_whole_call(f"creating an admin client for {name}", exc) from exc
+
+    @property
+    def client(self) -> AdminClient:
+        return self._client
+
+    # --- cluster and topics ----------------------------------------------------------------------------
+
+    def cluster_id(self) -> str:
+        try:
+            desc = self._client.describe_cluster(request_timeout=self._timeout).result()
+        except Exception as exc:
+            raise _raise_whole_call(f"reaching {self._name}", exc) from exc
+        return str(desc.cluster_id)
+
+    def list_topics(self) -> dict[str, int]:
+        """Topic name → partition count, internal topics included."""
+        try:
+            md = self._client.list_topics(timeout=self._timeout)
+        except Exception as exc:
+            raise _raise_whole_call(f"listing topics on {self._name}", exc) from exc
+        return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
+
+    def describe_topics(self, names: Sequence[str], *, batch: int = 500) -> dict[str, TopicDescription]:
+        out: dict[str, TopicDescription] = {}
+        for chunk in _chunks(list(names), batch):
+            try:
+                futures = self._client.describe_topics(
+                    TopicCollection(list(chunk)), request_timeout=self._timeout
+                )
+            except Exception as exc:
+                raise _raise_whole_call(f"describing topics on {self._name}", exc) from exc
+            for name, fut in futures.items():
+                try:
+                    out[name] = TopicDescription(name, len(fut.result().partitions))
+                except Exception as exc:
+                    out[name] = TopicDescription(name, 0, item_error(exc))
+        return out
+
+    def create_topics(self, topics: Mapping[str, int], *, config: Mapping[str, str] | None = None) -> None:
+        """Create topics (name → partitions), replication factor from the broker default; used by lab tests."""
+        new = [NewTopic(n, num_partitions=p, config=dict(config or {})) for n, p in topics.items()]
+        futures = self._client.create_topics(new, request_timeout=self._timeout)
+        for name, fut in futures.items():
+            try:
+                fut.result()
+            except Exception as exc:
+                raise _raise_whole_call(f"creating topic {name} on {self._name}", exc) from exc
+
+    def partition_bounds(self, partitions: Iterable[TP], *, batch: int = 10_000) -> dict[TP, PartitionBounds]:
+        """Earliest and latest offset of each partition, in batches of ``batch`` partitions per request."""
+        tps = sorted(set(partitions))
+        out: dict[TP, PartitionBounds] = {}
+        for chunk in _chunks(tps, batch):
+            earliest = self._list_offsets(chunk, OffsetSpec.earliest())
+            latest = self._list_offsets(chunk, OffsetSpec.latest())
+            for tp in chunk:
+                e, le = earliest[tp], latest[tp]
+                err = e if isinstance(e, ItemError) else le if isinstance(le, ItemError) else None
+                out[tp] = PartitionBounds(
+                    tp[0],
+                    tp[1],
+                    e if isinstance(e, int) else None,
+                    le if isinstance(le, int) else None,
+                    err,
+                )
+        return out
+
+    def _list_offsets(self, tps: Sequence[TP], spec: OffsetSpec) -> dict[TP, int | ItemError]:
+        request = {TopicPartition(t, p): spec for t, p in tps}
+        try:
+            futures = self._client.list_offsets(request, request_timeout=self._timeout)
+        except Exception as exc:
+            raise _raise_whole_call(f"listing offsets on {self._name}", exc) from exc
+        out: dict[TP, int | ItemError] = {}
+        for tp, fut in futures.items():
+            try:
+                out[(tp.topic, tp.partition)] = int(fut.result().offset)
+            except Exception as exc:
+                out[(tp.topic, tp.partition)] = item_error(exc)
+        return out
+
+    def delete_records(self, before: Mapping[TP, int]) -> list[PartitionResult]:
+        """Delete every record below ``before[tp]`` (the new low watermark) in each partition."""
+        if not before:
+            return []
+        request = [TopicPartition(t, p, off) for (t, p), off in sorted(before.items())]
+        try:
+            futures = self._client.delete_records(request, request_timeout=self._timeout)
+        except Exception as exc:
+            raise _raise_whole_call(f"deleting records on {self._name}", exc) from exc
+        out = []
+        for tp, fut in futures.items():
+            try:
+                out.append(PartitionResult(tp.topic, tp.partition, int(fut.result().low_watermark)))
+            except Exception as exc:
+                out.append(PartitionResult(tp.topic, tp.partition, None, item_error(exc)))
+        return sorted(out, key=lambda r: (r.topic, r.partition))
+
+    # --- consumer groups ---------------------------------------------------------------------------------
+
+    def list_groups(self) -> list[GroupListing]:
+        """Every consumer group the cluster knows, with its state."""
+        try:
+            result = self._client.list_consumer_groups(request_timeout=self._timeout).result()
+        except Exception as exc:
+            raise _raise_whole_call(f"listing consumer groups on {self._name}", exc) from exc
+        for err in result.errors or []:
+            log.warning("listing groups on %s: partial error %s", self._name, err)
+        return sorted(
+            (GroupListing(g.group_id, _state_name(g.state)) for g in result.valid),
+            key=lambda g: g.group,
+        )
+
+    def describe_groups(self, groups: Sequence[str], *, batch: int = 100) -> dict[str, GroupDescription]:
+        """State and member count of each group; a group that does not exist comes back as state Dead."""
+        out: dict[str, GroupDescription] = {}
+        for chunk in _chunks(sorted(set(groups)), batch):
+            try:
+                futures = self._client.describe_consumer_groups(list(chunk), request_timeout=self._timeout)
+            except Exception as exc:
+                raise _raise_whole_call(f"describing groups on {self._name}", exc) from exc
+            for group, fut in futures.items():
+                try:
+                    d = fut.result()
+                    out[group] = GroupDescription(group, _state_name(d.state), len(d.members or []))
+                except Exception as exc:
+                    out[group] = GroupDescription(group, "", 0, item_error(exc))
+        return out
+
+    def committed_offsets(self, groups: Sequence[str], *, concurrency: int = 64) -> dict[str, GroupOffsets]:
+        """Committed offsets of many groups, ``concurrency`` requests in flight (one group per request)."""
+
+        def submit(group: str) -> Future[Any]:
+            try:
+                futures = self._client.list_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(group)], request_timeout=self._timeout
+                )
+            except Exception as exc:
+                raise _raise_whole_call(f"fetching offsets of group {group} on {self._name}", exc) from exc
+            return futures[group]
+
+        def collect(group: str, fut: Future[Any]) -> GroupOffsets:
+            try:
+                res = fut.result()
+            except Exception as exc:
+                return GroupOffsets(group, {}, item_error(exc))
+            offsets = {
+                (tp.topic, tp.partition): int(tp.offset) for tp in res.topic_partitions if tp.offset >= 0
+            }
+            errs = [tp for tp in res.topic_partitions if tp.error is not None]
+            err = ItemError(errs[0].error.name(), errs[0].error.str()) if errs else None
+            return GroupOffsets(group, offsets, err)
+
+        def run(batch: Sequence[str]) -> dict[str, GroupOffsets]:
+            return {r.group: r for r in _drain(batch, submit, collect, concurrency)}
+
+        return _retry_coordinator_errors(
+            sorted(set(groups)),
+            run,
+            lambda r: r.error is not None and r.error.code in COORDINATOR_RETRY_CODES,
+        )
+
+    def alter_group_offsets(
+        self, offsets: Mapping[str, Mapping[TP, int]], *, concurrency: int = 32
+    ) -> dict[str, list[PartitionResult]]:
+        """Set committed offsets: group → {(topic, partition): offset}; one request per group, concurrent.
+
+        Kafka refuses (UNKNOWN_MEMBER_ID / group not empty) when the group has active members; that comes
+        back per partition as data.
+        """
+
+        def submit(group: str) -> Future[Any]:
+            tps = [TopicPartition(t, p, off) for (t, p), off in sorted(offsets[group].items())]
+            try:
+                futures = self._client.alter_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(group, tps)], request_timeout=self._timeout
+                )
+            except Exception as exc:
+                raise _raise_whole_call(f"altering offsets of group {group} on {self._name}", exc) from exc
+            return futures[group]
+
+        def collect(group: str, fut: Future[Any]) -> tuple[str, list[PartitionResult]]:
+            try:
+                res = fut.result()
+            except Exception as exc:
+                err = item_error(exc)
+                return group, [PartitionResult(t, p, o, err) for (t, p), o in sorted(offsets[group].items())]
+            return group, [
+                PartitionResult(
+                    tp.topic,
+                    tp.partition,
+                    int(tp.offset),
+                    ItemError(tp.error.name(), tp.error.str()) if tp.error is not None else None,
+                )
+                for tp in res.topic_partitions
+            ]
+
+        def run(batch: Sequence[str]) -> dict[str, list[PartitionResult]]:
+            return dict(_drain(batch, submit, collect, concurrency))
+
+        return _retry_coordinator_errors(
+            sorted(offsets),
+            run,
+            lambda rs: any(r.error is not None and r.error.code in COORDINATOR_RETRY_CODES for r in rs),
+        )
+
+    def delete_group_offsets(self, group: str, partitions: Sequence[TP]) -> list[PartitionResult]:
+        """Delete a group's committed offsets for some partitions (Kafka's OffsetDelete).
+
+        confluent-kafka has no OffsetDelete call, so this uses the one it has: delete the whole group when
+        every committed partition is listed; otherwise the broker's answer is reported as an error per
+        partition. Kafka refuses both while the group has members.
+        """
+        current = self.committed_offsets([group])[group]
+        if current.error is not None:
+            return [PartitionResult(t, p, None, current.error) for t, p in partitions]
+        wanted = set(partitions)
+        if set(current.offsets) - wanted:
+            err = ItemError(
+                "UNSUPPORTED",
+                "deleting only some of a group's committed offsets needs OffsetDelete, "
+                "which confluent-kafka does not expose; delete all of them or reset instead",
+            )
+            return [PartitionResult(t, p, None, err) for t, p in sorted(wanted)]
+        try:
+            futures = self._client.delete_consumer_groups([group], request_timeout=self._timeout)
+            futures[group].result()
+        except Exception as exc:
+            err = item_error(exc)
+            return [PartitionResult(t, p, None, err) for t, p in sorted(wanted)]
+        return [PartitionResult(t, p, None, None) for t, p in sorted(wanted)]
+
+
+def _state_name(state: Any) -> str:
+    """confluent-kafka's ConsumerGroupState enum → Kafka's own names (Stable, Empty, …)."""
+    name = getattr(state, "name", str(state))
+    mapping = {
+        "STABLE": "Stable",
+        "EMPTY": "Empty",
+        "PREPARING_REBALANCING": "PreparingRebalance",
+        "COMPLETING_REBALANCING": "CompletingRebalance",
+        "DEAD": "Dead",
+        "UNKNOWN": "Unknown",
+        "ASSIGNING": "Assigning",
+        "RECONCILING": "Reconciling",
+    }
+    return mapping.get(str(name).upper(), str(name))

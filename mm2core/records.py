@@ -1,0 +1,170 @@
+"""Read and write raw records of one topic: MM2's internal topics, Connect's offsets topic, test data.
+
+Reading is bounded: a read stops at the end offsets seen when it started, so a topic that keeps growing
+(offset syncs under load) still gives a finite, reproducible answer. Compacted topics and transaction
+markers leave gaps in offsets; the reader never assumes ``offset + 1`` is the next record.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaError as _RdKafkaError
+
+from mm2core.errors import KafkaError
+
+log = logging.getLogger("mm2ctl.kafka")
+
+
+@dataclass(frozen=True, slots=True)
+class RawRecord:
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+def _consumer(config: Mapping[str, str]) -> Consumer:
+    conf: dict[str, Any] = {
+        **config,
+        # A throwaway group that never commits: reading must leave no trace on the cluster.
+        "group.id": f"mm2ctl-reader-{uuid.uuid4().hex[:12]}",
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+        "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed",
+        "logger": log,
+    }
+    return Consumer(conf)
+
+
+def read_partitions(
+    config: Mapping[str, str],
+    topic: str,
+    partitions: Sequence[int] | None = None,
+    *,
+    start: Mapping[int, int] | None = None,
+    end: Mapping[int, int] | None = None,
+    timeout_s: float = 60.0,
+) -> Iterator[RawRecord]:
+    """Yield the records of ``topic`` (all partitions, or those given) from ``start`` (default: earliest)
+    up to, not including, ``end`` (default: the high watermark when the read began)."""
+    consumer = _consumer(config)
+    try:
+        try:
+            md = consumer.list_topics(topic, timeout=timeout_s)
+        except KafkaException as exc:
+            raise KafkaError(f"reading topic {topic}: {exc}", code=_code(exc)) from exc
+        tmd = md.topics.get(topic)
+        if tmd is None or tmd.error is not None:
+            raise KafkaError(f"topic {topic} does not exist", code="UNKNOWN_TOPIC_OR_PART")
+        parts = sorted(partitions) if partitions is not None else sorted(tmd.partitions)
+        ends: dict[int, int] = {}
+        for p in parts:
+            if end is not None and p in end:
+                ends[p] = end[p]
+            else:
+                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)
+                ends[p] = high
+        assignment = []
+        for p in parts:
+            first = (start or {}).get(p, OFFSET_BEGINNING)
+            assignment.append(TopicPartition(topic, p, first))
+        pending = {p for p in parts if ends[p] > (start or {}).get(p, 0)}
+        if not pending:
+            return
+        consumer.assign(assignment)
+        deadline = time.monotonic() + timeout_s
+        while pending:
+            if time.monotonic() > deadline:
+                raise KafkaError(f"reading {topic} timed out with partitions {sorted(pending)} unfinished")
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            p = msg.partition()
+            if msg.error() is not None:
+                if msg.error().code() == _RdKafkaError._PARTITION_EOF:
+                    # EOF before the planned end only happens when the end moved back (deleted records).
+                    if p in pending and msg.offset() >= ends.get(p, 0):
+                        pending.discard(p)
+                    continue
+                raise KafkaError(f"reading {topic}: {msg.error().str()}", code=msg.error().name())
+            if p not in pending:
+                continue
+            off = msg.offset()
+            if off >= ends[p]:
+                pending.discard(p)
+                continue
+            _ts_type, ts = msg.timestamp()
+            yield RawRecord(
+                topic=topic,
+                partition=p,
+                offset=off,
+                timestamp_ms=int(ts),
+                key=msg.key(),
+                value=msg.value(),
+                headers=tuple(msg.headers() or ()),
+            )
+            if off + 1 >= ends[p]:
+                pending.discard(p)
+            deadline = time.monotonic() + timeout_s
+    finally:
+        consumer.close()
+
+
+def produce(
+    config: Mapping[str, str],
+    topic: str,
+    records: Sequence[tuple[bytes | None, bytes | None, int | None]],
+    *,
+    timeout_s: float = 60.0,
+) -> list[tuple[int, int]]:
+    """Produce (key, value, partition-or-None) records in order, idempotently; return (partition, offset).
+
+    A ``None`` value is a tombstone. Give the partition explicitly when the key must land where Java's
+    partitioner put it: librdkafka's default partitioner hashes differently.
+    """
+    conf: dict[str, Any] = {**config, "enable.idempotence": True, "linger.ms": 5, "logger": log}
+    producer = Producer(conf)
+    results: list[tuple[int, int] | None] = [None] * len(records)
+    errors: list[str] = []
+
+    def on_delivery(idx: int) -> Any:
+        def cb(err: Any, msg: Any) -> None:
+            if err is not None:
+                errors.append(f"record {idx}: {err.str()}")
+            else:
+                results[idx] = (msg.partition(), msg.offset())
+
+        return cb
+
+    for i, (key, value, partition) in enumerate(records):
+        kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": on_delivery(i)}
+        if partition is not None:
+            kwargs["partition"] = partition
+        while True:
+            try:
+                producer.produce(topic, **kwargs)
+                break
+            except BufferError:
+                producer.poll(0.1)
+    remaining = producer.flush(timeout_s)
+    if remaining:
+        raise KafkaError(f"producing to {topic}: {remaining} record(s) not delivered within {timeout_s:.0f}s")
+    if errors:
+        raise KafkaError(f"producing to {topic} failed: {errors[0]} ({len(errors)} failed)")
+    return [r for r in results if r is not None]
+
+
+def _code(exc: KafkaException) -> str | None:
+    err = exc.args[0] if exc.args else None
+    return err.name() if hasattr(err, "name") else None

@@ -1,0 +1,84 @@
+"""The ``mm2ctl`` command line: parse options, call the core, render; nothing else.
+
+One handler (``main``) maps every ``Mm2ctlError`` to a one-line message on stderr and its documented exit
+code (mm2core/exit_codes.py); anything else is a bug and exits 1 with the exception's one-line summary
+(``MM2CTL_DEBUG=1`` shows the traceback).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+import typer
+
+from mm2core.errors import Mm2ctlError
+from mm2core.exit_codes import ExitCode
+from remediate.cli_lab import lab_app
+
+app = typer.Typer(
+    name="mm2ctl",
+    help=(
+        "Inspect, plan and repair MirrorMaker 2 offsets.\n\n"
+        "inspect classifies every consumer-group partition as synced or not, and says why; "
+        "plan/apply/rollback reset MM2 and write translated offsets with a crash-safe journal; "
+        "lab runs a real Kafka + Connect + MM2 setup on this machine."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(lab_app, name="lab")
+
+
+@app.callback()
+def _root(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress and retries to stderr."),
+) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+@app.command()
+def version() -> None:
+    """Print mm2ctl's version."""
+    from importlib.metadata import version as dist_version
+
+    typer.echo(dist_version("mm2ctl"))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: run the app and turn our errors into one line and an exit code."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except Mm2ctlError as exc:
+        typer.echo(f"mm2ctl: error: {exc}", err=True)
+        sys.exit(int(exc.exit_code))
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        typer.echo("mm2ctl: aborted", err=True)
+        sys.exit(int(ExitCode.DECLINED))
+    except KeyboardInterrupt:
+        typer.echo("mm2ctl: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # click usage errors carry their own exit code
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if os.environ.get("MM2CTL_DEBUG"):
+            raise
+        typer.echo(f"mm2ctl: internal error: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(int(ExitCode.ERROR))
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""The real lab for integration tests: one lab per (Kafka version, replication policy, offset-syncs location).
+
+Tests ask for ``lab`` and, when they need a non-default setup, mark themselves
+``@pytest.mark.lab(version=..., policy=..., location=...)``. Collection groups the tests by lab, so each
+lab boots once per session and only one runs at a time (the previous one is stopped before the next
+starts). Every test uses unique topic and group names, so tests share a lab without seeing each other.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from lab import lab as lab_core
+from lab.lab import LabInfo
+from lab.versions import DEFAULT_KAFKA_VERSION
+
+
+@dataclass(frozen=True, order=True)
+class LabKey:
+    version: str = DEFAULT_KAFKA_VERSION
+    policy: str = "default"
+    location: str = "source"
+
+    @property
+    def slug(self) -> str:
+        return f"kafka-{self.version}-{self.policy}-{self.location}"
+
+
+DEFAULT_KEY = LabKey()
+
+
+def _key_of(item: pytest.Item) -> LabKey | None:
+    if "lab" not in getattr(item, "fixturenames", ()):
+        return None
+    marker = item.get_closest_marker("lab")
+    if marker is None:
+        return DEFAULT_KEY
+    return LabKey(
+        version=marker.kwargs.get("version", DEFAULT_KAFKA_VERSION),
+        policy=marker.kwargs.get("policy", "default"),
+        location=marker.kwargs.get("location", "source"),
+    )
+
+
+def _order(key: LabKey | None) -> tuple[int, LabKey]:
+    if key is None:
+        return (0, DEFAULT_KEY)
+    if key == DEFAULT_KEY:
+        return (1, key)
+    return (2 if key.version == DEFAULT_KAFKA_VERSION else 3, key)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "lab(version, policy, location): which lab setup the test needs")
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    # Stable sort: tests that need no lab first, then the default lab, then the others, one lab at a time.
+    items.sort(key=lambda it: _order(_key_of(it)))
+
+
+class LabPool:
+    """Keeps at most one lab running; boots the one asked for, stopping the previous one first."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.current: tuple[LabKey, LabInfo] | None = None
+        self.boot_seconds: dict[LabKey, float] = {}
+        self.released: list[LabInfo] = []
+
+    def get(self, key: LabKey) -> LabInfo:
+        if self.current is not None and self.current[0] == key:
+            return self.current[1]
+        self.release()
+        info = lab_core.up(
+            self.base / key.slug,
+            kafka_version=key.version,
+            replication_policy=key.policy,
+            offset_syncs_location=key.location,
+        )
+        self.boot_seconds[key] = info.boot_seconds
+        self.current = (key, info)
+        return info
+
+    def release(self) -> None:
+        if self.current is None:
+            return
+        _, info = self.current
+        self.current = None
+        lab_core.down(Path(info.dir))
+        self.released.append(info)
+
+
+@pytest.fixture(scope="session")
+def lab_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabPool]:
+    base = Path(os.environ.get("MM2CTL_TEST_LAB_DIR") or tmp_path_factory.mktemp("labs"))
+    pool = LabPool(base)
+    try:
+        yield pool
+    finally:
+        pool.release()
+
+
+@pytest.fixture
+def lab(request: pytest.FixtureRequest, lab_pool: LabPool) -> LabInfo:
+    key = _key_of(request.node) or DEFAULT_KEY
+    return lab_pool.get(key)
