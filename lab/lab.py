@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient
 
 from lab import connect_worker, kraft
 from lab.jars import kafka_classpath
-from lab.mm2_setup import CONNECTOR_NAMES, Mm2Setup
+from lab.mm2_setup import ISOLATED_PREFIX, ROLES, Mm2Setup
 from lab.process import is_alive, stop_pids, wait_until
 from lab.versions import DEFAULT_KAFKA_VERSION, release
 from mm2core.errors import LabError
@@ -119,9 +119,7 @@ def up(
     if existing.exists():
         info = LabInfo.from_json(existing.read_text(), str(existing))
         if any(is_alive(p) for p in info.pids):
-            raise LabError(
-                f"a lab is already running in {lab_dir}; stop it with: mm2ctl lab down --dir {lab_dir}"
-            )
+            raise LabError(f"a lab is already running in {lab_dir}; stop it with: mm2ctl lab down --dir {lab_dir}")
     _reset_dir(lab_dir)
 
     t0 = time.monotonic()
@@ -156,7 +154,7 @@ def up(
         say("creating MirrorSource, MirrorCheckpoint and MirrorHeartbeat connectors")
         for name, config in setup.connector_configs().items():
             connect_worker.put_connector(worker.url, name, config)
-        wait_for_connectors_running(worker.url, list(CONNECTOR_NAMES.values()), timeout_s=timeout_s)
+        wait_for_connectors_running(worker.url, list(setup.connector_names.values()), timeout_s=timeout_s)
 
         mm2_path = lab_dir / MM2_FILE
         mm2_path.write_text(setup.mm2_properties())
@@ -173,7 +171,7 @@ def up(
             connect_pid=connect_pid,
             connect_group=connect_worker.WORKER_GROUP,
             connect_offsets_topic=connect_worker.OFFSETS_TOPIC,
-            connectors=dict(CONNECTOR_NAMES),
+            connectors=setup.connector_names,
             mm2_config=str(mm2_path),
             started_at=time.time(),
             boot_seconds=round(time.monotonic() - t0, 1),
@@ -196,13 +194,68 @@ def wait_for_connectors_running(url: str, names: list[str], *, timeout_s: float)
     def all_running() -> bool:
         states = connect_worker.connector_states(url)
         return all(
-            n in states
-            and states[n]["state"] == "RUNNING"
-            and all(t == "RUNNING" for t in states[n]["tasks"])  # type: ignore[attr-defined]
+            n in states and states[n]["state"] == "RUNNING" and all(t == "RUNNING" for t in states[n]["tasks"])  # type: ignore[attr-defined]
             for n in names
         )
 
     wait_until(all_running, what=f"MM2 connectors {names} RUNNING", timeout_s=timeout_s, interval_s=0.5)
+
+
+@dataclass(frozen=True, slots=True)
+class Flow:
+    """An isolated MM2 flow on a running lab: its own aliases, connectors, internal topics and filters."""
+
+    setup: Mm2Setup
+    connectors: dict[str, str]
+    mm2_config: str
+
+    @property
+    def source_alias(self) -> str:
+        return self.setup.source_alias
+
+    @property
+    def target_alias(self) -> str:
+        return self.setup.target_alias
+
+
+def add_flow(
+    info: LabInfo,
+    name: str,
+    *,
+    replication_policy: str | None = None,
+    offset_syncs_location: str | None = None,
+    roles: tuple[str, ...] = ROLES,
+    timeout_s: float = 120,
+) -> Flow:
+    """Create an MM2 flow of its own between the lab's two clusters and wait until it runs.
+
+    ``name`` (letters and digits) makes the aliases ``<name>src`` → ``<name>dst``, so the flow's
+    offset-syncs, checkpoints and remote topics are its own. It mirrors only topics and groups named
+    ``iso-<name>-…``, which the lab's own flow ignores. Its MM2 properties file is written to the lab folder.
+    """
+    if not name.isalnum():
+        raise LabError(f"flow name must be letters and digits, not {name!r}")
+    prefix = f"{ISOLATED_PREFIX}{name}-"
+    setup = Mm2Setup(
+        source_alias=f"{name}src",
+        target_alias=f"{name}dst",
+        source_bootstrap=info.source.bootstrap,
+        target_bootstrap=info.target.bootstrap,
+        replication_policy=replication_policy or info.replication_policy,
+        offset_syncs_location=offset_syncs_location or info.offset_syncs_location,
+        connector_prefix=f"mm2-{name}",
+        topics=f"{prefix}.*",
+        topics_exclude=r"mm2.*\.internal, .*\.replica, __.*",
+        groups=f"{prefix}.*",
+        groups_exclude="console-consumer-.*, connect-.*, __.*",
+        roles=roles,
+    )
+    for connector, config in setup.connector_configs().items():
+        connect_worker.put_connector(info.connect_url, connector, config)
+    wait_for_connectors_running(info.connect_url, list(setup.connector_names.values()), timeout_s=timeout_s)
+    path = Path(info.dir) / f"mm2-{name}.properties"
+    path.write_text(setup.mm2_properties())
+    return Flow(setup=setup, connectors=setup.connector_names, mm2_config=str(path))
 
 
 def down(lab_dir: Path, *, remove_data: bool = False) -> list[int]:
@@ -254,9 +307,7 @@ def status(lab_dir: Path) -> LabStatus:
             topics = len(md.topics)
         except Exception:  # unreachable is a status, not an error
             pass
-        clusters.append(
-            ClusterStatus(c.alias, c.bootstrap, c.cluster_id, is_alive(c.pid), topics >= 0, topics)
-        )
+        clusters.append(ClusterStatus(c.alias, c.bootstrap, c.cluster_id, is_alive(c.pid), topics >= 0, topics))
     return LabStatus(
         info=info,
         clusters=tuple(clusters),

@@ -18,14 +18,22 @@ SOURCE_CONNECTOR_CLASS = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
 CHECKPOINT_CONNECTOR_CLASS = "org.apache.kafka.connect.mirror.MirrorCheckpointConnector"
 HEARTBEAT_CONNECTOR_CLASS = "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector"
 
-#: The connector names the lab creates, by MM2 role.
-CONNECTOR_NAMES = {
-    "source": "mm2-primary-backup-source",
-    "checkpoint": "mm2-primary-backup-checkpoint",
-    "heartbeat": "mm2-primary-backup-heartbeat",
-}
+ROLES = ("source", "checkpoint", "heartbeat")
+
+#: Topics and groups whose names start with this belong to isolated flows (``lab.add_flow``); the lab's own
+#: primary->backup flow excludes them, so a test that stops, resets or truncates its flow disturbs no other.
+ISOLATED_PREFIX = "iso-"
+
+#: Kafka's default topic/group excludes, plus the isolated flows' names.
+LAB_TOPICS_EXCLUDE = r"mm2.*\.internal, .*\.replica, __.*, iso-.*"
+LAB_GROUPS_EXCLUDE = r"console-consumer-.*, connect-.*, __.*, iso-.*"
 
 _BYTES = "org.apache.kafka.connect.converters.ByteArrayConverter"
+
+
+def _escape(value: str) -> str:
+    """A properties-file value: ``\\`` is an escape there, so a regex's ``\\.`` must be written ``\\\\.``."""
+    return value.replace("\\", "\\\\")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +44,17 @@ class Mm2Setup:
     target_bootstrap: str
     replication_policy: str  # "default" | "identity"
     offset_syncs_location: str  # "source" | "target"
+    connector_prefix: str = "mm2-primary-backup"
+    topics: str = ".*"
+    topics_exclude: str = LAB_TOPICS_EXCLUDE
+    groups: str = ".*"
+    groups_exclude: str = LAB_GROUPS_EXCLUDE
+    roles: tuple[str, ...] = ROLES
+
+    @property
+    def connector_names(self) -> dict[str, str]:
+        """MM2 role → connector name."""
+        return {role: f"{self.connector_prefix}-{role}" for role in self.roles}
 
     def _common(self) -> dict[str, str]:
         return {
@@ -58,31 +77,37 @@ class Mm2Setup:
     def connector_configs(self) -> dict[str, dict[str, str]]:
         """Connector name → config, for ``PUT /connectors/{name}/config``."""
         common = self._common()
-        return {
-            CONNECTOR_NAMES["source"]: {
+        names = {role: f"{self.connector_prefix}-{role}" for role in ROLES}
+        configs = {
+            names["source"]: {
                 **common,
                 "connector.class": SOURCE_CONNECTOR_CLASS,
-                "topics": ".*",
+                "topics": self.topics,
+                "topics.exclude": self.topics_exclude,
                 "refresh.topics.interval.seconds": "1",
                 "sync.topic.configs.interval.seconds": "5",
                 "sync.topic.acls.enabled": "false",
             },
-            CONNECTOR_NAMES["checkpoint"]: {
+            names["checkpoint"]: {
                 **common,
                 "connector.class": CHECKPOINT_CONNECTOR_CLASS,
-                "groups": ".*",
+                "topics": self.topics,
+                "topics.exclude": self.topics_exclude,
+                "groups": self.groups,
+                "groups.exclude": self.groups_exclude,
                 "refresh.groups.interval.seconds": "1",
                 "emit.checkpoints.enabled": "true",
                 "emit.checkpoints.interval.seconds": "1",
                 "sync.group.offsets.enabled": "true",
                 "sync.group.offsets.interval.seconds": "1",
             },
-            CONNECTOR_NAMES["heartbeat"]: {
+            names["heartbeat"]: {
                 **common,
                 "connector.class": HEARTBEAT_CONNECTOR_CLASS,
                 "emit.heartbeats.interval.seconds": "1",
             },
         }
+        return {names[role]: configs[names[role]] for role in self.roles}
 
     def mm2_properties(self) -> str:
         """The same setup as a MirrorMaker 2 properties file (``connect-mirror-maker.properties`` format)."""
@@ -101,8 +126,10 @@ clusters = {s}, {t}
 replication.policy.class = {POLICY_CLASSES[self.replication_policy]}
 offset-syncs.topic.location = {self.offset_syncs_location}
 
-topics = .*
-groups = .*
+topics = {_escape(self.topics)}
+topics.exclude = {_escape(self.topics_exclude)}
+groups = {_escape(self.groups)}
+groups.exclude = {_escape(self.groups_exclude)}
 
 emit.checkpoints.enabled = true
 emit.checkpoints.interval.seconds = 1

@@ -53,31 +53,23 @@ def version() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point: run the app and turn our errors into one line and an exit code."""
+    """Console-script entry point: run the app and turn our errors into one line and an exit code.
+
+    Click handles usage errors itself (exit 2, with the usage line) and exits through ``SystemExit``.
+    """
     try:
-        app(args=argv, standalone_mode=False)
+        app(args=argv)
     except Mm2ctlError as exc:
         typer.echo(f"mm2ctl: error: {exc}", err=True)
         sys.exit(int(exc.exit_code))
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        typer.echo("mm2ctl: aborted", err=True)
-        sys.exit(int(ExitCode.DECLINED))
     except KeyboardInterrupt:
         typer.echo("mm2ctl: interrupted", err=True)
         sys.exit(130)
-    except Exception as exc:  # click usage errors carry their own exit code
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
+    except Exception as exc:
         if os.environ.get("MM2CTL_DEBUG"):
             raise
-        typer.echo(f"mm2ctl: internal error: {type(exc).__name__}: {exc}", err=True)
+        typer.echo(f"mm2ctl: internal error: {type(exc).__name__}: {exc} (MM2CTL_DEBUG=1 shows where)", err=True)
         sys.exit(int(ExitCode.ERROR))
-    sys.exit(0)
 
 
 if __name__ == "__main__":

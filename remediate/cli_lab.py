@@ -87,6 +87,24 @@ def status(lab_dir: Path = _DIR, as_json: bool = typer.Option(False, "--json")) 
         raise typer.Exit(int(ExitCode.LAB))
 
 
+@lab_app.command("jars")
+def jars(
+    kafka_version: list[str] = typer.Option(
+        [], "--kafka-version", help="Release(s) to resolve; repeatable. Default: every lab release."
+    ),
+    spark: bool = typer.Option(True, "--spark/--no-spark", help="Also resolve Spark's Kafka source."),
+) -> None:
+    """Resolve the pinned jars with mvn into the cache now (CI and offline preparation)."""
+    from inspector.jars import spark_kafka_jars
+    from lab.jars import kafka_jars
+
+    for version in kafka_version or sorted(RELEASES, reverse=True):
+        typer.echo(f"kafka {version}: {kafka_jars(version)}")
+    if spark:
+        found = spark_kafka_jars()
+        typer.echo(f"spark kafka source: {found[0].parent if found else 'nothing beyond pyspark'}")
+
+
 @lab_app.command("down")
 def down(
     lab_dir: Path = _DIR,

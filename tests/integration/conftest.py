@@ -59,9 +59,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "lab(version, policy, location): which lab setup the test needs")
 
 
-def pytest_collection_modifyitems(
-    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
-) -> None:
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     # Stable sort: tests that need no lab first, then the default lab, then the others, one lab at a time.
     items.sort(key=lambda it: _order(_key_of(it)))
 

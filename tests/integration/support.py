@@ -19,9 +19,7 @@ def uniq(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
-def eventually(
-    check: Callable[[], T | None], *, timeout_s: float = 60.0, interval_s: float = 0.5, what: str = ""
-) -> T:
+def eventually(check: Callable[[], T | None], *, timeout_s: float = 60.0, interval_s: float = 0.5, what: str = "") -> T:
     """Poll ``check`` until it returns something truthy; fail with ``what`` at the deadline."""
     deadline = time.monotonic() + timeout_s
     last: T | None = None
@@ -30,9 +28,7 @@ def eventually(
         if last:
             return last
         time.sleep(interval_s)
-    raise AssertionError(
-        f"timed out after {timeout_s:.0f}s waiting for {what or check!r}; last value: {last!r}"
-    )
+    raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what or check!r}; last value: {last!r}")
 
 
 def conf(bootstrap: str) -> dict[str, str]:

@@ -44,9 +44,7 @@ def test_cluster_id_and_topics(lab: LabInfo, admin: KafkaAdmin) -> None:
     assert desc[missing].error.code == "UNKNOWN_TOPIC_OR_PART"
 
 
-def test_partition_bounds_batches_and_reports_missing_partitions_as_data(
-    lab: LabInfo, admin: KafkaAdmin
-) -> None:
+def test_partition_bounds_batches_and_reports_missing_partitions_as_data(lab: LabInfo, admin: KafkaAdmin) -> None:
     topic = _topic_with_data(lab, admin, partitions=4, per_partition=25)
     missing = uniq("missing")
     tps = [(topic, p) for p in range(4)] + [(missing, 0)]

@@ -133,9 +133,7 @@ def test_group_on_primary_gets_checkpoint_and_synced_offset_on_backup(lab: LabIn
     assert target_offset == downstream
 
     # And a consumer of the backup group really resumes there.
-    consumer = Consumer(
-        {"bootstrap.servers": lab.target.bootstrap, "group.id": group, "enable.auto.commit": False}
-    )
+    consumer = Consumer({"bootstrap.servers": lab.target.bootstrap, "group.id": group, "enable.auto.commit": False})
     try:
         committed = consumer.committed([TopicPartition(remote, 0)], timeout=10)
         assert committed[0].offset == downstream
