@@ -1,0 +1,187 @@
+"""The status vocabulary of ``mm2ctl inspect``: codes, messages, precedence and what "synced" means.
+
+Every classified row — one (cluster pair, group, source topic, partition) — gets exactly one machine-readable
+``status`` code and one human ``message``. Aiven's offset sync inspector is the compatibility anchor (DESIGN
+§7): where a row falls in one of its cases the message is Aiven's, verbatim as its documentation prints it
+(seed ``000``). Our extra statuses say *why* in words an operator can act on.
+
+Definitions used below, per row
+-------------------------------
+``c``   the source group's committed offset (``source_offset``).
+``T``   the translated offset: DESIGN §5 applied to *every* sync still in the offset-syncs topic
+        (``transforms.translate``): the newest sync with ``upstream <= c`` gives ``downstream`` when
+        ``upstream == c`` and ``downstream + 1`` otherwise. It is the best position MM2's own rule allows.
+``J``   the offset the row is judged by: the target group's committed offset (under the *remote* topic name)
+        when ``sync.group.offsets.enabled``, otherwise the latest checkpoint's downstream offset (what a
+        failover through ``RemoteClusterUtils.translateOffsets`` would apply).
+
+What "synced" means, grounded in MM2's source (MirrorCheckpointTask, OffsetSyncStore, Kafka 3.5+)
+------------------------------------------------------------------------------------------------
+* MM2 translates with a *sparse* in-memory store (at most 64 syncs per partition, exponentially spaced, and
+  after a restart before 3.7.1 only the latest sync). It therefore picks a sync at or *before* ours and its
+  checkpoint can be LOWER than ``T``: that is correct behaviour (the consumer replays a little), not a fault.
+  Since the topic keeps a suffix of the syncs (compaction keeps only the last per partition), ours is never
+  older than MM2's, so a healthy MM2 never produces ``J > T``.
+* MM2 emits checkpoints every ``emit.checkpoints.interval.seconds`` and writes group offsets every
+  ``sync.group.offsets.interval.seconds``, only while the target group is EMPTY (or absent), and only
+  forward. A moving group is therefore always somewhat behind ``T``.
+* So a row is **synced** when ``J`` exists, ``J <= T``, and ``T - J`` is within the slack a healthy MM2 can
+  produce: ``offset.lag.max`` plus how far the group trails the partition's newest sync (the span over which
+  the sparse store may have fallen back to an older sync). A larger gap is **stale_sync** — unless the
+  checkpoint is fresh (``classify(as_of=...)``), in which case the gap is MM2's interval timing and the row
+  is still synced. When ``T`` is unknown (no sync at or below ``c`` is left in the topic) but MM2 did write
+  ``J``, MM2 knew syncs we cannot see any more, and the row is synced.
+
+Precedence (first match wins)
+-----------------------------
+1. ``error``                 an admin lookup for the row failed; nothing else can be trusted.
+2. ``remote_topic_missing``  the remote topic-partition does not exist on the target.
+3. ``target_group_active``   (only with sync.group.offsets) the target group has members, so MM2 cannot
+                             write its offsets (it alters offsets of EMPTY groups only).
+4. ``target_ahead``          ``J > T``: resuming on the target skips messages (IdentityReplicationPolicy
+                             "replication without translation", or a source group reset backwards).
+5. ``stale_sync``            ``T - J`` beyond the slack above: resuming replays more than MM2 should.
+6. ``synced``                ``J`` exists and none of the above.
+   — the rows below have no ``J`` —
+7. ``source_partition_empty`` earliest == latest on the source: MM2 has nothing to sync (intentional).
+8. ``source_group_too_old``  ``c`` outside the source partition's ``[earliest, latest]``: MM2 cannot
+                             translate an offset whose data is gone (intentional).
+9. ``no_offset_syncs``       the partition has data but the offset-syncs topic has no sync for it at all.
+10. ``not_synced``           anything else: MM2 should have synced this partition and has not.
+
+Aiven's "other partitions synced / not synced" variants: at least one *other* partition of the same group in
+the same cluster pair (any topic) has status ``synced``.
+
+Blocking component (``blocking_component``): the part of the pipeline an operator should look at; null for
+``synced``. ``inspector`` (our lookup failed), ``source-partition`` and ``source-group`` (intentional,
+nothing to fix in MM2), ``mirror-source-connector`` (replication or offset syncs are missing),
+``checkpoint-connector`` (checkpoints / group offset sync are missing or late), ``target-group`` (the target
+group's own state or offset is what is wrong).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Status(StrEnum):
+    """Stable status codes; the values are part of the report format and must not change."""
+
+    ERROR = "error"
+    REMOTE_TOPIC_MISSING = "remote_topic_missing"
+    TARGET_GROUP_ACTIVE = "target_group_active"
+    TARGET_AHEAD = "target_ahead"
+    STALE_SYNC = "stale_sync"
+    SYNCED = "synced"
+    SOURCE_PARTITION_EMPTY = "source_partition_empty"
+    SOURCE_GROUP_TOO_OLD = "source_group_too_old"
+    NO_OFFSET_SYNCS = "no_offset_syncs"
+    NOT_SYNCED = "not_synced"
+
+
+#: Precedence, highest first (see the module docstring).
+PRECEDENCE: tuple[Status, ...] = tuple(Status)
+
+#: Statuses that need no action: ``is_ok`` is true exactly for these.
+OK_STATUSES = frozenset({Status.SYNCED, Status.SOURCE_PARTITION_EMPTY, Status.SOURCE_GROUP_TOO_OLD})
+
+
+class Blocking(StrEnum):
+    INSPECTOR = "inspector"
+    SOURCE_PARTITION = "source-partition"
+    SOURCE_GROUP = "source-group"
+    MIRROR_SOURCE_CONNECTOR = "mirror-source-connector"
+    CHECKPOINT_CONNECTOR = "checkpoint-connector"
+    TARGET_GROUP = "target-group"
+
+
+# --- Aiven's messages, verbatim from its documentation (seed 000) ---
+AIVEN_SYNCED = "Successfully synced, operating normally."
+AIVEN_EMPTY_OTHERS_SYNCED = (
+    "Intentionally not synced because the source partition is empty. "
+    "Other partitions in this group are synced."
+)
+AIVEN_EMPTY_OTHERS_NOT_SYNCED = (
+    "Intentionally not synced because the source partition is empty. "
+    "Other partitions in this group are not synced."
+)
+AIVEN_TOO_OLD_OTHERS_SYNCED = (
+    "Intentionally not synced because the source group is too old. Other partitions in this group are synced."
+)
+AIVEN_ERRONEOUS_OTHERS_SYNCED = (
+    "Erroneously not synced. Source partition has data, and other partitions for this group are synced."
+)
+AIVEN_ERRONEOUS_OTHERS_NOT_SYNCED = (
+    "Erroneously not synced. Source partition has data, and other partitions for this group are not synced."
+)
+#: The six messages of the seed, in its table order.
+AIVEN_MESSAGES: tuple[str, ...] = (
+    AIVEN_SYNCED,
+    AIVEN_EMPTY_OTHERS_SYNCED,
+    AIVEN_EMPTY_OTHERS_NOT_SYNCED,
+    AIVEN_TOO_OLD_OTHERS_SYNCED,
+    AIVEN_ERRONEOUS_OTHERS_SYNCED,
+    AIVEN_ERRONEOUS_OTHERS_NOT_SYNCED,
+)
+#: The documentation has no "too old, others not synced" row, but Aiven's tool does emit that case (its
+#: source has a seventh constant). Worded in the documentation's style so the pair reads consistently.
+TOO_OLD_OTHERS_NOT_SYNCED = (
+    "Intentionally not synced because the source group is too old. "
+    "Other partitions in this group are not synced."
+)
+
+# --- Our statuses ---
+ERROR_MESSAGE = "Not inspected: an admin lookup for this partition failed; see the error column."
+REMOTE_TOPIC_MISSING_MESSAGE = (
+    "Not synced: the remote topic partition does not exist on the target cluster, so MirrorMaker 2 is not "
+    "replicating it; check the topic filter and the MirrorSourceConnector."
+)
+TARGET_GROUP_ACTIVE_MESSAGE = (
+    "Not synced: the group has active members on the target cluster, so MirrorMaker 2 cannot write its "
+    "offsets (it only writes to empty groups); stop those consumers or exclude the group."
+)
+TARGET_AHEAD_MESSAGE = (
+    "Offset ahead of translation: the synced target offset is beyond the translated offset, so consumers "
+    "failing over would skip messages (offsets replicated without translation, or the source group was "
+    "reset backwards)."
+)
+STALE_SYNC_MESSAGE = (
+    "Offset sync is stale: the synced target offset trails the translated offset by more than "
+    "offset.lag.max allows, so consumers failing over would replay messages; check the "
+    "MirrorCheckpointConnector."
+)
+NO_OFFSET_SYNCS_MESSAGE = (
+    "Erroneously not synced. Source partition has data, but MirrorMaker 2 has written no offset sync for it; "
+    "check the MirrorSourceConnector and the offset-syncs topic."
+)
+
+
+def aiven_message(status: Status, others_synced: bool) -> str | None:
+    """Aiven's message for a status it knows, choosing the "other partitions" variant; else None."""
+    table: dict[Status, tuple[str, str]] = {
+        Status.SYNCED: (AIVEN_SYNCED, AIVEN_SYNCED),
+        Status.SOURCE_PARTITION_EMPTY: (AIVEN_EMPTY_OTHERS_SYNCED, AIVEN_EMPTY_OTHERS_NOT_SYNCED),
+        Status.SOURCE_GROUP_TOO_OLD: (AIVEN_TOO_OLD_OTHERS_SYNCED, TOO_OLD_OTHERS_NOT_SYNCED),
+        Status.NOT_SYNCED: (AIVEN_ERRONEOUS_OTHERS_SYNCED, AIVEN_ERRONEOUS_OTHERS_NOT_SYNCED),
+    }
+    pair = table.get(status)
+    if pair is None:
+        return None
+    return pair[0] if others_synced else pair[1]
+
+
+#: Messages of the statuses Aiven's tool does not have.
+OWN_MESSAGES: dict[Status, str] = {
+    Status.ERROR: ERROR_MESSAGE,
+    Status.REMOTE_TOPIC_MISSING: REMOTE_TOPIC_MISSING_MESSAGE,
+    Status.TARGET_GROUP_ACTIVE: TARGET_GROUP_ACTIVE_MESSAGE,
+    Status.TARGET_AHEAD: TARGET_AHEAD_MESSAGE,
+    Status.STALE_SYNC: STALE_SYNC_MESSAGE,
+    Status.NO_OFFSET_SYNCS: NO_OFFSET_SYNCS_MESSAGE,
+}
+
+#: Consumer group states in which the group has (or is getting) members; MM2 refuses to write offsets then.
+#: Spelled as the Java/confluent-kafka clients name them, compared case-insensitively.
+ACTIVE_GROUP_STATES = frozenset(
+    {"STABLE", "PREPARINGREBALANCE", "COMPLETINGREBALANCE", "ASSIGNING", "RECONCILING"}
+)

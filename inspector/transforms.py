@@ -1,0 +1,513 @@
+"""The inspection as pure DataFrame → DataFrame steps: compaction semantics, translation, joins, statuses.
+
+Nothing here builds a session, reads or writes: the job module gives frames in the shapes of
+``inspector.schemas`` and takes frames back. Every step is Spark SQL (no Python UDF), so it runs at the
+scale of the offset-syncs topic and of every group on a cluster, and each step is unit-tested on tiny frames.
+
+The pipeline the job runs::
+
+    syncs       = latest_syncs(decode_offset_syncs(sync_records))
+    checkpoints = latest_checkpoints(decode_checkpoints(checkpoint_records))
+    translated  = translate(source_group_offsets, syncs)
+    joined      = join_target_state(translated, source_partitions=..., target_partitions=...,
+                                    target_group_offsets=..., source_groups=..., target_groups=...,
+                                    checkpoints=checkpoints)
+    report      = classify(joined, sync_group_offsets_enabled=..., offset_lag_max=..., as_of=...)
+    summary     = summarize(report)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from inspector import statuses
+from inspector.statuses import Blocking, Status
+
+PAIR = "cluster_pair"
+SYNC_KEY = [PAIR, "topic", "partition"]
+_LONG_MIN = -(2**63)
+
+
+# --- offset syncs ---
+
+
+def latest_syncs(decoded_syncs: DataFrame) -> DataFrame:
+    """The syncs of the offset-syncs topic that still count, each with its partition's ``sync_count``.
+
+    The topic is compacted on the key (source topic, partition), so a fully compacted topic holds one sync per
+    partition; before the cleaner runs it holds many, and every one of them is a valid translation point, so
+    all are kept (that is how the inspector sees more than MM2's sparse in-memory store). Dropped:
+
+    * malformed records (counted by the job through ``decode.malformed_counts``);
+    * records outside partition 0 (MM2 writes and reads partition 0 only, DESIGN §3);
+    * everything of a partition written before a tombstone: the tombstone deletes the key;
+    * everything of a partition written before an *upstream rewind* (a sync whose upstream offset is lower
+      than the previous sync's): MM2's OffsetSyncStore discards its whole history then ("old offsets are
+      invalid"), because the source partition was truncated, recreated or re-replicated.
+
+    Output: ``schemas.SYNCS_SCHEMA``.
+    """
+    ordered = Window.partitionBy(*SYNC_KEY).orderBy("record_offset")
+    whole = Window.partitionBy(*SYNC_KEY)
+    records = decoded_syncs.where(F.col("malformed_reason").isNull() & (F.col("record_partition") == 0))
+    previous_upstream = F.lag("upstream_offset").over(ordered)
+    cut_here = (
+        F.when(F.col("is_tombstone"), F.col("record_offset") + 1)
+        .when(F.col("upstream_offset") < previous_upstream, F.col("record_offset"))
+        .otherwise(F.lit(None).cast("long"))
+    )
+    with_cut = records.withColumn("_cut_here", cut_here).withColumn("_cut", F.max("_cut_here").over(whole))
+    live = with_cut.where(
+        ~F.col("is_tombstone") & (F.col("record_offset") >= F.coalesce(F.col("_cut"), F.lit(_LONG_MIN)))
+    )
+    return live.select(
+        PAIR,
+        "topic",
+        "partition",
+        "upstream_offset",
+        "downstream_offset",
+        "record_offset",
+        "record_timestamp",
+        F.count(F.lit(1)).over(whole).alias("sync_count"),
+    )
+
+
+def translate(group_offsets: DataFrame, syncs: DataFrame) -> DataFrame:
+    """Append DESIGN §5's translation of ``committed_offset`` to every row of ``group_offsets``.
+
+    For a committed source offset ``c`` the newest sync with ``upstream <= c`` is the one with the greatest
+    upstream (ties: the latest record wins); ``upstream == c`` gives ``downstream``, ``upstream < c`` gives
+    ``downstream + 1``, and no such sync leaves the row untranslatable (null). Also appended, per row:
+    the sync used (``sync_upstream``/``sync_downstream``); the *next* sync above ``c``
+    (``next_sync_*``), which bounds the exact target position from above, so a later step can tell a verified
+    translation from an approximate one; the partition's newest sync (``latest_sync_*``, Aiven's "lag to
+    source" and the stale-sync slack use it); and ``sync_count`` (0 when the partition has no sync).
+
+    How it scales: this is an as-of join. The committed offsets (deduplicated) and the syncs are unioned and
+    sorted once per source partition, and a running ``last(sync, ignorenulls)`` hands every offset the sync
+    at or below it — O((groups + syncs) log) work per partition. A plain range join (``upstream <= c``) would
+    pair every group offset with every sync of its partition first, which is quadratic in an un-compacted
+    topic (MM2 3.7+ writes a sync per partition on every offset commit). The next-sync link is computed on the
+    deduplicated syncs alone with ``lead``, and per-partition facts with struct-max aggregates.
+
+    ``syncs`` is ``latest_syncs``'s output; ``group_offsets`` needs (cluster_pair, topic, partition,
+    committed_offset) and keeps all its other columns.
+    """
+    # one sync per upstream offset: the latest record wins a tie
+    per_upstream = syncs.groupBy(*SYNC_KEY, "upstream_offset").agg(
+        F.max(F.struct("record_offset", "downstream_offset")).alias("_s")
+    )
+    by_upstream = Window.partitionBy(*SYNC_KEY).orderBy("upstream_offset")
+    linked = per_upstream.select(
+        *SYNC_KEY,
+        F.col("upstream_offset").alias("_pos"),
+        F.lit(0).alias("_kind"),
+        F.struct(
+            F.col("upstream_offset").alias("up"),
+            F.col("_s.downstream_offset").alias("down"),
+            F.lead("upstream_offset").over(by_upstream).alias("next_up"),
+            F.lead("_s.downstream_offset").over(by_upstream).alias("next_down"),
+        ).alias("_sync"),
+    )
+    probes = (
+        group_offsets.where(F.col("committed_offset").isNotNull())
+        .select(*SYNC_KEY, F.col("committed_offset").alias("_pos"))
+        .distinct()
+        .select(
+            *SYNC_KEY,
+            "_pos",
+            F.lit(1).alias("_kind"),
+            F.lit(None).cast(linked.schema["_sync"].dataType).alias("_sync"),
+        )
+    )
+    as_of = (
+        Window.partitionBy(*SYNC_KEY)
+        .orderBy("_pos", "_kind")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    matched = (
+        linked.unionByName(probes)
+        .withColumn("_prev", F.last("_sync", ignorenulls=True).over(as_of))
+        .where(F.col("_kind") == 1)
+        .select(*SYNC_KEY, F.col("_pos").alias("committed_offset"), "_prev")
+    )
+    per_partition = syncs.groupBy(*SYNC_KEY).agg(
+        F.max(F.struct("upstream_offset", "record_offset", "downstream_offset")).alias("_latest"),
+        F.min(
+            F.struct("upstream_offset", F.negative("record_offset").alias("neg"), "downstream_offset")
+        ).alias("_first"),
+        F.count(F.lit(1)).alias("_count"),
+    )
+    prev = F.col("_prev")
+    exact = prev["up"] == F.col("committed_offset")
+    translated = F.when(exact, prev["down"]).otherwise(F.try_add(prev["down"], F.lit(1)))
+    has_prev = prev.isNotNull()
+    # an offset below every sync: the next sync is the partition's first
+    first_sync = F.col("committed_offset").isNotNull()
+    return (
+        group_offsets.join(matched, on=[*SYNC_KEY, "committed_offset"], how="left")
+        .join(per_partition, on=SYNC_KEY, how="left")
+        .select(
+            *[F.col(c) for c in group_offsets.columns],
+            translated.alias("translated_offset"),
+            prev["up"].alias("sync_upstream"),
+            prev["down"].alias("sync_downstream"),
+            F.when(has_prev, prev["next_up"])
+            .when(first_sync, F.col("_first.upstream_offset"))
+            .alias("next_sync_upstream"),
+            F.when(has_prev, prev["next_down"])
+            .when(first_sync, F.col("_first.downstream_offset"))
+            .alias("next_sync_downstream"),
+            F.col("_latest.upstream_offset").alias("latest_sync_upstream"),
+            F.col("_latest.downstream_offset").alias("latest_sync_downstream"),
+            F.coalesce(F.col("_count"), F.lit(0).cast("long")).alias("sync_count"),
+        )
+    )
+
+
+# --- checkpoints ---
+
+
+def latest_checkpoints(decoded_checkpoints: DataFrame) -> DataFrame:
+    """The live checkpoint per (pair, group, target topic, partition): compacted-topic semantics.
+
+    The newest record of a key (by Kafka offset) wins; if that record is a tombstone the key is gone. A
+    struct-max aggregate picks it without a window sort. Malformed records are ignored (the job counts them).
+    Output: ``schemas.CHECKPOINTS_SCHEMA``.
+    """
+    newest = (
+        decoded_checkpoints.where(F.col("malformed_reason").isNull())
+        .groupBy(PAIR, "group", "topic", "partition")
+        .agg(
+            F.max(
+                F.struct(
+                    "record_offset",
+                    "is_tombstone",
+                    "upstream_offset",
+                    "downstream_offset",
+                    "metadata",
+                    "record_timestamp",
+                )
+            ).alias("_c")
+        )
+    )
+    return newest.where(~F.col("_c.is_tombstone")).select(
+        PAIR,
+        "group",
+        "topic",
+        "partition",
+        F.col("_c.upstream_offset").alias("upstream_offset"),
+        F.col("_c.downstream_offset").alias("downstream_offset"),
+        F.col("_c.metadata").alias("metadata"),
+        F.col("_c.record_offset").alias("record_offset"),
+        F.col("_c.record_timestamp").alias("record_timestamp"),
+    )
+
+
+# --- joining the admin state ---
+
+
+def _prefixed(column: str, what: str) -> Column:
+    return F.when(F.col(column).isNotNull(), F.concat(F.lit(f"{what}: "), F.col(column)))
+
+
+def join_target_state(
+    translated: DataFrame,
+    *,
+    source_partitions: DataFrame,
+    target_partitions: DataFrame,
+    target_group_offsets: DataFrame,
+    source_groups: DataFrame,
+    target_groups: DataFrame,
+    checkpoints: DataFrame,
+) -> DataFrame:
+    """Everything known about each source group offset, on both clusters, as one row (``JOINED_SCHEMA``).
+
+    Target-side facts are looked up under the **remote** topic name that ``source_partitions`` carries, so
+    DefaultReplicationPolicy (``src.orders``) and IdentityReplicationPolicy (``orders``) both work; Aiven's
+    tool looks the target group up under the source name and so misses every prefixed topic. Checkpoints
+    are keyed by the remote name too, as MM2 writes them. Every input's ``error`` is carried into one
+    ``error`` column (prefixed with where it came from), so one failed lookup marks its rows and nothing
+    else; a source partition the job did not describe at all is reported as an error rather than guessed.
+    """
+    sp = source_partitions.select(
+        PAIR,
+        "topic",
+        "partition",
+        F.col("earliest_offset").alias("source_earliest"),
+        F.col("latest_offset").alias("source_latest"),
+        "remote_topic",
+        F.col("error").alias("_e_sp"),
+        F.lit(True).alias("_sp_seen"),
+    )
+    tp = target_partitions.select(
+        PAIR,
+        F.col("topic").alias("remote_topic"),
+        "partition",
+        F.col("earliest_offset").alias("target_earliest"),
+        F.col("latest_offset").alias("target_latest"),
+        F.col("error").alias("_e_tp"),
+    )
+    tgo = target_group_offsets.select(
+        PAIR,
+        "group",
+        F.col("topic").alias("remote_topic"),
+        "partition",
+        F.col("committed_offset").alias("target_offset"),
+        F.col("error").alias("_e_tgo"),
+    )
+    sg = source_groups.select(
+        PAIR, "group", F.col("state").alias("source_group_state"), F.col("error").alias("_e_sg")
+    )
+    tg = target_groups.select(
+        PAIR,
+        "group",
+        F.col("state").alias("target_group_state"),
+        F.col("member_count").alias("target_group_members"),
+        F.col("error").alias("_e_tg"),
+    )
+    cp = checkpoints.select(
+        PAIR,
+        "group",
+        F.col("topic").alias("remote_topic"),
+        "partition",
+        F.col("upstream_offset").alias("checkpoint_upstream"),
+        F.col("downstream_offset").alias("checkpoint_offset"),
+        F.col("record_timestamp").alias("checkpoint_timestamp"),
+    )
+    joined = (
+        translated.withColumnRenamed("error", "_e_go")
+        .join(sp, on=SYNC_KEY, how="left")
+        .join(tp, on=[PAIR, "remote_topic", "partition"], how="left")
+        .join(tgo, on=[PAIR, "group", "remote_topic", "partition"], how="left")
+        .join(sg, on=[PAIR, "group"], how="left")
+        .join(tg, on=[PAIR, "group"], how="left")
+        .join(cp, on=[PAIR, "group", "remote_topic", "partition"], how="left")
+    )
+    errors = F.concat_ws(
+        "; ",
+        _prefixed("_e_go", "source group offsets"),
+        F.when(F.col("_sp_seen").isNull(), F.lit("source partition: not described by the job")),
+        _prefixed("_e_sp", "source partition"),
+        _prefixed("_e_tp", "target partition"),
+        _prefixed("_e_tgo", "target group offsets"),
+        _prefixed("_e_sg", "source group"),
+        _prefixed("_e_tg", "target group"),
+    )
+    return joined.select(
+        PAIR,
+        "group",
+        "topic",
+        "partition",
+        "committed_offset",
+        "translated_offset",
+        "sync_upstream",
+        "sync_downstream",
+        "next_sync_upstream",
+        "next_sync_downstream",
+        "latest_sync_upstream",
+        "latest_sync_downstream",
+        "sync_count",
+        "source_earliest",
+        "source_latest",
+        "remote_topic",
+        "source_group_state",
+        "target_earliest",
+        "target_latest",
+        "target_offset",
+        "target_group_state",
+        "target_group_members",
+        "checkpoint_upstream",
+        "checkpoint_offset",
+        "checkpoint_timestamp",
+        F.when(errors != "", errors).alias("error"),
+    )
+
+
+# --- classification ---
+
+
+def _status_literal(status: Status) -> Column:
+    return F.lit(status.value)
+
+
+def classify(
+    joined: DataFrame,
+    *,
+    sync_group_offsets_enabled: bool,
+    offset_lag_max: int = 100,
+    as_of: dt.datetime | None = None,
+    fresh_checkpoint_age: dt.timedelta = dt.timedelta(minutes=5),
+) -> DataFrame:
+    """One status, message and failover estimate per row; the rules and precedence are ``inspector.statuses``.
+
+    ``sync_group_offsets_enabled`` decides what a row is judged by: the target group's committed offset (MM2
+    writes it) or the checkpoint (a failover translates through it). ``offset_lag_max`` is the pair's
+    ``offset.lag.max``. ``as_of`` is when the admin state was read; when given, a checkpoint written within
+    ``fresh_checkpoint_age`` of it proves MM2 is checkpointing, so a gap to the translation is interval
+    timing, not a stale sync. ``replay_if_failover_now`` / ``skip_if_failover_now`` count the messages between
+    the judged offset and the translated one: replay is a lower bound and skip an upper bound, exact when the
+    translation is (the sync sits at the committed offset).
+
+    Output: ``schemas.CLASSIFIED_SCHEMA`` (Aiven's columns first, in its order).
+    """
+    c = F.col("committed_offset")
+    translated = F.col("translated_offset")
+    judged = F.col("target_offset") if sync_group_offsets_enabled else F.col("checkpoint_offset")
+    se, sl = F.col("source_earliest"), F.col("source_latest")
+    te, tl = F.col("target_earliest"), F.col("target_latest")
+    target_offset = F.col("target_offset")
+
+    def known(col: Column) -> Column:
+        return F.coalesce(col, F.lit(False))
+
+    state = F.upper(F.regexp_replace(F.col("target_group_state"), "[_ ]", ""))
+    active = F.lit(sync_group_offsets_enabled) & (
+        known(F.col("target_group_members") > 0) | known(state.isin(*sorted(statuses.ACTIVE_GROUP_STATES)))
+    )
+    both = judged.isNotNull() & translated.isNotNull()
+    gap = F.try_subtract(translated, judged)
+    slack = F.try_add(
+        F.lit(offset_lag_max).cast("long"),
+        F.greatest(F.lit(0).cast("long"), F.try_subtract(F.col("latest_sync_upstream"), c)),
+    )
+    if as_of is None:
+        fresh = F.lit(False)
+    else:
+        fresh = known(F.col("checkpoint_timestamp") >= F.lit(as_of - fresh_checkpoint_age))
+    empty = known(se == sl)
+    too_old = c.isNull() | known(c < se) | known(c > sl)
+
+    status = (
+        F.when(F.col("error").isNotNull(), _status_literal(Status.ERROR))
+        .when(tl.isNull(), _status_literal(Status.REMOTE_TOPIC_MISSING))
+        .when(active, _status_literal(Status.TARGET_GROUP_ACTIVE))
+        .when(both & (judged > translated), _status_literal(Status.TARGET_AHEAD))
+        .when(both & known(gap > slack) & ~fresh, _status_literal(Status.STALE_SYNC))
+        .when(judged.isNotNull(), _status_literal(Status.SYNCED))
+        .when(empty, _status_literal(Status.SOURCE_PARTITION_EMPTY))
+        .when(too_old, _status_literal(Status.SOURCE_GROUP_TOO_OLD))
+        .when(F.col("sync_count") == 0, _status_literal(Status.NO_OFFSET_SYNCS))
+        .otherwise(_status_literal(Status.NOT_SYNCED))
+    )
+    staged = joined.withColumn("status", status)
+    synced_here = (F.col("status") == Status.SYNCED.value).cast("int")
+    others_synced = (F.sum(synced_here).over(Window.partitionBy(PAIR, "group")) - synced_here) > 0
+    staged = staged.withColumn("_others_synced", others_synced)
+
+    message = F.lit(None).cast("string")
+    for code in Status:
+        aiven = statuses.aiven_message(code, True)
+        if aiven is not None:
+            text = F.when(F.col("_others_synced"), F.lit(aiven)).otherwise(
+                F.lit(statuses.aiven_message(code, False))
+            )
+        else:
+            text = F.lit(statuses.OWN_MESSAGES[code])
+        message = F.when(F.col("status") == code.value, text).otherwise(message)
+
+    ahead_blocker = Blocking.TARGET_GROUP if sync_group_offsets_enabled else Blocking.CHECKPOINT_CONNECTOR
+    blocking = (
+        F.when(F.col("status") == Status.ERROR.value, F.lit(Blocking.INSPECTOR.value))
+        .when(
+            F.col("status") == Status.REMOTE_TOPIC_MISSING.value,
+            F.lit(Blocking.MIRROR_SOURCE_CONNECTOR.value),
+        )
+        .when(F.col("status") == Status.TARGET_GROUP_ACTIVE.value, F.lit(Blocking.TARGET_GROUP.value))
+        .when(F.col("status") == Status.TARGET_AHEAD.value, F.lit(ahead_blocker.value))
+        .when(F.col("status") == Status.STALE_SYNC.value, F.lit(Blocking.CHECKPOINT_CONNECTOR.value))
+        .when(F.col("status") == Status.SOURCE_PARTITION_EMPTY.value, F.lit(Blocking.SOURCE_PARTITION.value))
+        .when(F.col("status") == Status.SOURCE_GROUP_TOO_OLD.value, F.lit(Blocking.SOURCE_GROUP.value))
+        .when(F.col("status") == Status.NO_OFFSET_SYNCS.value, F.lit(Blocking.MIRROR_SOURCE_CONNECTOR.value))
+        .when(
+            (F.col("status") == Status.NOT_SYNCED.value) & translated.isNull(),
+            F.lit(Blocking.MIRROR_SOURCE_CONNECTOR.value),
+        )
+        .when(F.col("status") == Status.NOT_SYNCED.value, F.lit(Blocking.CHECKPOINT_CONNECTOR.value))
+    )
+    zero = F.lit(0).cast("long")
+    lag_to_source = F.try_subtract(
+        sl,
+        F.try_add(
+            target_offset, F.try_subtract(F.col("latest_sync_upstream"), F.col("latest_sync_downstream"))
+        ),
+    )
+    return staged.select(
+        PAIR,
+        "topic",
+        "partition",
+        "group",
+        "source_earliest",
+        "source_latest",
+        "source_group_state",
+        c.alias("source_offset"),
+        F.try_subtract(sl, c).alias("source_lag"),
+        "target_earliest",
+        "target_latest",
+        "target_group_state",
+        "target_offset",
+        F.when(
+            tl.isNotNull() & target_offset.isNotNull(), F.greatest(F.try_subtract(tl, target_offset), zero)
+        ).alias("target_lag"),
+        lag_to_source.alias("target_lag_to_source"),
+        (se < sl).alias("source_has_data"),
+        (te < tl).alias("target_has_data"),
+        F.col("status").isin(*[s.value for s in statuses.OK_STATUSES]).alias("is_ok"),
+        blocking.alias("blocking_component"),
+        message.alias("message"),
+        "status",
+        "remote_topic",
+        "translated_offset",
+        "checkpoint_offset",
+        "checkpoint_timestamp",
+        "sync_count",
+        F.when(both, F.greatest(gap, zero)).alias("replay_if_failover_now"),
+        F.when(both, F.greatest(F.try_subtract(judged, translated), zero)).alias("skip_if_failover_now"),
+        "error",
+    )
+
+
+def summarize(classified: DataFrame) -> DataFrame:
+    """Counts per pair and status, with each pair's totals and problem counts beside them.
+
+    Output: ``schemas.SUMMARY_SCHEMA``.
+
+    ``partitions`` counts classified rows (group partitions); ``groups`` the distinct groups with a row in
+    that status. ``pair_problem_groups`` counts groups with at least one row that is not ok — the number an
+    operator asks first before a failover.
+    """
+    per_status = classified.groupBy(PAIR, "status").agg(
+        F.min("is_ok").alias("is_ok"),
+        F.count(F.lit(1)).alias("partitions"),
+        F.countDistinct("group").alias("groups"),
+        F.sum("replay_if_failover_now").alias("replay_if_failover_now"),
+        F.sum("skip_if_failover_now").alias("skip_if_failover_now"),
+    )
+    problem_groups = (
+        classified.where(~F.col("is_ok"))
+        .groupBy(PAIR)
+        .agg(F.countDistinct("group").alias("pair_problem_groups"))
+    )
+    pair = Window.partitionBy(PAIR)
+    zero = F.lit(0).cast("long")
+    return (
+        per_status.join(problem_groups, on=PAIR, how="left")
+        .select(
+            PAIR,
+            "status",
+            "is_ok",
+            "partitions",
+            "groups",
+            "replay_if_failover_now",
+            "skip_if_failover_now",
+            F.sum("partitions").over(pair).alias("pair_partitions"),
+            F.coalesce(F.sum(F.when(~F.col("is_ok"), F.col("partitions"))).over(pair), zero).alias(
+                "pair_problem_partitions"
+            ),
+            F.coalesce(F.col("pair_problem_groups"), zero).alias("pair_problem_groups"),
+        )
+        .orderBy(PAIR, "status")
+    )
