@@ -73,8 +73,7 @@ def read_partitions(
             if end is not None and p in end:
                 ends[p] = end[p]
             else:
-                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)
-                ends[p] = high
+                ends[p] = _high_watermark(consumer, topic, p, timeout_s)
         assignment = []
         for p in parts:
             first = (start or {}).get(p, OFFSET_BEGINNING)
@@ -119,6 +118,21 @@ def read_partitions(
             deadline = time.monotonic() + timeout_s
     finally:
         consumer.close()
+
+
+def _high_watermark(consumer: Consumer, topic: str, partition: int, timeout_s: float) -> int:
+    """The partition's end offset; retries while a new topic's leader is still being elected."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            _low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
+            return int(high)
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            retriable = bool(getattr(err, "retriable", lambda: False)())
+            if not retriable or time.monotonic() >= deadline:
+                raise KafkaError(f"reading {topic}-{partition}: {exc}", code=_code(exc)) from exc
+            time.sleep(0.2)
 
 
 def produce(

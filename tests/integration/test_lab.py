@@ -13,6 +13,7 @@ from lab.process import is_alive
 from mm2core import records
 from mm2core.admin import KafkaAdmin
 from mm2core.codecs import decode_checkpoint, decode_offset_sync
+from mm2core.config import load_mm2_config
 from tests.integration.support import (
     consume_and_commit,
     eventually,
@@ -57,9 +58,16 @@ def test_lab_is_healthy_and_describes_itself(lab: LabInfo) -> None:
         assert st.connectors[name]["state"] == "RUNNING"
     assert KafkaAdmin.connect(source_conf(lab)).cluster_id() == lab.source.cluster_id
     assert KafkaAdmin.connect(target_conf(lab)).cluster_id() == lab.target.cluster_id
-    mm2 = Path(lab.mm2_config).read_text()
-    assert f"primary.bootstrap.servers = {lab.source.bootstrap}" in mm2
-    assert "primary->backup.enabled = true" in mm2
+    # The lab's mm2.properties is a real MM2 file: our own reader derives the lab's actual names from it.
+    pair = load_mm2_config(lab.mm2_config).pair("primary->backup")
+    assert pair.source_kafka_config["bootstrap.servers"] == lab.source.bootstrap
+    assert pair.target_kafka_config["bootstrap.servers"] == lab.target.bootstrap
+    assert pair.sync_group_offsets_enabled
+    bootstrap, syncs_topic = offset_syncs_location(lab)
+    assert pair.offset_syncs_topic == syncs_topic
+    assert pair.checkpoints_topic == "primary.checkpoints.internal"
+    assert pair.remote_topic("orders") == remote_topic(lab, "orders")
+    assert syncs_topic in KafkaAdmin.connect({"bootstrap.servers": bootstrap}).list_topics()
 
 
 @pytest.mark.parametrize(
