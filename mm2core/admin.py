@@ -21,7 +21,15 @@ from typing import Any, TypeVar
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka import KafkaError as _RdKafkaError
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    OffsetSpec,
+    ResourceType,
+)
 
 from mm2core.errors import KafkaError
 
@@ -252,6 +260,27 @@ class KafkaAdmin:
             except Exception as exc:
                 out[(tp.topic, tp.partition)] = item_error(exc)
         return out
+
+    def topic_config(self, topic: str) -> dict[str, str]:
+        """The topic's effective configs (name -> value)."""
+        res = ConfigResource(ResourceType.TOPIC, topic)
+        try:
+            entries = self._client.describe_configs([res], request_timeout=self._timeout)[res].result()
+        except Exception as exc:
+            raise _raise_whole_call(f"describing configs of {topic} on {self._name}", exc) from exc
+        return {name: e.value for name, e in entries.items() if e.value is not None}
+
+    def set_topic_config(self, topic: str, name: str, value: str) -> None:
+        """Incrementally SET one topic config, leaving the others as they are."""
+        res = ConfigResource(
+            ResourceType.TOPIC,
+            topic,
+            incremental_configs=[ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)],
+        )
+        try:
+            self._client.incremental_alter_configs([res], request_timeout=self._timeout)[res].result()
+        except Exception as exc:
+            raise _raise_whole_call(f"setting {name} of {topic} on {self._name}", exc) from exc
 
     def delete_records(self, before: Mapping[TP, int]) -> list[PartitionResult]:
         """Delete every record below ``before[tp]`` (the new low watermark) in each partition."""

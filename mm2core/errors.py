@@ -20,6 +20,7 @@ sensitive settings.
     │   ├── StalePlanError ....... live state changed since the plan was made
     │   └── PreconditionError .... a step's precondition does not hold
     ├── ApplyError .............. a step failed while applying; the journal says how far it got
+    ├── ApprovalRequiredError ... a write needs confirmation and there is no terminal (use --auto-approve)
     ├── LockError ............... another apply holds the lock
     └── JournalError ............ a journal is unreadable, or cannot be resumed/rolled back
 """
@@ -152,6 +153,12 @@ class ApplyError(Mm2ctlError):
     """A step failed during apply. The journal holds everything done so far."""
 
     exit_code = ExitCode.APPLY_FAILED
+
+
+class ApprovalRequiredError(Mm2ctlError):
+    """apply/rollback would write, stdin is not a terminal to confirm on, and --auto-approve was not given."""
+
+    exit_code = ExitCode.APPROVAL_REQUIRED
 
 
 class LockError(Mm2ctlError):

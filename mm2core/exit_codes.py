@@ -38,3 +38,5 @@ class ExitCode(IntEnum):
     CHANGES_PRESENT = 14
     #: The user declined the confirmation prompt.
     DECLINED = 15
+    #: ``apply``/``rollback`` would write but there is no terminal to confirm on and no ``--auto-approve``.
+    APPROVAL_REQUIRED = 16

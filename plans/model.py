@@ -1107,6 +1107,9 @@ class Plan:
     steps: tuple[Step, ...]
     notes: tuple[str, ...] = ()
     description: str = ""
+    #: The MM2 properties file the plan was made from (a path, never its content): apply reads the
+    #: clusters' addresses and credentials from it again, so no secret travels inside the plan.
+    mm2_config: str | None = None
 
     def __post_init__(self) -> None:
         _check_int(self.schema_version, "schema_version", minimum=None)
@@ -1158,6 +1161,8 @@ class Plan:
         for i, n in enumerate(self.notes):
             _check_str(n, f"notes[{i}]", empty_ok=True)
         _check_str(self.description, "description", empty_ok=True)
+        if self.mm2_config is not None:
+            _check_str(self.mm2_config, "mm2_config")
         self._check_steps()
 
     def _check_steps(self) -> None:
@@ -1220,6 +1225,7 @@ def new_plan(
     steps: Iterable[Step],
     notes: Iterable[str] = (),
     description: str = "",
+    mm2_config: str | None = None,
     now: datetime | None = None,
 ) -> Plan:
     """A plan with a fresh id and timestamp; what planners call (tests pass ``now``)."""
@@ -1236,5 +1242,6 @@ def new_plan(
         steps=tuple(steps),
         notes=tuple(notes),
         description=description,
+        mm2_config=mm2_config,
     )
 

@@ -35,7 +35,8 @@ from plans.model import PAYLOAD_TYPES, SCHEMA_VERSION, Plan, Step, StepKind
 #: the bulky machine parts last). Fields not listed follow in declaration order.
 _FIELD_ORDER: dict[type[Any], tuple[str, ...]] = {
     Plan: (
-        "schema_version", "plan_id", "kind", "description", "pair", "clusters", "connect", "created_at",
+        "schema_version", "plan_id", "kind", "description", "pair", "clusters", "connect", "mm2_config",
+        "created_at",
         "created_by_tool_version", "notes", "steps", "fingerprint",
     ),
     Step: (

@@ -16,6 +16,7 @@ import typer
 from mm2core.errors import Mm2ctlError
 from mm2core.exit_codes import ExitCode
 from remediate.cli_lab import lab_app
+from remediate.cli_plan import apply, plan_app, rollback, show
 
 app = typer.Typer(
     name="mm2ctl",
@@ -31,6 +32,10 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(lab_app, name="lab")
+app.add_typer(plan_app, name="plan")
+app.command("show")(show)
+app.command("apply")(apply)
+app.command("rollback")(rollback)
 
 
 @app.callback()

@@ -1,0 +1,243 @@
+"""Live state as planners and apply read it: one reader, so a fingerprint part means the same thing twice.
+
+A plan's fingerprint is a set of named *parts* (``plans.fingerprint``). The name of each part says what to
+read (``connector-state:mm2-x-source``, ``topic-bounds:xsrc:mm2-offset-syncs.xdst.internal:0``), and
+``LiveState.read_part`` is the only code that turns a name into a value. The planner computes its parts
+through it; apply re-reads exactly the part names the plan recorded through it. A change in how state is
+read therefore cannot make a fresh plan look stale, or a stale one look fresh.
+
+Part names are ``<kind>:<field>:<field>...`` with every field percent-encoded, so a connector or topic name
+containing ``:`` cannot be mistaken for two fields.
+
+Everything a part holds is redacted before it is hashed (connector configs carry secrets).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, unquote
+
+from connect_client import ConnectClient, ConnectorStatus, ServerInfo, build_connect_client
+from mm2core.admin import KafkaAdmin
+from mm2core.config import MM2Config, load_mm2_config
+from mm2core.connect_offsets import StoredOffset, latest_offsets, live_offsets
+from mm2core.errors import ConfigError, ConnectNotFoundError, KafkaError
+from plans.fingerprint import Fingerprint, JSONable, canonical_json, fingerprint_of
+from plans.model import redact_json
+
+# ------------------------------------------------------------------------------------------- part names
+
+
+def _name(kind: str, *fields: str | int) -> str:
+    return ":".join([kind, *(quote(str(f), safe="") for f in fields)])
+
+
+def part_connector_state(connector: str) -> str:
+    return _name("connector-state", connector)
+
+
+def part_connector_offsets(connector: str) -> str:
+    return _name("connector-offsets", connector)
+
+
+def part_connector_config(connector: str) -> str:
+    return _name("connector-config", connector)
+
+
+def part_stored_offsets(cluster: str, topic: str, connector: str) -> str:
+    return _name("stored-offsets", cluster, topic, connector)
+
+
+def part_topic_bounds(cluster: str, topic: str, partition: int) -> str:
+    return _name("topic-bounds", cluster, topic, partition)
+
+
+def part_group_members(cluster: str, group: str) -> str:
+    return _name("group-members", cluster, group)
+
+
+def parse_part(name: str) -> tuple[str, list[str]]:
+    kind, _, rest = name.partition(":")
+    return kind, [unquote(f) for f in rest.split(":")] if rest else []
+
+
+# ------------------------------------------------------------------------------------------- values
+
+
+def offsets_json(offsets: Iterable[Any]) -> list[dict[str, Any]]:
+    """KIP-875 offsets as sorted plain JSON, so two reads of the same offsets compare equal."""
+    out = [o.to_json() if hasattr(o, "to_json") else dict(o) for o in offsets]
+    return sorted(out, key=lambda o: canonical_json(o["partition"]))
+
+
+def stored_json(stored: Iterable[StoredOffset]) -> list[dict[str, Any]]:
+    """Offsets-topic records as JSON: partition, exact key bytes, exact value bytes (base64)."""
+    return [
+        {
+            "partition": s.partition,
+            "key_b64": base64.b64encode(s.key).decode("ascii"),
+            "value_b64": None if s.value is None else base64.b64encode(s.value).decode("ascii"),
+        }
+        for s in stored
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicBounds:
+    start: int
+    end: int
+
+
+# ------------------------------------------------------------------------------------------- reader
+
+
+@dataclass
+class LiveState:
+    """Reads clusters (by MM2 alias) and the Connect worker. Clients are passed in or built lazily.
+
+    ``connect`` is None for dedicated-mode MM2, which has no REST API.
+    """
+
+    mm2: MM2Config
+    connect: ConnectClient | None
+    admin_factory: Callable[[Mapping[str, str], str], KafkaAdmin] = field(
+        default=lambda conf, name: KafkaAdmin.connect(conf, name=name)
+    )
+    _admins: dict[str, KafkaAdmin] = field(default_factory=dict, repr=False)
+
+    # -- clients
+    def kafka_config(self, alias: str) -> dict[str, str]:
+        """confluent-kafka settings for cluster ``alias`` (may hold secrets: never log or store them)."""
+        if alias not in self.mm2.clusters:
+            raise ConfigError(f"cluster alias {alias!r} is not in {self.mm2.path} (clusters: "
+                              f"{', '.join(self.mm2.clusters)})")
+        return self.mm2.kafka_config(alias)
+
+    def admin(self, alias: str) -> KafkaAdmin:
+        if alias not in self._admins:
+            self._admins[alias] = self.admin_factory(self.kafka_config(alias), alias)
+        return self._admins[alias]
+
+    def require_connect(self) -> ConnectClient:
+        if self.connect is None:
+            raise ConfigError("this needs the Connect REST API: pass --connect-url (or set MM2CTL_CONNECT_URL)")
+        return self.connect
+
+    # -- clusters
+    def cluster_ids(self, aliases: Iterable[str]) -> dict[str, str]:
+        return {a: self.admin(a).cluster_id() for a in sorted(set(aliases))}
+
+    def server_info(self) -> ServerInfo:
+        return self.require_connect().server_info()
+
+    # -- connectors
+    def connector_status(self, name: str) -> ConnectorStatus | None:
+        """The status, or None when no such connector exists."""
+        try:
+            return self.require_connect().status(name)
+        except ConnectNotFoundError:
+            return None
+
+    def connector_state(self, name: str) -> str | None:
+        status = self.connector_status(name)
+        return None if status is None else status.state
+
+    def connector_config(self, name: str) -> dict[str, str] | None:
+        """The live config with secrets in clear: for apply's in-memory use only, never stored."""
+        try:
+            return self.require_connect().config(name)
+        except ConnectNotFoundError:
+            return None
+
+    def connector_offsets(self, name: str) -> list[dict[str, Any]]:
+        """``GET /connectors/{c}/offsets`` as sorted JSON ([] for an unknown connector)."""
+        try:
+            return offsets_json(self.require_connect().get_offsets(name))
+        except ConnectNotFoundError:
+            return []
+
+    def stored_offsets(self, cluster: str, topic: str, connector: str) -> list[StoredOffset]:
+        """The live (non-tombstoned) records of ``connector`` in an offsets topic, exact bytes."""
+        return live_offsets(latest_offsets(self.kafka_config(cluster), topic, connector))
+
+    def all_stored_offsets(self, cluster: str, topic: str, connector: str) -> list[StoredOffset]:
+        """Like ``stored_offsets`` but keeps keys whose newest record is a tombstone."""
+        return latest_offsets(self.kafka_config(cluster), topic, connector)
+
+    # -- topics and groups
+    def topic_bounds(self, cluster: str, topic: str, partition: int) -> TopicBounds:
+        bounds = self.admin(cluster).partition_bounds([(topic, partition)])[(topic, partition)]
+        if bounds.error is not None or bounds.earliest is None or bounds.latest is None:
+            err = bounds.error
+            raise KafkaError(
+                f"cannot read the offsets of {cluster}:{topic}/{partition}: {err.message if err else '?'}",
+                code=err.code if err else None,
+            )
+        return TopicBounds(bounds.earliest, bounds.latest)
+
+    def group_members(self, cluster: str, group: str) -> int:
+        desc = self.admin(cluster).describe_groups([group])[group]
+        if desc.error is not None:
+            raise KafkaError(f"cannot describe group {group} on {cluster}: {desc.error.message}",
+                             code=desc.error.code)
+        return desc.members
+
+    # -- fingerprint parts
+    def read_part(self, name: str) -> JSONable:
+        """The value of one fingerprint part, read live. Unknown part kinds are a bug in the plan file."""
+        kind, f = parse_part(name)
+        if kind == "connector-state" and len(f) == 1:
+            state = self.connector_state(f[0])
+            return {"exists": state is not None, "state": state}
+        if kind == "connector-offsets" and len(f) == 1:
+            return self.connector_offsets(f[0])
+        if kind == "connector-config" and len(f) == 1:
+            config = self.connector_config(f[0])
+            return None if config is None else redact_json(config)
+        if kind == "stored-offsets" and len(f) == 3:
+            return stored_json(self.stored_offsets(f[0], f[1], f[2]))
+        if kind == "topic-bounds" and len(f) == 3:
+            b = self.topic_bounds(f[0], f[1], int(f[2]))
+            return {"start": b.start, "end": b.end}
+        if kind == "group-members" and len(f) == 2:
+            return {"members": self.group_members(f[0], f[1])}
+        from mm2core.errors import PlanError
+
+        raise PlanError(f"fingerprint part {name!r} is not one this mm2ctl can read")
+
+    def read_parts(self, names: Iterable[str]) -> dict[str, JSONable]:
+        return {n: self.read_part(n) for n in sorted(set(names))}
+
+    def fingerprint(self, names: Iterable[str]) -> Fingerprint:
+        return fingerprint_of(self.read_parts(names))
+
+
+def open_live_state(
+    mm2_config: str,
+    *,
+    connect_urls: Sequence[str] = (),
+    username: str | None = None,
+    password: str | None = None,
+    ca_file: str | None = None,
+    cert_file: str | None = None,
+    key_file: str | None = None,
+) -> LiveState:
+    """Build the real reader: the MM2 properties file plus (unless dedicated mode) a Connect client.
+
+    The CLI calls this so it never touches ``requests`` or ``confluent_kafka`` itself.
+    """
+    mm2 = load_mm2_config(mm2_config)
+    connect = None
+    if connect_urls:
+        connect = build_connect_client(
+            list(connect_urls),
+            username=username,
+            password=password,
+            ca_file=ca_file,
+            cert_file=cert_file,
+            key_file=key_file,
+        )
+    return LiveState(mm2=mm2, connect=connect)

@@ -1,0 +1,23 @@
+"""Planners: turn live state into a reviewable plan. They read (through ``plans.live_state``), never write."""
+
+from __future__ import annotations
+
+from plans.planners.connectors import Action, plan_connectors
+from plans.planners.context import PlanBuilder
+from plans.planners.mm2_connectors import ALL_ROLES, find_pair_connectors, parse_roles
+from plans.planners.offset_syncs import plan_reset_mm2, plan_truncate_offset_syncs
+from plans.planners.reset_offsets import Method, Selection, plan_reset_connector_offsets
+
+__all__ = [
+    "ALL_ROLES",
+    "Action",
+    "Method",
+    "PlanBuilder",
+    "Selection",
+    "find_pair_connectors",
+    "parse_roles",
+    "plan_connectors",
+    "plan_reset_connector_offsets",
+    "plan_reset_mm2",
+    "plan_truncate_offset_syncs",
+]

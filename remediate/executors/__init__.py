@@ -1,0 +1,30 @@
+"""Step executors, one per step kind; ``EXECUTORS`` is the dispatch table the engine uses."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from plans.model import StepKind
+from remediate.executors.base import ExecContext, Executor, UndoContext
+from remediate.executors.connect_offsets import RestDelete, RestPatch, Tombstones
+from remediate.executors.lifecycle import Create, Delete, StateChange
+from remediate.executors.offset_syncs import Backup, Truncate
+
+EXECUTORS: Mapping[StepKind, Executor] = MappingProxyType(
+    {
+        StepKind.CONNECTOR_STOP: StateChange(),
+        StepKind.CONNECTOR_PAUSE: StateChange(),
+        StepKind.CONNECTOR_RESUME: StateChange(),
+        StepKind.CONNECTOR_RESTART: StateChange(),
+        StepKind.CONNECTOR_DELETE: Delete(),
+        StepKind.CONNECTOR_CREATE: Create(),
+        StepKind.CONNECT_OFFSETS_DELETE: RestDelete(),
+        StepKind.CONNECT_OFFSETS_PATCH: RestPatch(),
+        StepKind.CONNECT_OFFSETS_TOMBSTONE: Tombstones(),
+        StepKind.OFFSET_SYNCS_BACKUP: Backup(),
+        StepKind.OFFSET_SYNCS_TRUNCATE: Truncate(),
+    }
+)
+
+__all__ = ["EXECUTORS", "ExecContext", "Executor", "UndoContext"]

@@ -1,0 +1,72 @@
+"""What every step executor gets and must provide.
+
+An executor owns one step kind end to end: what to record as the before-state (read at apply time, which
+is what rollback restores), how to tell that the step's effect is already present (a resumed apply must
+not repeat a step the crashed process finished), how to run it, how to simulate it for a dry run, and
+how to undo it behind a guard that the state is still what apply left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from plans.fingerprint import FrozenJSON, JSONable
+from plans.live_state import LiveState
+from plans.model import Step
+from remediate.preconditions import StateView
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class ExecContext:
+    """Clients and files an executor may use. ``artifact_path`` maps a plan's bare file name to a path
+    beside the journal (offset-syncs backups live there)."""
+
+    live: LiveState
+    artifact_path: Callable[[str], Path]
+    progress: Progress = lambda _msg: None
+    #: Connector configs with secrets, read live before the first write; memory only, never journaled.
+    live_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Secret values an operator supplied (``--secrets-file``), keyed by config key.
+    operator_secrets: Mapping[str, str] = field(default_factory=dict)
+    wait_timeout_s: float = 180.0
+
+    @property
+    def view(self) -> StateView:
+        return StateView(self.live)
+
+
+@dataclass(frozen=True)
+class UndoContext:
+    """What rollback knows about a step: the journaled before/after, and whether a later completed step of
+    the same apply let the connector run again (then it legitimately rewrote its offsets)."""
+
+    before: FrozenJSON
+    after: FrozenJSON
+    connector_ran_later: bool
+
+
+class Executor(Protocol):
+    def observe(self, step: Step, ctx: ExecContext) -> JSONable: ...
+
+    def is_done(self, step: Step, ctx: ExecContext) -> bool: ...
+
+    def run(self, step: Step, ctx: ExecContext) -> JSONable: ...
+
+    def simulate(self, step: Step, view: StateView) -> None: ...
+
+    def undo_problems(self, step: Step, undo: UndoContext, ctx: ExecContext) -> list[str]: ...
+
+    def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]: ...
+
+
+def as_dict(value: FrozenJSON) -> dict[str, Any]:
+    """A journaled JSON object as a plain dict ({} for anything else)."""
+    from plans.fingerprint import thaw_json
+
+    thawed = thaw_json(value)
+    return thawed if isinstance(thawed, dict) else {}

@@ -1,0 +1,185 @@
+"""Connector lifecycle steps: stop, pause, resume, restart, delete, create. Each waits for its state.
+
+Connect answers 202/204 ("accepted") before the state lands, so every step polls the status with a
+deadline (``ConnectClient.wait_for_state``) before the next step may rely on it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+from mm2core.errors import ApplyError, ConnectNotFoundError, PreconditionError
+from plans.fingerprint import JSONable
+from plans.model import (
+    ConnectorCreate,
+    ConnectorDelete,
+    ConnectorRestart,
+    ConnectorTarget,
+    Step,
+    StepKind,
+    unredact_config,
+)
+from remediate.executors.base import ExecContext, UndoContext, as_dict
+from remediate.preconditions import StateView
+
+_TARGET_STATE = {
+    StepKind.CONNECTOR_STOP: "STOPPED",
+    StepKind.CONNECTOR_PAUSE: "PAUSED",
+    StepKind.CONNECTOR_RESUME: "RUNNING",
+    StepKind.CONNECTOR_RESTART: "RUNNING",
+}
+
+
+def _name(step: Step) -> str:
+    assert isinstance(step.target, ConnectorTarget)
+    return step.target.connector
+
+
+def move_to(ctx: ExecContext, name: str, state: str | None) -> None:
+    """Drive a connector to ``state`` (RUNNING/PAUSED/STOPPED) and wait until it is there."""
+    client = ctx.live.require_connect()
+    if state == "RUNNING":
+        client.resume(name)
+    elif state == "PAUSED":
+        client.pause(name)
+    elif state == "STOPPED":
+        client.stop(name)
+    else:
+        raise ApplyError(f"cannot move {name} to state {state!r}")
+    client.wait_for_state(name, [state], timeout=ctx.wait_timeout_s, poll_interval=0.25)
+    ctx.progress(f"{name} is {state}")
+
+
+def wait_absent(ctx: ExecContext, name: str) -> None:
+    deadline = time.monotonic() + ctx.wait_timeout_s
+    while ctx.live.connector_state(name) is not None:
+        if time.monotonic() > deadline:
+            raise ApplyError(f"connector {name} still exists {ctx.wait_timeout_s:g}s after it was deleted")
+        time.sleep(0.25)
+
+
+class StateChange:
+    """stop / pause / resume / restart."""
+
+    def observe(self, step: Step, ctx: ExecContext) -> JSONable:
+        return {"state": ctx.live.connector_state(_name(step))}
+
+    def is_done(self, step: Step, ctx: ExecContext) -> bool:
+        if step.kind is StepKind.CONNECTOR_RESTART:
+            return False  # a restart has no lasting effect to detect; repeating it is harmless
+        status = ctx.live.connector_status(_name(step))
+        return status is not None and status.reached([_TARGET_STATE[step.kind]])
+
+    def run(self, step: Step, ctx: ExecContext) -> JSONable:
+        name, wanted = _name(step), _TARGET_STATE[step.kind]
+        if isinstance(step.payload, ConnectorRestart):
+            client = ctx.live.require_connect()
+            client.restart(name, include_tasks=step.payload.include_tasks, only_failed=step.payload.only_failed)
+            client.wait_for_state(name, [wanted], timeout=ctx.wait_timeout_s, poll_interval=0.25)
+        else:
+            move_to(ctx, name, wanted)
+        return {"state": wanted}
+
+    def simulate(self, step: Step, view: StateView) -> None:
+        view.states[_name(step)] = _TARGET_STATE[step.kind]
+
+    def undo_problems(self, step: Step, undo: UndoContext, ctx: ExecContext) -> list[str]:
+        if step.kind is StepKind.CONNECTOR_RESTART:
+            return []
+        left = as_dict(undo.after).get("state")
+        now = ctx.live.connector_state(_name(step))
+        return [] if now == left else [f"{_name(step)} is {now or 'absent'}, apply left it {left}"]
+
+    def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]:
+        if step.kind is StepKind.CONNECTOR_RESTART:
+            return "nothing_to_undo", None
+        before = as_dict(undo.before).get("state")
+        if before == as_dict(undo.after).get("state"):
+            return "nothing_to_undo", {"state": before}
+        if before not in ("RUNNING", "PAUSED", "STOPPED"):
+            raise ApplyError(f"{_name(step)} was {before} before apply; mm2ctl cannot restore that state")
+        move_to(ctx, _name(step), str(before))
+        return "restored", {"state": before}
+
+
+def config_to_send(step_config: object, name: str, ctx: ExecContext) -> dict[str, str]:
+    """The saved (redacted) config with its secrets filled back from the live read or the operator."""
+    from plans.model import ConnectorConfig
+
+    assert isinstance(step_config, ConnectorConfig)
+    secrets = dict(ctx.operator_secrets)
+    secrets.update({k: v for k, v in ctx.live_configs.get(name, {}).items() if k in step_config.redacted_keys})
+    return unredact_config(step_config, secrets)
+
+
+class Delete:
+    def observe(self, step: Step, ctx: ExecContext) -> JSONable:
+        return {"state": ctx.live.connector_state(_name(step))}
+
+    def is_done(self, step: Step, ctx: ExecContext) -> bool:
+        return ctx.live.connector_state(_name(step)) is None
+
+    def run(self, step: Step, ctx: ExecContext) -> JSONable:
+        name = _name(step)
+        with contextlib.suppress(ConnectNotFoundError):
+            ctx.live.require_connect().delete(name)
+        wait_absent(ctx, name)
+        ctx.progress(f"{name} deleted")
+        return {"state": None}
+
+    def simulate(self, step: Step, view: StateView) -> None:
+        view.states[_name(step)] = None
+
+    def undo_problems(self, step: Step, undo: UndoContext, ctx: ExecContext) -> list[str]:
+        now = ctx.live.connector_state(_name(step))
+        problems = [] if now is None else [f"{_name(step)} exists again ({now}); apply left it deleted"]
+        assert isinstance(step.payload, ConnectorDelete)
+        try:
+            config_to_send(step.payload.config, _name(step), ctx)
+        except PreconditionError as exc:
+            problems.append(str(exc))
+        return problems
+
+    def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]:
+        assert isinstance(step.payload, ConnectorDelete)
+        name = _name(step)
+        ctx.live.require_connect().put_config(name, config_to_send(step.payload.config, name, ctx))
+        wanted = as_dict(undo.before).get("state") or "RUNNING"
+        client = ctx.live.require_connect()
+        client.wait_for_state(name, ["RUNNING"], timeout=ctx.wait_timeout_s, poll_interval=0.25, allow_missing=True)
+        if wanted in ("PAUSED", "STOPPED"):
+            move_to(ctx, name, str(wanted))
+        return "recreated", {"state": wanted}
+
+
+class Create:
+    def observe(self, step: Step, ctx: ExecContext) -> JSONable:
+        return {"state": ctx.live.connector_state(_name(step))}
+
+    def is_done(self, step: Step, ctx: ExecContext) -> bool:
+        status = ctx.live.connector_status(_name(step))
+        return status is not None and status.reached(["RUNNING"])
+
+    def run(self, step: Step, ctx: ExecContext) -> JSONable:
+        assert isinstance(step.payload, ConnectorCreate)
+        name = _name(step)
+        client = ctx.live.require_connect()
+        if ctx.live.connector_state(name) is None:
+            client.put_config(name, config_to_send(step.payload.config, name, ctx))
+        client.wait_for_state(name, ["RUNNING"], timeout=ctx.wait_timeout_s, poll_interval=0.25, allow_missing=True)
+        ctx.progress(f"{name} created and RUNNING")
+        return {"state": "RUNNING"}
+
+    def simulate(self, step: Step, view: StateView) -> None:
+        view.states[_name(step)] = "RUNNING"
+
+    def undo_problems(self, step: Step, undo: UndoContext, ctx: ExecContext) -> list[str]:
+        now = ctx.live.connector_state(_name(step))
+        return [] if now is not None else [f"{_name(step)} no longer exists; apply left it created"]
+
+    def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]:
+        name = _name(step)
+        ctx.live.require_connect().delete(name)
+        wait_absent(ctx, name)
+        return "deleted", {"state": None}
