@@ -1,0 +1,405 @@
+"""Every status, its message, precedence and the Aiven-compatible columns, one tiny joined frame per case."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from inspector import statuses, transforms
+from inspector.schemas import CLASSIFIED_SCHEMA, JOINED_SCHEMA
+from inspector.statuses import Blocking, Status
+
+PAIR = "a->b"
+NOW = dt.datetime(2024, 6, 1, 12, 0, tzinfo=dt.UTC)
+SEED = next(iter(sorted(Path("/work/shared/seeds").glob("000_*.txt"))), None)
+
+AIVEN_COLUMNS = [
+    "cluster_pair",
+    "topic",
+    "partition",
+    "group",
+    "source_earliest",
+    "source_latest",
+    "source_group_state",
+    "source_offset",
+    "source_lag",
+    "target_earliest",
+    "target_latest",
+    "target_group_state",
+    "target_offset",
+    "target_lag",
+    "target_lag_to_source",
+    "source_has_data",
+    "target_has_data",
+    "is_ok",
+    "blocking_component",
+    "message",
+]
+
+
+def _df(spark: Any, schema: StructType, rows: list[dict[str, Any]]) -> Any:
+    table = pa.Table.from_pylist(
+        [{name: row.get(name) for name in schema.names} for row in rows], schema=to_arrow_schema(schema)
+    )
+    return spark.createDataFrame(table, schema)
+
+
+def healthy(**overrides: Any) -> dict[str, Any]:
+    """A group partition MM2 has synced correctly: committed 100 on the source, sync 95→97 so T = 98, and the
+    target group (and the checkpoint) at 98."""
+    row: dict[str, Any] = {
+        "cluster_pair": PAIR,
+        "group": "g",
+        "topic": "orders",
+        "partition": 0,
+        "committed_offset": 100,
+        "translated_offset": 98,
+        "sync_upstream": 95,
+        "sync_downstream": 97,
+        "next_sync_upstream": 150,
+        "next_sync_downstream": 148,
+        "latest_sync_upstream": 150,
+        "latest_sync_downstream": 148,
+        "sync_count": 3,
+        "source_earliest": 0,
+        "source_latest": 200,
+        "remote_topic": "src.orders",
+        "source_group_state": "Stable",
+        "target_earliest": 0,
+        "target_latest": 198,
+        "target_offset": 98,
+        "target_group_state": "Empty",
+        "target_group_members": 0,
+        "checkpoint_upstream": 100,
+        "checkpoint_offset": 98,
+        "checkpoint_timestamp": NOW - dt.timedelta(hours=1),
+        "error": None,
+    }
+    row.update(overrides)
+    return row
+
+
+def _classify(spark: Any, rows: list[dict[str, Any]], sync: bool = True, **kw: Any) -> dict[tuple[str, str, int], Any]:
+    out = transforms.classify(_df(spark, JOINED_SCHEMA, rows), sync_group_offsets_enabled=sync, **kw)
+    return {(r.group, r.topic, r.partition): r for r in out.collect()}
+
+
+NOT_SYNCED_HERE = {"target_offset": None, "checkpoint_offset": None, "checkpoint_upstream": None}
+
+# (case id, rows — the first is the row under test —, sync.group.offsets.enabled, classify kwargs,
+#  expected status, blocking component, message)
+CASES: list[tuple[str, list[dict[str, Any]], bool, dict[str, Any], Status, str | None, str]] = [
+    ("synced", [healthy()], True, {}, Status.SYNCED, None, statuses.AIVEN_SYNCED),
+    (
+        "mm2 sparse store checkpoints lower: still synced",
+        [healthy(target_offset=60, checkpoint_offset=60)],
+        True,
+        {},
+        Status.SYNCED,
+        None,
+        statuses.AIVEN_SYNCED,
+    ),
+    (
+        "untranslatable by us but MM2 wrote an offset: synced",
+        [healthy(translated_offset=None, sync_upstream=None, sync_downstream=None)],
+        True,
+        {},
+        Status.SYNCED,
+        None,
+        statuses.AIVEN_SYNCED,
+    ),
+    (
+        "judged by checkpoint when sync.group.offsets is off",
+        [healthy(target_offset=None, target_group_members=3, target_group_state="Stable")],
+        False,
+        {},
+        Status.SYNCED,
+        None,
+        statuses.AIVEN_SYNCED,
+    ),
+    (
+        "error wins over everything",
+        [healthy(error="target group: GROUP_AUTHORIZATION_FAILED", target_latest=None, target_group_members=4)],
+        True,
+        {},
+        Status.ERROR,
+        Blocking.INSPECTOR,
+        statuses.ERROR_MESSAGE,
+    ),
+    (
+        "remote topic missing",
+        [healthy(target_earliest=None, target_latest=None, target_offset=None)],
+        True,
+        {},
+        Status.REMOTE_TOPIC_MISSING,
+        Blocking.MIRROR_SOURCE_CONNECTOR,
+        statuses.REMOTE_TOPIC_MISSING_MESSAGE,
+    ),
+    (
+        "target group has members",
+        [healthy(target_group_state="Stable", target_group_members=2)],
+        True,
+        {},
+        Status.TARGET_GROUP_ACTIVE,
+        Blocking.TARGET_GROUP,
+        statuses.TARGET_GROUP_ACTIVE_MESSAGE,
+    ),
+    (
+        "target group rebalancing (confluent-kafka spelling)",
+        [healthy(target_group_state="PREPARING_REBALANCE", target_group_members=None)],
+        True,
+        {},
+        Status.TARGET_GROUP_ACTIVE,
+        Blocking.TARGET_GROUP,
+        statuses.TARGET_GROUP_ACTIVE_MESSAGE,
+    ),
+    (
+        "identity replication without translation: target ahead",
+        [healthy(target_offset=100)],
+        True,
+        {},
+        Status.TARGET_AHEAD,
+        Blocking.TARGET_GROUP,
+        statuses.TARGET_AHEAD_MESSAGE,
+    ),
+    (
+        "checkpoint ahead with sync off",
+        [healthy(target_offset=None, checkpoint_offset=120)],
+        False,
+        {},
+        Status.TARGET_AHEAD,
+        Blocking.CHECKPOINT_CONNECTOR,
+        statuses.TARGET_AHEAD_MESSAGE,
+    ),
+    (
+        "stale: target trails translation beyond offset.lag.max",
+        [healthy(committed_offset=600, translated_offset=501, latest_sync_upstream=550, target_offset=10)],
+        True,
+        {},
+        Status.STALE_SYNC,
+        Blocking.CHECKPOINT_CONNECTOR,
+        statuses.STALE_SYNC_MESSAGE,
+    ),
+    (
+        "same gap but a fresh checkpoint: MM2 interval timing, synced",
+        [
+            healthy(
+                committed_offset=600,
+                translated_offset=501,
+                latest_sync_upstream=550,
+                target_offset=10,
+                checkpoint_timestamp=NOW - dt.timedelta(minutes=1),
+            )
+        ],
+        True,
+        {"as_of": NOW},
+        Status.SYNCED,
+        None,
+        statuses.AIVEN_SYNCED,
+    ),
+    (
+        "stale with an old checkpoint",
+        [
+            healthy(
+                committed_offset=600,
+                translated_offset=501,
+                latest_sync_upstream=550,
+                target_offset=10,
+                checkpoint_timestamp=NOW - dt.timedelta(days=2),
+            )
+        ],
+        True,
+        {"as_of": NOW},
+        Status.STALE_SYNC,
+        Blocking.CHECKPOINT_CONNECTOR,
+        statuses.STALE_SYNC_MESSAGE,
+    ),
+    (
+        "group far behind the newest sync: sparse-store slack, synced",
+        [healthy(committed_offset=100, translated_offset=98, latest_sync_upstream=5000, target_offset=2)],
+        True,
+        {},
+        Status.SYNCED,
+        None,
+        statuses.AIVEN_SYNCED,
+    ),
+    (
+        "offset.lag.max is a parameter",
+        [healthy(target_offset=88, latest_sync_upstream=95)],
+        True,
+        {"offset_lag_max": 5},
+        Status.STALE_SYNC,
+        Blocking.CHECKPOINT_CONNECTOR,
+        statuses.STALE_SYNC_MESSAGE,
+    ),
+    (
+        "source partition empty, other partitions synced",
+        [
+            healthy(source_earliest=200, source_latest=200, committed_offset=200, **NOT_SYNCED_HERE),
+            healthy(partition=1),
+        ],
+        True,
+        {},
+        Status.SOURCE_PARTITION_EMPTY,
+        Blocking.SOURCE_PARTITION,
+        statuses.AIVEN_EMPTY_OTHERS_SYNCED,
+    ),
+    (
+        "source partition empty, others not synced",
+        [healthy(source_earliest=0, source_latest=0, committed_offset=0, **NOT_SYNCED_HERE)],
+        True,
+        {},
+        Status.SOURCE_PARTITION_EMPTY,
+        Blocking.SOURCE_PARTITION,
+        statuses.AIVEN_EMPTY_OTHERS_NOT_SYNCED,
+    ),
+    (
+        "group too old, other partitions synced (another topic of the same group counts)",
+        [healthy(source_earliest=50, committed_offset=10, **NOT_SYNCED_HERE), healthy(topic="payments")],
+        True,
+        {},
+        Status.SOURCE_GROUP_TOO_OLD,
+        Blocking.SOURCE_GROUP,
+        statuses.AIVEN_TOO_OLD_OTHERS_SYNCED,
+    ),
+    (
+        "group too old, others not synced",
+        [healthy(source_earliest=50, committed_offset=10, **NOT_SYNCED_HERE), healthy(partition=1, **NOT_SYNCED_HERE)],
+        True,
+        {},
+        Status.SOURCE_GROUP_TOO_OLD,
+        Blocking.SOURCE_GROUP,
+        statuses.TOO_OLD_OTHERS_NOT_SYNCED,
+    ),
+    (
+        "no offset syncs for a partition with data",
+        [healthy(translated_offset=None, sync_count=0, latest_sync_upstream=None, **NOT_SYNCED_HERE)],
+        True,
+        {},
+        Status.NO_OFFSET_SYNCS,
+        Blocking.MIRROR_SOURCE_CONNECTOR,
+        statuses.NO_OFFSET_SYNCS_MESSAGE,
+    ),
+    (
+        "erroneously not synced, other partitions synced",
+        [healthy(**NOT_SYNCED_HERE), healthy(partition=1)],
+        True,
+        {},
+        Status.NOT_SYNCED,
+        Blocking.CHECKPOINT_CONNECTOR,
+        statuses.AIVEN_ERRONEOUS_OTHERS_SYNCED,
+    ),
+    (
+        "erroneously not synced, others not synced; a synced row of ANOTHER group does not count",
+        [healthy(**NOT_SYNCED_HERE), healthy(group="other", partition=1)],
+        True,
+        {},
+        Status.NOT_SYNCED,
+        Blocking.CHECKPOINT_CONNECTOR,
+        statuses.AIVEN_ERRONEOUS_OTHERS_NOT_SYNCED,
+    ),
+    (
+        "not synced because no sync at or below the group's offset survives",
+        [healthy(translated_offset=None, **NOT_SYNCED_HERE)],
+        True,
+        {},
+        Status.NOT_SYNCED,
+        Blocking.MIRROR_SOURCE_CONNECTOR,
+        statuses.AIVEN_ERRONEOUS_OTHERS_NOT_SYNCED,
+    ),
+    (
+        "sync off and no checkpoint: not synced even with a target offset",
+        [healthy(checkpoint_offset=None, checkpoint_upstream=None)],
+        False,
+        {},
+        Status.NOT_SYNCED,
+        Blocking.CHECKPOINT_CONNECTOR,
+        statuses.AIVEN_ERRONEOUS_OTHERS_NOT_SYNCED,
+    ),
+]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    ("rows", "sync", "kwargs", "status", "blocking", "message"),
+    [pytest.param(*case[1:], id=case[0]) for case in CASES],
+)
+def test_status(
+    spark: Any,
+    rows: list[dict[str, Any]],
+    sync: bool,
+    kwargs: dict[str, Any],
+    status: Status,
+    blocking: str | None,
+    message: str,
+) -> None:
+    first = rows[0]
+    row = _classify(spark, rows, sync, **kwargs)[(first["group"], first["topic"], first["partition"])]
+    assert (row.status, row.blocking_component, row.message) == (status.value, blocking, message)
+    assert row.is_ok is (status in statuses.OK_STATUSES)
+
+
+@pytest.mark.spark
+def test_output_columns_and_aiven_values(spark: Any) -> None:
+    out = transforms.classify(
+        _df(spark, JOINED_SCHEMA, [healthy(target_offset=90, checkpoint_offset=90)]), sync_group_offsets_enabled=True
+    )
+    assert out.columns[: len(AIVEN_COLUMNS)] == AIVEN_COLUMNS
+    assert [(f.name, f.dataType) for f in out.schema] == [(f.name, f.dataType) for f in CLASSIFIED_SCHEMA]
+    (row,) = out.collect()
+    assert (row.source_offset, row.source_lag) == (100, 100)
+    assert (row.target_offset, row.target_lag) == (90, 108)
+    # Aiven: source latest - (target offset + (newest sync upstream - downstream)) = 200 - (90 + 2)
+    assert row.target_lag_to_source == 108
+    assert (row.source_has_data, row.target_has_data) == (True, True)
+    assert (row.translated_offset, row.checkpoint_offset, row.sync_count) == (98, 90, 3)
+    assert (row.replay_if_failover_now, row.skip_if_failover_now) == (8, 0)
+    assert (row.remote_topic, row.error) == ("src.orders", None)
+
+
+@pytest.mark.spark
+def test_failover_estimates_and_lags_with_gaps(spark: Any) -> None:
+    rows = [
+        healthy(group="ahead", target_offset=105),
+        healthy(group="none", target_offset=None, target_latest=198),
+        healthy(group="past-end", target_offset=250),
+        healthy(group="empty", source_earliest=7, source_latest=7, target_earliest=3, target_latest=3),
+    ]
+    got = {g: r for (g, _, _), r in _classify(spark, rows).items()}
+    assert (got["ahead"].skip_if_failover_now, got["ahead"].replay_if_failover_now) == (7, 0)
+    assert (got["none"].skip_if_failover_now, got["none"].replay_if_failover_now) == (None, None)
+    assert got["none"].target_lag is None
+    assert got["past-end"].target_lag == 0  # clamped like Aiven's
+    assert (got["empty"].source_has_data, got["empty"].target_has_data) == (False, False)
+
+
+@pytest.mark.spark
+def test_precedence_is_first_match(spark: Any) -> None:
+    """A row that is at once active on the target, ahead and stale reports the highest-precedence status."""
+    row = healthy(target_group_members=1, target_offset=500)
+    (got,) = _classify(spark, [row]).values()
+    assert got.status == Status.TARGET_GROUP_ACTIVE.value
+    assert list(statuses.PRECEDENCE).index(Status.TARGET_GROUP_ACTIVE) < list(statuses.PRECEDENCE).index(
+        Status.TARGET_AHEAD
+    )
+
+
+def test_every_status_has_a_message() -> None:
+    for status in Status:
+        for others in (True, False):
+            assert statuses.aiven_message(status, others) or statuses.OWN_MESSAGES[status]
+
+
+@pytest.mark.skipif(SEED is None, reason="seed 000 not available")
+def test_aiven_messages_are_verbatim_from_the_seed() -> None:
+    assert SEED is not None
+    text = SEED.read_text(encoding="utf-8")
+    assert len(statuses.AIVEN_MESSAGES) == 6
+    for message in statuses.AIVEN_MESSAGES:
+        assert f"| {message} |" in text, message
