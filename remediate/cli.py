@@ -15,6 +15,7 @@ import typer
 
 from mm2core.errors import Mm2ctlError
 from mm2core.exit_codes import ExitCode
+from remediate.cli_inspect import inspect
 from remediate.cli_lab import lab_app
 from remediate.cli_plan import apply, plan_app, rollback, show
 
@@ -32,6 +33,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(lab_app, name="lab")
+app.command("inspect")(inspect)
 app.add_typer(plan_app, name="plan")
 app.command("show")(show)
 app.command("apply")(apply)

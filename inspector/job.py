@@ -1,0 +1,229 @@
+"""The inspection job: read MM2's topics and the clusters' admin state, then classify every group partition.
+
+This module owns the I/O; ``inspector.decode`` and ``inspector.transforms`` are pure DataFrame → DataFrame.
+Per pair it reads the offset-syncs topic (on whichever cluster ``offset-syncs.topic.location`` puts it)
+and the checkpoints topic (on the target) with Spark's Kafka source, collects the admin state on the driver
+(``inspector.admin_state``), turns it into DataFrames through Arrow, and runs the transforms. Pairs are
+classified separately (each has its own ``sync.group.offsets.enabled`` and ``offset.lag.max``) and unioned.
+
+It runs unchanged under ``spark-submit``: ``python -m inspector.job`` and ``spark-submit …/inspector/job.py``
+take the same arguments as ``mm2ctl inspect`` (see README, "Running on a cluster").
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+
+from inspector import decode, schemas, transforms
+from inspector.admin_state import PairState, Selection, collect_pair_state
+from inspector.kafka_read import empty_records, read_topic
+from mm2core.config import MM2Config, PairConfig, load_mm2_config
+from mm2core.errors import ConfigError, Mm2ctlError
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class InspectOptions:
+    pairs: tuple[str, ...] = ()
+    selection: Selection = field(default_factory=Selection)
+    only_problems: bool = False
+    #: Spark tasks per internal topic read; the single Kafka partition is split by offset range.
+    read_tasks: int = max(4, 2 * (os.cpu_count() or 2))
+
+
+@dataclass(frozen=True, slots=True)
+class TopicNote:
+    """What the run noticed about an internal topic: missing, or malformed records counted and skipped."""
+
+    cluster_pair: str
+    topic: str
+    cluster: str
+    message: str
+
+
+@dataclass(slots=True)
+class InspectResult:
+    rows: DataFrame  # CLASSIFIED_SCHEMA, cached
+    summary: DataFrame  # SUMMARY_SCHEMA
+    notes: list[TopicNote]
+    pairs: list[str]
+    group_partitions: int
+
+    def problem_count(self) -> int:
+        return int(self.rows.where("NOT is_ok").count())
+
+
+def select_pairs(config: MM2Config, names: Sequence[str]) -> list[PairConfig]:
+    """``--pair`` values, or every enabled pair of the file."""
+    if names:
+        return [config.pair(n) for n in names]
+    pairs = config.pairs()
+    if not pairs:
+        raise ConfigError("no enabled replication flow (set A->B.enabled = true)", path=config.path)
+    return pairs
+
+
+def _read_internal(
+    spark: SparkSession,
+    config: MM2Config,
+    pair: PairConfig,
+    *,
+    alias: str,
+    topic: str,
+    existing: frozenset[str],
+    tasks: int,
+    notes: list[TopicNote],
+) -> DataFrame:
+    if topic not in existing:
+        notes.append(TopicNote(pair.name, topic, alias, "topic does not exist"))
+        return empty_records(spark)
+    settings = config.client_settings(alias, pair.name)
+    return read_topic(spark, settings, topic, cluster_pair=pair.name, min_partitions=tasks)
+
+
+def _inspect_pair(
+    spark: SparkSession,
+    config: MM2Config,
+    pair: PairConfig,
+    state: PairState,
+    options: InspectOptions,
+    notes: list[TopicNote],
+) -> DataFrame:
+    syncs_alias = pair.offset_syncs_cluster
+    syncs_existing = state.source_topics if syncs_alias == pair.source else state.target_topics
+    raw_syncs = _read_internal(
+        spark,
+        config,
+        pair,
+        alias=syncs_alias,
+        topic=pair.offset_syncs_topic,
+        existing=syncs_existing,
+        tasks=options.read_tasks,
+        notes=notes,
+    )
+    raw_checkpoints = _read_internal(
+        spark,
+        config,
+        pair,
+        alias=pair.target,
+        topic=pair.checkpoints_topic,
+        existing=state.target_topics,
+        tasks=options.read_tasks,
+        notes=notes,
+    )
+    decoded_syncs = decode.decode_offset_syncs(raw_syncs).cache()
+    decoded_checkpoints = decode.decode_checkpoints(raw_checkpoints).cache()
+    for topic, alias, decoded in (
+        (pair.offset_syncs_topic, syncs_alias, decoded_syncs),
+        (pair.checkpoints_topic, pair.target, decoded_checkpoints),
+    ):
+        for row in decode.malformed_counts(decoded).collect():
+            notes.append(
+                TopicNote(
+                    pair.name, topic, alias, f"{row['records']} malformed record(s) skipped: {row['malformed_reason']}"
+                )
+            )
+
+    def frame(table: object, schema: object) -> DataFrame:
+        return spark.createDataFrame(table, schema=schema)  # type: ignore[arg-type]
+
+    group_offsets = frame(state.source_group_offsets, schemas.SOURCE_GROUP_OFFSETS_SCHEMA)
+    translated = transforms.translate(group_offsets, transforms.latest_syncs(decoded_syncs))
+    joined = transforms.join_target_state(
+        translated,
+        source_partitions=frame(state.source_partitions, schemas.SOURCE_PARTITIONS_SCHEMA),
+        target_partitions=frame(state.target_partitions, schemas.TARGET_PARTITIONS_SCHEMA),
+        target_group_offsets=frame(state.target_group_offsets, schemas.TARGET_GROUP_OFFSETS_SCHEMA),
+        source_groups=frame(state.source_groups, schemas.GROUP_STATES_SCHEMA),
+        target_groups=frame(state.target_groups, schemas.GROUP_STATES_SCHEMA),
+        checkpoints=transforms.latest_checkpoints(decoded_checkpoints),
+    )
+    return transforms.classify(
+        joined,
+        sync_group_offsets_enabled=pair.sync_group_offsets_enabled,
+        offset_lag_max=pair.offset_lag_max,
+        as_of=state.read_at,
+    )
+
+
+def run_inspection(
+    spark: SparkSession,
+    config: MM2Config,
+    options: InspectOptions,
+    *,
+    progress: Progress | None = None,
+) -> InspectResult:
+    """Classify every group partition of the selected pairs; the result's frames are cached for reuse."""
+    say = progress or (lambda _m: None)
+    pairs = select_pairs(config, options.pairs)
+    notes: list[TopicNote] = []
+    classified: list[DataFrame] = []
+    group_partitions = 0
+    for pair in pairs:
+        say(f"{pair.name}: reading admin state")
+        state = collect_pair_state(config, pair, options.selection, progress=say)
+        group_partitions += state.group_partitions
+        say(f"{pair.name}: reading {pair.offset_syncs_topic} and {pair.checkpoints_topic} with Spark")
+        classified.append(_inspect_pair(spark, config, pair, state, options, notes))
+    rows = functools.reduce(DataFrame.unionByName, classified)
+    if options.only_problems:
+        rows = rows.where("NOT is_ok")
+    rows = rows.orderBy("cluster_pair", "group", "topic", "partition").cache()
+    say("classifying")
+    rows.count()  # materialize once; every writer and the summary reuse it
+    summary = transforms.summarize(rows).orderBy("cluster_pair", "status").cache()
+    return InspectResult(
+        rows=rows, summary=summary, notes=notes, pairs=[p.name for p in pairs], group_partitions=group_partitions
+    )
+
+
+def _parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="inspector.job", description="mm2ctl inspect as a Spark application")
+    parser.add_argument("--mm2-config", required=True)
+    parser.add_argument("--pair", action="append", default=[])
+    parser.add_argument("--groups")
+    parser.add_argument("--topics")
+    parser.add_argument("--active-only", action="store_true")
+    parser.add_argument("--only-problems", action="store_true")
+    parser.add_argument("--format", choices=["csv", "json", "parquet"], default="parquet")
+    parser.add_argument("--output", required=True)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``spark-submit inspector/job.py --mm2-config F --output PATH``: writes the rows with Spark's writers
+    (a folder of part files, as a cluster job should) and exits 10 when any row is a problem."""
+    from inspector.report import write_distributed
+    from mm2core.exit_codes import ExitCode
+
+    args = _parse_args(sys.argv[1:] if argv is None else argv)
+    from inspector.session import build_session
+
+    spark = build_session()
+    options = InspectOptions(
+        pairs=tuple(args.pair),
+        selection=Selection(groups=args.groups, topics=args.topics, active_only=args.active_only),
+        only_problems=args.only_problems,
+    )
+    try:
+        result = run_inspection(
+            spark, load_mm2_config(args.mm2_config), options, progress=lambda m: print(m, file=sys.stderr)
+        )
+    except Mm2ctlError as exc:
+        print(f"inspector.job: error: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    write_distributed(result.rows, args.format, Path(args.output))
+    return int(ExitCode.PROBLEMS_FOUND if result.problem_count() else ExitCode.OK)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

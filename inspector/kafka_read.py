@@ -1,0 +1,66 @@
+"""Batch-read MM2's internal topics with Spark's own Kafka source (``spark-sql-kafka-0-10``).
+
+The offset-syncs and checkpoints topics are compacted and may carry transaction markers, so their offsets
+have gaps. With ``failOnDataLoss=true`` Spark treats such a gap as lost data and fails the read (the lab
+test ``test_spark_reads_a_compacted_topic`` shows it); these topics are read with ``failOnDataLoss=false``
+and ``read_committed``, which skips the gaps and the aborted records and nothing else. Both topics have a
+single partition, which ``minPartitions`` splits into several Spark tasks by offset range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from inspector.schemas import KAFKA_RECORD_SCHEMA
+
+#: Java client settings Spark's Kafka source may be given (``kafka.``-prefixed); everything else a client
+#: config holds (deserializers, group ids, offsets reset) is Spark's to set and it refuses them.
+_PASSED_PREFIXES = ("security.", "ssl.", "sasl.")
+_PASSED_KEYS = frozenset({"bootstrap.servers", "client.dns.lookup", "request.timeout.ms", "client.id"})
+
+
+def kafka_options(java_client_settings: Mapping[str, str]) -> dict[str, str]:
+    """The ``kafka.*`` reader options for a cluster, from the Java client settings the MM2 file gives it."""
+    return {
+        f"kafka.{k}": v for k, v in java_client_settings.items() if k in _PASSED_KEYS or k.startswith(_PASSED_PREFIXES)
+    }
+
+
+def read_topic(
+    spark: SparkSession,
+    java_client_settings: Mapping[str, str],
+    topic: str,
+    *,
+    cluster_pair: str,
+    min_partitions: int,
+) -> DataFrame:
+    """Every record of ``topic`` from earliest to latest, shaped as ``schemas.KAFKA_RECORD_SCHEMA``."""
+    raw = (
+        spark.read.format("kafka")
+        .options(**kafka_options(java_client_settings))
+        .option("kafka.isolation.level", "read_committed")
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .option("failOnDataLoss", "false")
+        .option("minPartitions", str(min_partitions))
+        .load()
+    )
+    return raw.select(
+        F.lit(cluster_pair).alias("cluster_pair"),
+        "key",
+        "value",
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
+        "timestampType",
+    )
+
+
+def empty_records(spark: SparkSession) -> DataFrame:
+    """What a missing topic reads as: no records (the job reports the topic as missing separately)."""
+    return spark.createDataFrame([], KAFKA_RECORD_SCHEMA)

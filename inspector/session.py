@@ -1,0 +1,50 @@
+"""The Spark session the inspection runs in: embedded ``local[*]`` by default, or whatever spark-submit gave.
+
+Under ``spark-submit`` (the driver's Python was started by Spark: ``PYSPARK_GATEWAY_PORT`` is set) the
+session, master and jars are Spark's, passed with ``--master`` and ``--packages``; nothing here overrides
+them. Embedded, the session gets Spark's Kafka source from the jar cache the lab also uses (``mvn``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from pyspark.sql import SparkSession
+
+from inspector.jars import spark_kafka_jars
+
+DEFAULT_MASTER = "local[*]"
+
+_EMBEDDED_DEFAULTS = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    # The shuffles here are small joins and aggregates per partition; the default 200 tasks would be overhead.
+    "spark.sql.shuffle.partitions": str(max(4, 2 * (os.cpu_count() or 2))),
+    "spark.sql.adaptive.enabled": "true",
+    "spark.driver.memory": "4g",
+}
+
+
+def under_spark_submit() -> bool:
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def build_session(master: str | None = None, conf: Mapping[str, str] | None = None) -> SparkSession:
+    """A session with Spark's Kafka source on the classpath; ``conf`` (``--spark-conf``) wins over defaults."""
+    builder = SparkSession.builder.appName("mm2ctl-inspect")
+    if under_spark_submit():
+        for key, value in (conf or {}).items():
+            builder = builder.config(key, value)
+        return builder.getOrCreate()
+    settings = dict(_EMBEDDED_DEFAULTS)
+    settings["spark.jars"] = ",".join(str(j) for j in spark_kafka_jars())
+    settings.update(conf or {})
+    builder = builder.master(master or DEFAULT_MASTER)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,119 @@
+"""``mm2ctl inspect``: classify every MM2 consumer-group partition as synced or not, and say why."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import nullcontext
+from enum import StrEnum
+from pathlib import Path
+from typing import TextIO
+
+import typer
+
+from mm2core.errors import ConfigError
+from mm2core.exit_codes import ExitCode
+
+
+class Format(StrEnum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+    parquet = "parquet"
+
+
+def _spark_conf(pairs: list[str]) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    for item in pairs:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--spark-conf expects key=value, got {item!r}")
+        conf[key.strip()] = value.strip()
+    return conf
+
+
+def inspect(
+    mm2_config: Path = typer.Option(..., "--mm2-config", help="The MirrorMaker 2 properties file.", exists=False),
+    pair: list[str] = typer.Option(
+        [], "--pair", help="Flow to inspect, as A->B; repeatable. Default: every enabled pair."
+    ),
+    groups: str | None = typer.Option(
+        None, "--groups", help="Only groups matching this regex (after MM2's groups filter)."
+    ),
+    topics: str | None = typer.Option(
+        None, "--topics", help="Only topics matching this regex (after MM2's topics filter)."
+    ),
+    active_only: bool = typer.Option(
+        False, "--active-only", help="Only groups with active members (default: every group with committed offsets)."
+    ),
+    only_problems: bool = typer.Option(False, "--only-problems", help="Only rows that are not ok."),
+    fmt: Format = typer.Option(
+        Format.table,
+        "--format",
+        help=(
+            "table (summary + problem rows), csv (RFC 4180), json (one object per line), "
+            "parquet (a folder; needs --output)."
+        ),
+    ),
+    output: Path | None = typer.Option(None, "--output", help="Write the rows here instead of stdout."),
+    spark_master: str | None = typer.Option(
+        None, "--spark-master", help="Spark master URL (default: local[*], embedded)."
+    ),
+    spark_conf: list[str] = typer.Option([], "--spark-conf", help="Extra Spark setting k=v; repeatable."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
+) -> None:
+    """Run the Spark inspection over an MM2 setup.
+
+    Reads the offset-syncs and checkpoints topics with Spark and the groups' offsets on both clusters, and
+    gives every (pair, group, topic, partition) a status: Aiven's six messages verbatim, plus target_ahead,
+    stale_sync, no_offset_syncs, remote_topic_missing and target_group_active.
+
+    Exit code 0 when every row is ok, 10 when any row is a problem (see README "Exit codes").
+    """
+    import re
+
+    from inspector.admin_state import Selection
+    from inspector.job import InspectOptions, run_inspection
+    from inspector.report import summary_lines, write_csv, write_json_lines, write_parquet
+    from inspector.session import build_session
+    from mm2core.config import load_mm2_config
+
+    for name, regex in (("--groups", groups), ("--topics", topics)):
+        if regex is not None:
+            try:
+                re.compile(regex)
+            except re.error as exc:
+                raise ConfigError(f"{name} {regex!r} is not a valid regex: {exc}") from exc
+    if fmt is Format.parquet and output is None:
+        raise ConfigError("--format parquet writes a folder: give it with --output PATH")
+    config = load_mm2_config(mm2_config)
+    conf = _spark_conf(spark_conf)
+    say = (lambda _m: None) if quiet else (lambda m: typer.echo(f"inspect: {m}", err=True))
+    say("starting Spark")
+    spark = build_session(spark_master, conf)
+    options = InspectOptions(
+        pairs=tuple(pair),
+        selection=Selection(groups=groups, topics=topics, active_only=active_only),
+        only_problems=only_problems,
+    )
+    result = run_inspection(spark, config, options, progress=say)
+    problems = result.problem_count()
+    if fmt is Format.parquet:
+        assert output is not None
+        write_parquet(result.rows, output)
+        say(f"wrote {output}")
+    else:
+        target: TextIO
+        with output.open("w", newline="", encoding="utf-8") if output else nullcontext(sys.stdout) as target:
+            if fmt is Format.table:
+                for line in summary_lines(result):
+                    target.write(line + "\n")
+            elif fmt is Format.csv:
+                write_csv(result.rows, target)
+            else:
+                write_json_lines(result.rows, target)
+    for note in result.notes:
+        if fmt is not Format.table:
+            say(f"note: {note.cluster_pair}: {note.topic} on {note.cluster}: {note.message}")
+    say(f"{result.group_partitions} group partition(s) inspected, {problems} problem(s)")
+    if problems:
+        raise typer.Exit(int(ExitCode.PROBLEMS_FOUND))
