@@ -21,7 +21,7 @@ pytestmark = pytest.mark.spark
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 TS = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
-PROPERTY = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _records(spark: Any, pairs: list[tuple[bytes | None, bytes | None]]) -> Any:

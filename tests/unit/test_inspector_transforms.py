@@ -31,7 +31,12 @@ pytestmark = pytest.mark.spark
 
 PAIR = "a->b"
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
-PROPERTY = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Each example batches many independent scenarios (one source partition each) into one frame, so a handful of
+# Spark runs covers hundreds of cases.
+PROPERTY = settings(
+    max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+SCENARIOS = 24
 
 
 def _df(spark: Any, schema: StructType, rows: list[dict[str, Any]]) -> Any:
@@ -228,16 +233,20 @@ def _model_translate(syncs: list[tuple[int, int, int]], c: int | None) -> dict[s
 small = st.integers(0, 40)
 
 
-@PROPERTY
-@given(
-    syncs=st.lists(st.tuples(st.integers(0, 2), small, small), max_size=30),
-    offsets=st.lists(st.tuples(st.integers(0, 2), st.one_of(st.none(), st.integers(-3, 45))), min_size=1, max_size=30),
+scenario = st.tuples(
+    st.lists(st.tuples(small, small), max_size=10),  # syncs of the partition, in record order
+    st.lists(st.one_of(st.none(), st.integers(-3, 45)), min_size=1, max_size=6),  # committed offsets
 )
+
+
+@PROPERTY
+@given(scenarios=st.lists(scenario, min_size=1, max_size=SCENARIOS))
 def test_property_translate_matches_model(
-    spark: Any, syncs: list[tuple[int, int, int]], offsets: list[tuple[int, int | None]]
+    spark: Any, scenarios: list[tuple[list[tuple[int, int]], list[int | None]]]
 ) -> None:
-    sync_rows = [("t", p, up, down, rec) for rec, (p, up, down) in enumerate(syncs)]
-    offset_rows = [(f"g{i}", "t", p, c) for i, (p, c) in enumerate(offsets)]
+    sync_list = [(p, up, down) for p, (syncs, _) in enumerate(scenarios) for up, down in syncs]
+    sync_rows = [("t", p, up, down, rec) for rec, (p, up, down) in enumerate(sync_list)]
+    offset_rows = [(f"g{p}-{i}", "t", p, c) for p, (_, offsets) in enumerate(scenarios) for i, c in enumerate(offsets)]
     got = {
         r.group: r for r in transforms.translate(_group_offsets(spark, offset_rows), _syncs(spark, sync_rows)).collect()
     }
@@ -276,13 +285,14 @@ def _model_live_syncs(
 
 
 record = st.one_of(
-    st.tuples(st.integers(0, 1), st.just("sync"), small, small),
-    st.tuples(st.integers(0, 1), st.sampled_from(["tombstone", "bad"]), st.none(), st.none()),
+    st.tuples(st.integers(0, SCENARIOS - 1), st.just("sync"), small, small),
+    st.tuples(st.integers(0, SCENARIOS - 1), st.just("sync"), small, small),
+    st.tuples(st.integers(0, SCENARIOS - 1), st.sampled_from(["tombstone", "bad"]), st.none(), st.none()),
 )
 
 
 @PROPERTY
-@given(records=st.lists(record, max_size=30), offsets=st.lists(st.integers(0, 45), min_size=1, max_size=10))
+@given(records=st.lists(record, max_size=150), offsets=st.lists(st.integers(0, 45), min_size=1, max_size=4))
 def test_property_latest_syncs_then_translate_match_model(
     spark: Any, records: list[tuple[int, str, int | None, int | None]], offsets: list[int]
 ) -> None:
@@ -293,7 +303,7 @@ def test_property_latest_syncs_then_translate_match_model(
         else:
             rows.append(_sync_record(offset, "t", partition, up, down))
     syncs = transforms.latest_syncs(_df(spark, DECODED_OFFSET_SYNC_SCHEMA, rows))
-    offset_rows = [(f"g{p}-{i}", "t", p, c) for i, c in enumerate(offsets) for p in (0, 1)]
+    offset_rows = [(f"g{p}-{i}", "t", p, c) for i, c in enumerate(offsets) for p in range(SCENARIOS)]
     got = {r.group: r for r in transforms.translate(_group_offsets(spark, offset_rows), syncs).collect()}
     live = _model_live_syncs(records)
     for group, _, partition, c in offset_rows:
