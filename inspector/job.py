@@ -13,6 +13,7 @@ take the same arguments as ``mm2ctl inspect`` (see README, "Running on a cluster
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import functools
 import os
 import sys
@@ -20,7 +21,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from inspector import decode, schemas, transforms
 from inspector.admin_state import PairState, Selection, collect_pair_state
@@ -133,8 +136,8 @@ def _inspect_pair(
                 )
             )
 
-    def frame(table: object, schema: object) -> DataFrame:
-        return spark.createDataFrame(table, schema=schema)  # type: ignore[arg-type]
+    def frame(table: pa.Table, schema: StructType) -> DataFrame:
+        return spark.createDataFrame(table, schema=schema)  # type: ignore[call-overload]
 
     group_offsets = frame(state.source_group_offsets, schemas.SOURCE_GROUP_OFFSETS_SCHEMA)
     translated = transforms.translate(group_offsets, transforms.latest_syncs(decoded_syncs))
@@ -152,7 +155,20 @@ def _inspect_pair(
         sync_group_offsets_enabled=pair.sync_group_offsets_enabled,
         offset_lag_max=pair.offset_lag_max,
         as_of=state.read_at,
+        fresh_checkpoint_age=fresh_checkpoint_age(pair),
     )
+
+
+def fresh_checkpoint_age(pair: PairConfig) -> dt.timedelta:
+    """How recent a checkpoint must be to prove MM2 is keeping up: two of its own emit/sync intervals.
+
+    A gap between the translation and the target offset inside that window is MM2's interval timing, not a
+    stall; a checkpoint older than that while the group moved on means the checkpoint side has stopped.
+    """
+    interval = pair.emit_checkpoints_interval_seconds
+    if pair.sync_group_offsets_enabled:
+        interval = max(interval, pair.sync_group_offsets_interval_seconds)
+    return dt.timedelta(seconds=2 * max(interval, 1))
 
 
 def run_inspection(

@@ -36,6 +36,7 @@ def read_topic(
     *,
     cluster_pair: str,
     min_partitions: int,
+    fail_on_data_loss: bool = False,
 ) -> DataFrame:
     """Every record of ``topic`` from earliest to latest, shaped as ``schemas.KAFKA_RECORD_SCHEMA``."""
     raw = (
@@ -45,7 +46,7 @@ def read_topic(
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
         .option("endingOffsets", "latest")
-        .option("failOnDataLoss", "false")
+        .option("failOnDataLoss", "true" if fail_on_data_loss else "false")
         .option("minPartitions", str(min_partitions))
         .load()
     )

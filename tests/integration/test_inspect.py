@@ -1,0 +1,273 @@
+"""`mm2ctl inspect` against a real MM2 flow, where each status is *caused* for real, under both policies.
+
+One isolated flow per replication policy carries every scenario; the inspection runs once per flow through
+the CLI, exactly as an operator runs it, and every scenario's rows are checked. The order of the set-up is
+the point: some states only arise when data is prepared before MM2 starts (a source log start above 0),
+when the checkpoint connector is stopped while a group appears, or when the source connector is stopped
+while a topic appears.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer
+
+from connect_client import build_connect_client
+from lab import lab as lab_core
+from lab.lab import Flow, LabInfo
+from mm2core import records
+from mm2core.admin import KafkaAdmin
+from mm2core.codecs import OffsetSync, encode_offset_sync
+from mm2core.config import load_mm2_config
+from mm2core.exit_codes import ExitCode
+from tests.integration.support import eventually
+
+pytestmark = pytest.mark.integration
+
+
+@dataclass
+class Scenario:
+    flow: Flow
+    name: str
+    rows: list[dict[str, Any]]
+    exit_code: int
+    stderr: str
+
+    def group(self, suffix: str) -> str:
+        return f"iso-{self.name}-{suffix}"
+
+    def topic(self, suffix: str) -> str:
+        return f"iso-{self.name}-{suffix}"
+
+    def rows_of(self, group_suffix: str) -> list[dict[str, Any]]:
+        g = self.group(group_suffix)
+        found = [r for r in self.rows if r["group"] == g]
+        assert found, f"no rows for {g}; groups seen: {sorted({r['group'] for r in self.rows})}"
+        return found
+
+    def status_of(self, group_suffix: str, topic_suffix: str) -> set[str]:
+        t = self.topic(topic_suffix)
+        return {r["status"] for r in self.rows_of(group_suffix) if r["topic"] == t}
+
+
+class ActiveConsumer:
+    """A consumer that stays a live member of its group until closed (librdkafka heartbeats in background)."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+        self.consumer.subscribe([topic])
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.consumer.poll(0.2)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self.consumer.close()
+
+
+def _build(lab: LabInfo, policy: str, tmp: Path) -> Iterator[Scenario]:
+    name = f"insp{policy[:3]}{uuid.uuid4().hex[:6]}"
+    src = {"bootstrap.servers": lab.source.bootstrap}
+    dst = {"bootstrap.servers": lab.target.bootstrap}
+    source, target = KafkaAdmin.connect(src), KafkaAdmin.connect(dst)
+    t = lambda s: f"iso-{name}-{s}"  # noqa: E731
+    g = t
+
+    # Phase 0, before MM2 sees anything: topics whose source log starts above 0.
+    source.create_topics({t("old"): 1, t("ahead"): 1})
+    records.produce(src, t("old"), [(None, f"o{i}".encode(), 0) for i in range(100)])
+    records.produce(src, t("ahead"), [(None, f"a{i}".encode(), 0) for i in range(300)])
+    source.delete_records({(t("old"), 0): 50, (t("ahead"), 0): 200})
+    # A group whose offset is below the log start: MM2 has no sync at or below it.
+    source.alter_group_offsets({g("g-old"): {(t("old"), 0): 20}})
+
+    flow = lab_core.add_flow(lab, name, replication_policy=policy)
+    pair = load_mm2_config(flow.mm2_config).pair(f"{flow.source_alias}->{flow.target_alias}")
+    remote = pair.remote_topic
+
+    # Phase 1, MM2 running: healthy groups, an empty partition, a group MM2 will sync and we then move ahead.
+    source.create_topics({t("sync"): 2, t("empty"): 2, t("stale"): 1})
+    records.produce(src, t("sync"), [(None, f"s{i}".encode(), i % 2) for i in range(200)])
+    records.produce(src, t("stale"), [(None, f"st{i}".encode(), 0) for i in range(1000)])
+    source.alter_group_offsets(
+        {
+            g("g-sync"): {(t("sync"), 0): 100, (t("sync"), 1): 60},
+            g("g-empty"): {(t("empty"), 0): 0, (t("empty"), 1): 0, (t("sync"), 0): 100},
+            g("g-emptyonly"): {(t("empty"), 0): 0},
+            g("g-ahead"): {(t("ahead"), 0): 250},
+            g("g-stale"): {(t("stale"), 0): 10},
+            g("g-active"): {(t("sync"), 1): 100},
+        }
+    )
+
+    def target_offset(group: str, topic: str, partition: int) -> int | None:
+        return target.committed_offsets([group])[group].offsets.get((remote(topic), partition))
+
+    for group, topic, partition in [
+        (g("g-sync"), t("sync"), 0),
+        (g("g-sync"), t("sync"), 1),
+        (g("g-empty"), t("sync"), 0),
+        (g("g-ahead"), t("ahead"), 0),
+        (g("g-stale"), t("stale"), 0),
+    ]:
+        eventually(
+            lambda group=group, topic=topic, partition=partition: target_offset(group, topic, partition) is not None,
+            timeout_s=120,
+            what=f"MM2 to sync {group} {topic}/{partition}",
+        )
+    # Replication without translation: the raw source offset number, written over MM2's translated one.
+    assert target.alter_group_offsets({g("g-ahead"): {(remote(t("ahead")), 0): 250}})[g("g-ahead")][0].error is None
+    # An active member on the target keeps MM2 from writing g-active's offsets there.
+    active = ActiveConsumer(lab.target.bootstrap, g("g-active"), remote(t("sync")))
+    eventually(
+        lambda: target.describe_groups([g("g-active")])[g("g-active")].members == 1,
+        timeout_s=60,
+        what="an active member in g-active on the target",
+    )
+
+    connect = build_connect_client([lab.connect_url])
+    try:
+        # Phase 2, checkpoint connector stopped: g-stale moves far ahead, g-late appears.
+        connect.stop(flow.connectors["checkpoint"])
+        connect.wait_for_state(flow.connectors["checkpoint"], {"STOPPED"}, timeout=60)
+        source.alter_group_offsets({g("g-stale"): {(t("stale"), 0): 900}, g("g-late"): {(t("sync"), 0): 150}})
+
+        # Phase 3, source connector stopped: a topic MM2 never replicates, and one that exists on the target
+        # (created there by hand) but has no offset sync.
+        connect.stop(flow.connectors["source"])
+        connect.wait_for_state(flow.connectors["source"], {"STOPPED"}, timeout=60)
+        source.create_topics({t("missing"): 1, t("nosync"): 1})
+        records.produce(src, t("missing"), [(None, b"m", 0)] * 10)
+        records.produce(src, t("nosync"), [(None, b"n", 0)] * 10)
+        target.create_topics({remote(t("nosync")): 1})
+        records.produce(dst, remote(t("nosync")), [(None, b"n", 0)] * 10)
+        source.alter_group_offsets({g("g-missing"): {(t("missing"), 0): 5}, g("g-nosync"): {(t("nosync"), 0): 5}})
+
+        # A malformed record in the offset-syncs topic must be counted and skipped, never crash the job.
+        syncs_cluster = src if pair.offset_syncs_cluster == pair.source else dst
+        key, _ = encode_offset_sync(OffsetSync(t("sync"), 0, 0, 0))
+        records.produce(syncs_cluster, pair.offset_syncs_topic, [(key, b"\x00\x01", 0)])
+
+        out = tmp / f"{name}.jsonl"
+        proc = subprocess.run(
+            [
+                sys.executable, "-m", "remediate.cli", "inspect",
+                "--mm2-config", flow.mm2_config,
+                "--format", "json", "--output", str(out),
+                "--spark-conf", "spark.sql.shuffle.partitions=4",
+            ],
+            capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+        yield Scenario(flow, name, rows, proc.returncode, proc.stderr)
+    finally:
+        active.close()
+        for connector in flow.connectors.values():
+            connect.delete(connector)
+        connect.close()
+
+
+@pytest.fixture(scope="module", params=["default", "identity"])
+def scenario(
+    request: pytest.FixtureRequest, lab_pool: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Scenario]:
+    from tests.integration.conftest import DEFAULT_KEY
+
+    lab = lab_pool.get(DEFAULT_KEY)
+    yield from _build(lab, request.param, tmp_path_factory.mktemp("inspect"))
+
+
+def test_inspect_ran_and_reports_problems_with_its_exit_code(scenario: Scenario) -> None:
+    assert scenario.rows, scenario.stderr
+    assert scenario.exit_code == ExitCode.PROBLEMS_FOUND, scenario.stderr
+    assert "1 malformed record(s) skipped: value truncated" in scenario.stderr
+
+
+def test_synced_group(scenario: Scenario) -> None:
+    rows = scenario.rows_of("g-sync")
+    assert [r["status"] for r in rows] == ["synced", "synced"]
+    for r in rows:
+        assert r["message"] == "Successfully synced, operating normally."
+        assert r["is_ok"] is True
+        assert r["target_offset"] is not None and r["translated_offset"] is not None
+        assert r["skip_if_failover_now"] in (0, None)
+        expected_remote = (
+            r["topic"]
+            if scenario.flow.setup.replication_policy == "identity"
+            else (f"{scenario.flow.source_alias}.{r['topic']}")
+        )
+        assert r["remote_topic"] == expected_remote
+
+
+def test_empty_source_partition_both_variants(scenario: Scenario) -> None:
+    with_synced = [r for r in scenario.rows_of("g-empty") if r["topic"] == scenario.topic("empty")]
+    assert {r["status"] for r in with_synced} == {"source_partition_empty"}
+    assert {r["message"] for r in with_synced} == {
+        "Intentionally not synced because the source partition is empty. Other partitions in this group are synced."
+    }
+    alone = scenario.rows_of("g-emptyonly")
+    assert [r["message"] for r in alone] == [
+        "Intentionally not synced because the source partition is empty. Other partitions in this group are not synced."
+    ]
+
+
+def test_group_below_the_source_log_start_is_too_old(scenario: Scenario) -> None:
+    (row,) = scenario.rows_of("g-old")
+    assert row["status"] == "source_group_too_old"
+    assert row["source_earliest"] == 50 and row["source_offset"] == 20
+    assert row["message"].startswith("Intentionally not synced because the source group is too old.")
+
+
+def test_raw_offset_on_shifted_target_is_target_ahead(scenario: Scenario) -> None:
+    (row,) = scenario.rows_of("g-ahead")
+    assert row["status"] == "target_ahead"
+    assert row["target_offset"] == 250
+    # MM2 replicated from the source log start 200: source 250 is target 50, and the conservative rule gives
+    # at most that (a sync at 250 itself), at least downstream + 1 of the first sync (200 -> 0).
+    assert 1 <= row["translated_offset"] <= 50
+    assert row["skip_if_failover_now"] == 250 - row["translated_offset"]
+    assert row["is_ok"] is False
+
+
+def test_checkpoint_connector_stopped_while_group_moved_is_stale(scenario: Scenario) -> None:
+    (row,) = scenario.rows_of("g-stale")
+    assert row["status"] == "stale_sync"
+    assert row["source_offset"] == 900
+    assert row["target_offset"] is not None and row["target_offset"] < 100
+    assert row["replay_if_failover_now"] == row["translated_offset"] - row["target_offset"]
+    assert row["replay_if_failover_now"] > 100
+
+
+def test_group_created_while_checkpoint_connector_stopped_is_erroneously_not_synced(scenario: Scenario) -> None:
+    (row,) = scenario.rows_of("g-late")
+    assert row["status"] == "not_synced"
+    assert row["message"] == (
+        "Erroneously not synced. Source partition has data, and other partitions for this group are not synced."
+    )
+    assert row["blocking_component"] == "checkpoint-connector"
+
+
+def test_active_target_group(scenario: Scenario) -> None:
+    (row,) = scenario.rows_of("g-active")
+    assert row["status"] == "target_group_active"
+    assert row["target_group_state"] == "Stable"
+
+
+def test_remote_topic_missing_and_no_offset_syncs(scenario: Scenario) -> None:
+    assert scenario.status_of("g-missing", "missing") == {"remote_topic_missing"}
+    assert scenario.status_of("g-nosync", "nosync") == {"no_offset_syncs"}
