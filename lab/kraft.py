@@ -92,7 +92,8 @@ def start_broker(spec: BrokerSpec, release: KafkaRelease, classpath: str) -> int
     common = JvmSpec(
         name=f"kafka-storage format ({spec.alias})",
         main_class="kafka.tools.StorageTool",
-        args=("format", "-t", spec.cluster_id, "-c", str(spec.config_file), "--ignore-formatted"),
+        # "--cluster-id=<id>" in one token: a random id may start with "-", which argparse reads as an option.
+        args=("format", f"--cluster-id={spec.cluster_id}", "-c", str(spec.config_file), "--ignore-formatted"),
         classpath=classpath,
         heap="256m",
         system_properties=log_props,

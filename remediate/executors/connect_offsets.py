@@ -71,13 +71,11 @@ class RestDelete:
     def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]:
         before = as_dict(undo.before).get("offsets") or []
         name = _name(step)
-        current = {canonical_json(o["partition"]) for o in ctx.live.connector_offsets(name)}
         wanted = {canonical_json(o["partition"]) for o in before}
         # Partitions written since (a later resume) but absent before are removed: exact before-offsets.
         extra = [{"partition": o["partition"], "offset": None} for o in ctx.live.connector_offsets(name)
                  if canonical_json(o["partition"]) not in wanted]
         _patch(ctx, name, list(before) + extra)
-        del current
         return "restored", {"offsets": ctx.live.connector_offsets(name)}
 
 

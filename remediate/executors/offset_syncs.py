@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +158,14 @@ class Truncate:
             _write_durably(marker, original)
         if "delete" not in original.split(","):
             admin.set_topic_config(topic, _POLICY, "compact,delete")
-        (result,) = admin.delete_records({(topic, 0): step.payload.before_offset})
+        # The broker applies a config change when it processes the controller's metadata record, a moment
+        # after the alter call returns: until then deleteRecords still answers POLICY_VIOLATION.
+        deadline = time.monotonic() + 30
+        while True:
+            (result,) = admin.delete_records({(topic, 0): step.payload.before_offset})
+            if result.error is None or result.error.code != "POLICY_VIOLATION" or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         if "delete" not in original.split(","):
             admin.set_topic_config(topic, _POLICY, original)
         if result.error is not None:
