@@ -89,17 +89,19 @@ def read_partitions(
             msg = consumer.poll(0.5)
             if msg is None:
                 continue
-            p = msg.partition()
-            if msg.error() is not None:
-                if msg.error().code() == _RdKafkaError._PARTITION_EOF:
-                    # EOF before the planned end only happens when the end moved back (deleted records).
-                    if p in pending and msg.offset() >= ends.get(p, 0):
+            err = msg.error()
+            p, off = msg.partition(), msg.offset()
+            if p is None or off is None:
+                continue
+            if err is not None:
+                if err.code() == _RdKafkaError._PARTITION_EOF:
+                    # At EOF the position is the end; a trailing transaction marker is never delivered.
+                    if p in pending and off >= ends.get(p, 0):
                         pending.discard(p)
                     continue
-                raise KafkaError(f"reading {topic}: {msg.error().str()}", code=msg.error().name())
+                raise KafkaError(f"reading {topic}: {err.str()}", code=err.name())
             if p not in pending:
                 continue
-            off = msg.offset()
             if off >= ends[p]:
                 pending.discard(p)
                 continue
@@ -109,9 +111,9 @@ def read_partitions(
                 partition=p,
                 offset=off,
                 timestamp_ms=int(ts),
-                key=msg.key(),
-                value=msg.value(),
-                headers=tuple(msg.headers() or ()),
+                key=_as_bytes(msg.key()),
+                value=_as_bytes(msg.value()),
+                headers=_headers(msg.headers()),
             )
             if off + 1 >= ends[p]:
                 pending.discard(p)
@@ -181,4 +183,18 @@ def produce(
 
 def _code(exc: KafkaException) -> str | None:
     err = exc.args[0] if exc.args else None
-    return err.name() if hasattr(err, "name") else None
+    return str(err.name()) if err is not None and hasattr(err, "name") else None
+
+
+def _headers(raw: object) -> tuple[tuple[str, bytes | None], ...]:
+    """Record headers as (name, bytes) pairs, in order; the client gives a list of tuples or nothing."""
+    if not isinstance(raw, list):
+        return ()
+    return tuple((str(name), _as_bytes(value)) for name, value in raw)
+
+
+def _as_bytes(value: str | bytes | None) -> bytes | None:
+    """confluent-kafka gives bytes for raw records; a str only appears if a deserializer was configured."""
+    if value is None or isinstance(value, bytes):
+        return value
+    return value.encode()
