@@ -57,7 +57,9 @@ from types import MappingProxyType
 from typing import ClassVar, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
+from mm2core import security as _security
 from mm2core.errors import PlanError, PreconditionError
+from mm2core.security import is_secret_key
 from plans.fingerprint import Fingerprint, FrozenJSON, JSONable, freeze_json, thaw_json
 
 #: The plan document format this code writes and reads. Bump on any incompatible change; a reader refuses
@@ -71,40 +73,14 @@ SCHEMA_VERSION = 1
 #: to send one (``unredact_config``).
 REDACTED = "**redacted-by-mm2ctl**"
 
-_SECRET_TOKENS = frozenset(
-    {"password", "passwd", "pwd", "secret", "token", "credentials", "credential", "jaas", "apikey",
-     "passphrase", "privatekey", "secretkey", "accesskey"}
-)
-_SECRET_SUBSTRINGS = ("password", "secret", "token", "credential")
-_SECRET_VALUE = re.compile(
-    r"(?i)(password|passwd|secret|token)\s*[=:]\s*\S"  # JAAS lines, "key=value" blobs
-    r"|loginmodule"  # any JAAS config, wherever it was put
-    r"|://[^/\s:@]+:[^/\s@]+@"  # user:password@ in a URL
-)
 _CONFIG_PROVIDER_REF = re.compile(r"^\$\{[^}]+\}$")
 
-
-def is_secret_key(key: str) -> bool:
-    """Does a config key name a secret? Errs towards yes: over-redaction costs a re-read, a leak costs more.
-
-    Matches on dot/underscore/dash-separated tokens so ``key.converter`` (a class name) is kept while
-    ``ssl.keystore.key``, ``sasl.jaas.config``, ``ssl.truststore.password`` and ``basic.auth.user.info`` are
-    not.
-    """
-    k = key.lower()
-    tokens = [t for t in re.split(r"[._\-]", k) if t]
-    if not tokens:
-        return False
-    if any(t in _SECRET_TOKENS for t in tokens) or any(s in t for t in tokens for s in _SECRET_SUBSTRINGS):
-        return True
-    if tokens[-1] == "key" and len(tokens) > 1:
-        return True
-    return "user.info" in k or "auth.info" in k
+# Which keys and values are secret is decided in one place, ``mm2core.security`` (re-exported here).
 
 
 def looks_secret_value(value: str) -> bool:
-    """Does a string carry a secret whatever its key (a JAAS line, credentials in a URL)?"""
-    return value != REDACTED and bool(_SECRET_VALUE.search(value))
+    """Does a string carry a secret whatever its key? (``REDACTED`` itself does not.)"""
+    return value != REDACTED and _security.looks_secret_value(value)
 
 
 def _redact_scalar_for_key(value: JSONable) -> JSONable:
@@ -138,13 +114,7 @@ def redact_json(value: JSONable) -> JSONable:
 
 def redact_text(text: str) -> str:
     """Redact free text (an error message) token by token, keeping it readable."""
-    if not looks_secret_value(text):
-        return text
-    return re.sub(
-        r"(?i)((?:password|passwd|secret|token)\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|\S+)",
-        lambda m: m.group(1) + REDACTED,
-        re.sub(r"://[^/\s:@]+:[^/\s@]+@", f"://{REDACTED}@", text),
-    )
+    return _security.redact_text(text, REDACTED)
 
 
 class SecretSource(StrEnum):
@@ -465,6 +435,29 @@ class WorkerGroupHasNoMembers:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class GroupOffsetsInRange:
+    """Each offset lies within its partition's [earliest, latest] on ``cluster`` (failover writes).
+
+    Checked again at apply because retention or a truncation between plan and apply can move the earliest
+    offset past a planned one, and a consumer would then reset by ``auto.offset.reset`` instead.
+    """
+
+    KIND: ClassVar[str] = "group_offsets_in_range"
+    cluster: str
+    offsets: tuple[GroupOffset, ...]
+
+    def __post_init__(self) -> None:
+        _check_str(self.cluster, "cluster")
+        _freeze_tuple(self, "offsets")
+        if not self.offsets:
+            raise _fail("offsets: must list at least one partition")
+        for o in self.offsets:
+            if o.offset is None:
+                raise _fail("offsets: every offset must be a number")
+        _check_unique(((o.topic, o.partition) for o in self.offsets), "offsets")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AllOf:
     """Every one of ``conditions`` holds (e.g. connector stopped AND its offsets unchanged)."""
 
@@ -488,6 +481,7 @@ Precondition: TypeAlias = (
     | OffsetsRecordsUnchanged
     | TopicEndOffsetEquals
     | WorkerGroupHasNoMembers
+    | GroupOffsetsInRange
     | AllOf
 )
 PRECONDITION_TYPES: Mapping[str, type[Precondition]] = MappingProxyType(
@@ -504,6 +498,7 @@ PRECONDITION_TYPES: Mapping[str, type[Precondition]] = MappingProxyType(
             OffsetsRecordsUnchanged,
             TopicEndOffsetEquals,
             WorkerGroupHasNoMembers,
+            GroupOffsetsInRange,
             AllOf,
         )
     }
@@ -746,6 +741,10 @@ class TranslationMethod(StrEnum):
     LATEST = "latest"
     #: Given explicitly by the operator.
     EXPLICIT = "explicit"
+    #: ``downstream + (committed - upstream)``, proven by comparing the records on both sides (failover).
+    VERIFIED_DELTA = "verified_delta"
+    #: The candidate was wrong (gaps on one side); the matching record was found by searching the target.
+    VERIFIED_SEARCH = "verified_search"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -22,6 +22,7 @@ from plans.model import (
     ConnectorStateIn,
     ConnectorStopped,
     GroupEmptyOrAbsent,
+    GroupOffsetsInRange,
     GroupOffsetsUnchanged,
     NoPrecondition,
     OffsetsRecordsUnchanged,
@@ -115,6 +116,18 @@ def failures(pre: Precondition, view: StateView) -> list[str]:
         current = view.live.admin(pre.cluster).committed_offsets([pre.group])[pre.group].offsets
         changed = [o for o in pre.expected if current.get((o.topic, o.partition)) != o.offset]
         return [f"{len(changed)} committed offset(s) of {pre.group} changed"] if changed else []
+    if isinstance(pre, GroupOffsetsInRange):
+        tps = [(o.topic, o.partition) for o in pre.offsets]
+        bounds = view.live.admin(pre.cluster).partition_bounds(tps)
+        out = []
+        for o in pre.offsets:
+            b = bounds[(o.topic, o.partition)]
+            if b.error is not None or b.earliest is None or b.latest is None:
+                out.append(f"cannot read the offsets of {pre.cluster}:{o.topic}/{o.partition}")
+            elif o.offset is not None and not b.earliest <= o.offset <= b.latest:
+                out.append(f"offset {o.offset} of {o.topic}/{o.partition} is outside [{b.earliest}, {b.latest}] "
+                           f"on {pre.cluster}")
+        return out
     return [f"unknown precondition {type(pre).__name__}"]
 
 

@@ -38,6 +38,7 @@ from plans.model import (
     GroupEmptyOrAbsent,
     GroupOffset,
     GroupOffsetRow,
+    GroupOffsetsInRange,
     GroupOffsetsUnchanged,
     GroupOffsetsVerify,
     GroupOffsetsWrite,
@@ -302,6 +303,12 @@ def every_step() -> list[Step]:
                             GroupOffset(topic="A.orders", partition=0, offset=None),
                             GroupOffset(topic="A.orders", partition=1, offset=40),
                             GroupOffset(topic="A.payments", partition=0, offset=3),
+                        ),
+                    ),
+                    GroupOffsetsInRange(
+                        cluster="B",
+                        offsets=tuple(
+                            GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset) for r in rows
                         ),
                     ),
                 )

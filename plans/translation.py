@@ -1,0 +1,229 @@
+"""Translate a source group offset to its target position: DESIGN §5's conservative rule, and a verified
+exact translation that proves its answer by comparing records.
+
+Why two rules. §5 (what MM2 itself does since 3.5) only ever trusts a sync's exact pair: ``upstream == c``
+gives ``downstream``; otherwise ``downstream + 1``, which never skips a record but replays up to one sync
+interval. ``downstream + (c - upstream)`` would be exact if source and target offsets advanced in lock
+step after the sync, but transaction markers, aborted records, compaction and filters make gaps on one
+side only, and MM2 coalesces the syncs it would write at those gaps under load. So that candidate is only a
+*guess*, accepted when the records prove it:
+
+- ``R`` is the record a consumer at ``c`` reads next on the source: the first record with offset >= c
+  (``c`` may point at a marker or an aborted record). ``P`` is the record it read last: the last record
+  below ``c``.
+- The right target position is the offset of ``R``'s copy ``R'``, and the record just before ``R'`` must be
+  ``P'``. Records are compared by a digest of timestamp, key, value and headers.
+- The candidate position is tried first (``verified_delta``); otherwise every target position between this
+  sync's downstream and the next sync's downstream is searched (``verified_search``): the copy of ``R``
+  cannot lie outside, because the next sync pins a later record.
+- The consumer is caught up (``c`` at the source end, no ``R``), or ``R`` has not been replicated yet: the
+  position is just after ``P'``, accepted only when ``P'`` is the last record on the target (anything after
+  it that is not ``R'`` means the target is not the copy we think it is).
+- Anything unproven falls back to the conservative rule, and the row says so.
+
+Reads are bounded (``window``, ``max_scan``) so a plan over a badly gapped topic degrades to the
+conservative rule instead of reading a partition end to end. Everything here is pure: the records come
+through a ``RecordSource`` the caller implements (Kafka in a planner, a list in a unit test).
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from plans.model import TranslationMethod
+
+#: How far around ``c`` the source is read to find ``R`` and ``P``, and around the candidate on the target.
+DEFAULT_WINDOW = 64
+#: The most target records a search reads for one partition; beyond it the conservative rule applies.
+DEFAULT_MAX_SCAN = 20_000
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Sync:
+    """One offset sync of a partition: the upstream offset and the downstream offset of the same record."""
+
+    upstream: int
+    downstream: int
+
+
+@dataclass(frozen=True, slots=True)
+class Digested:
+    """A record reduced to what verification compares: its offset and a digest of its content."""
+
+    offset: int
+    digest: str
+
+
+def record_digest(timestamp_ms: int, key: bytes | None, value: bytes | None,
+                  headers: Sequence[tuple[str, bytes | None]]) -> str:
+    """A digest of what MM2 copies unchanged: timestamp, key, value and headers (None differs from b"")."""
+    h = hashlib.sha256()
+
+    def put(b: bytes | None) -> None:
+        if b is None:
+            h.update(b"\xff")
+        else:
+            h.update(len(b).to_bytes(8, "big") + b)
+
+    h.update(timestamp_ms.to_bytes(8, "big", signed=True))
+    put(key)
+    put(value)
+    h.update(len(headers).to_bytes(4, "big"))
+    for name, v in headers:
+        put(name.encode())
+        put(v)
+    return h.hexdigest()
+
+
+class RecordSource(Protocol):
+    """Reads one side of one partition: the records with offsets in ``[start, end)``, in offset order."""
+
+    def read(self, start: int, end: int) -> Sequence[Digested]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """A partition's earliest and end offsets."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Translation:
+    """The target position for one group partition, how it was found, and (for review) why."""
+
+    offset: int
+    method: TranslationMethod
+    detail: str = ""
+    #: ``downstream + (c - upstream)``: what an exact-looking but unverified translation would have said.
+    delta_candidate: int | None = None
+
+
+def newest_sync_at_or_below(syncs: Sequence[Sync], committed: int) -> int | None:
+    """Index of the newest sync with ``upstream <= committed`` in ``syncs`` (sorted by upstream)."""
+    i = bisect.bisect_right([s.upstream for s in syncs], committed) - 1
+    return i if i >= 0 else None
+
+
+def normalize_syncs(syncs: Sequence[Sync]) -> list[Sync]:
+    """Syncs sorted by upstream, one per upstream offset (the newest record wins, as compaction would).
+
+    A downstream rewind (the target topic was truncated and re-filled) leaves older syncs that point at
+    records no longer there; only syncs written after the last rewind are kept.
+    """
+    by_upstream: dict[int, Sync] = {}
+    last_rewind = 0
+    seq = list(syncs)
+    for i in range(1, len(seq)):
+        if seq[i].downstream < seq[i - 1].downstream and seq[i].upstream <= seq[i - 1].upstream:
+            last_rewind = i
+    for s in seq[last_rewind:]:
+        by_upstream[s.upstream] = s
+    return sorted(by_upstream.values())
+
+
+def conservative(syncs: Sequence[Sync], committed: int) -> Translation | None:
+    """DESIGN §5: exact sync → downstream; older sync → downstream + 1; none → None (untranslatable)."""
+    i = newest_sync_at_or_below(syncs, committed)
+    if i is None:
+        return None
+    s = syncs[i]
+    if s.upstream == committed:
+        return Translation(s.downstream, TranslationMethod.OFFSET_SYNC_EXACT, f"sync {s.upstream}->{s.downstream}")
+    return Translation(s.downstream + 1, TranslationMethod.OFFSET_SYNC_NEXT,
+                       f"newest sync {s.upstream}->{s.downstream} is below {committed}: downstream + 1")
+
+
+def _first_at_or_after(recs: Sequence[Digested], offset: int) -> int | None:
+    i = bisect.bisect_left([r.offset for r in recs], offset)
+    return i if i < len(recs) else None
+
+
+def verified(
+    syncs: Sequence[Sync],
+    committed: int,
+    *,
+    source: RecordSource,
+    target: RecordSource,
+    source_bounds: Bounds,
+    target_bounds: Bounds,
+    window: int = DEFAULT_WINDOW,
+    max_scan: int = DEFAULT_MAX_SCAN,
+) -> Translation | None:
+    """The verified exact position (see the module docstring), or the conservative one when unproven.
+
+    ``syncs`` must be ``normalize_syncs`` output. None when no sync has ``upstream <= committed``.
+    """
+    base = conservative(syncs, committed)
+    if base is None:
+        return None
+    i = newest_sync_at_or_below(syncs, committed)
+    assert i is not None
+    u, d = syncs[i].upstream, syncs[i].downstream
+    candidate = d + (committed - u)
+
+    def fallback(why: str) -> Translation:
+        return Translation(base.offset, base.method, f"{base.detail}; not verified: {why}", candidate)
+
+    if committed > source_bounds.end:
+        return fallback(f"committed offset {committed} is beyond the source end {source_bounds.end}")
+    c = max(committed, source_bounds.start)
+    after = source.read(c, min(source_bounds.end, c + window))
+    r = after[0] if after else None
+    if r is None and c + window < source_bounds.end:
+        return fallback(f"no record in the {window} offsets after {c} on the source")
+    before = source.read(max(source_bounds.start, c - window), c)
+    p = before[-1] if before else None
+    if p is None and c - window > source_bounds.start:
+        return fallback(f"no record in the {window} offsets before {c} on the source")
+    if r is None and p is None:
+        return fallback("the source partition holds no records")
+
+    # The target window: from a little before this sync's downstream (P' may precede it when c == u) to
+    # the next sync's downstream, which pins a record at or after R.
+    lo = max(target_bounds.start, d - window)
+    hi = target_bounds.end if i + 1 >= len(syncs) else min(target_bounds.end, syncs[i + 1].downstream + 1)
+    hi = min(hi, lo + max_scan)
+    recs = target.read(lo, hi)
+    if not recs:
+        return fallback("the target holds no records where the sync points")
+    truncated = hi < target_bounds.end and (i + 1 >= len(syncs) or hi <= syncs[i + 1].downstream)
+
+    def proves(j: int) -> bool:
+        """Is ``recs[j]`` the copy of R, preceded by the copy of P?"""
+        if r is None or recs[j].digest != r.digest:
+            return False
+        if p is None:
+            return True
+        if j > 0:
+            return recs[j - 1].digest == p.digest
+        return False  # P' lies before the window: unproven here
+
+    if r is not None:
+        at = _first_at_or_after(recs, candidate)
+        if at is not None and proves(at):
+            return Translation(recs[at].offset, TranslationMethod.VERIFIED_DELTA,
+                               f"record at source {r.offset} found at target {recs[at].offset} "
+                               f"(downstream + delta)", candidate)
+        first = _first_at_or_after(recs, d) or 0
+        for j in range(first, len(recs)):
+            if proves(j):
+                return Translation(recs[j].offset, TranslationMethod.VERIFIED_SEARCH,
+                                   f"record at source {r.offset} found at target {recs[j].offset} by search; "
+                                   f"downstream + delta ({candidate}) was wrong", candidate)
+    # Caught up (no R), or R not replicated yet: just after P', if P' is the target's last record.
+    if p is not None and not truncated:
+        last = recs[-1]
+        if last.digest == p.digest and hi >= target_bounds.end:
+            method = (TranslationMethod.VERIFIED_DELTA if last.offset + 1 == candidate
+                      else TranslationMethod.VERIFIED_SEARCH)
+            what = "the source end" if r is None else f"source {r.offset}, not replicated yet"
+            return Translation(last.offset + 1, method,
+                               f"last consumed record (source {p.offset}) is the target's last record "
+                               f"({last.offset}); position after it ({what})", candidate)
+    return fallback("no target record matched the source record at the committed offset")

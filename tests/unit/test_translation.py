@@ -1,0 +1,189 @@
+"""The failover translation rules (plans.translation) against hand-made cases and a brute-force reference.
+
+The reference knows the truth because every record is unique: the right target position for a committed
+source offset ``c`` is the target offset of the copy of the first source record at or after ``c`` (or the
+target end when the consumer has read everything).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pytest
+
+from plans.model import TranslationMethod
+from plans.translation import (
+    Bounds,
+    Digested,
+    Sync,
+    conservative,
+    normalize_syncs,
+    record_digest,
+    verified,
+)
+
+
+@dataclass
+class FakeSide:
+    """One partition: record offsets and contents; counts reads so the bounds can be asserted."""
+
+    records: list[Digested]
+    start: int
+    end: int
+    reads: int = 0
+
+    def read(self, start: int, end: int) -> Sequence[Digested]:
+        self.reads += 1
+        return [r for r in self.records if start <= r.offset < end]
+
+    @property
+    def bounds(self) -> Bounds:
+        return Bounds(self.start, self.end)
+
+
+def d(name: str, ts: int = 1000) -> str:
+    return record_digest(ts, name.encode(), b"value-" + name.encode(), [("h", b"1")])
+
+
+def side(offsets: Sequence[int], names: Sequence[str], end: int | None = None, start: int = 0) -> FakeSide:
+    recs = [Digested(o, d(n)) for o, n in zip(offsets, names, strict=True)]
+    return FakeSide(recs, start, end if end is not None else (offsets[-1] + 1 if offsets else start))
+
+
+def gapped(n: int) -> tuple[FakeSide, FakeSide]:
+    """Source: a transaction marker after every record (records at even offsets); target: dense copy."""
+    names = [f"r{i}" for i in range(n)]
+    return side([2 * i for i in range(n)], names, end=2 * n), side(list(range(n)), names)
+
+
+def test_digest_covers_timestamp_key_value_headers() -> None:
+    base = record_digest(1, b"k", b"v", [("h", b"x")])
+    assert base == record_digest(1, b"k", b"v", [("h", b"x")])
+    assert len({base, record_digest(2, b"k", b"v", [("h", b"x")]), record_digest(1, b"K", b"v", [("h", b"x")]),
+                record_digest(1, b"k", b"V", [("h", b"x")]), record_digest(1, b"k", b"v", [("h", b"y")]),
+                record_digest(1, b"k", b"v", []), record_digest(1, None, b"v", [("h", b"x")]),
+                record_digest(1, b"", b"v", [("h", b"x")])}) == 8
+
+
+def test_conservative_rule_is_design_section_5() -> None:
+    syncs = [Sync(0, 0), Sync(10, 7), Sync(20, 15)]
+    assert conservative(syncs, 10) is not None and conservative(syncs, 10).offset == 7  # type: ignore[union-attr]
+    t = conservative(syncs, 14)
+    assert t is not None and (t.offset, t.method) == (8, TranslationMethod.OFFSET_SYNC_NEXT)
+    t = conservative(syncs, 20)
+    assert t is not None and (t.offset, t.method) == (15, TranslationMethod.OFFSET_SYNC_EXACT)
+    assert conservative([Sync(5, 5)], 4) is None
+    assert conservative([], 4) is None
+
+
+def test_lock_step_delta_is_verified() -> None:
+    names = [f"r{i}" for i in range(10)]
+    src, dst = side(range(10), names), side(range(10), names)  # type: ignore[arg-type]
+    t = verified([Sync(0, 0)], 5, source=src, target=dst, source_bounds=src.bounds, target_bounds=dst.bounds)
+    assert t is not None and (t.offset, t.method) == (5, TranslationMethod.VERIFIED_DELTA)
+
+
+def test_gaps_on_the_source_make_the_delta_wrong_and_search_finds_the_record() -> None:
+    src, dst = gapped(10)
+    t = verified([Sync(0, 0)], 6, source=src, target=dst, source_bounds=src.bounds, target_bounds=dst.bounds)
+    assert t is not None
+    assert t.delta_candidate == 6  # would point at r6: three records skipped
+    assert (t.offset, t.method) == (3, TranslationMethod.VERIFIED_SEARCH)
+
+
+def test_committed_offset_on_a_marker_resumes_at_the_next_record() -> None:
+    src, dst = gapped(10)
+    t = verified([Sync(0, 0)], 7, source=src, target=dst, source_bounds=src.bounds, target_bounds=dst.bounds)
+    assert t is not None and t.offset == 4  # r4 lives at source 8
+
+
+def test_caught_up_consumer_goes_after_the_last_record() -> None:
+    src, dst = gapped(10)
+    t = verified([Sync(0, 0)], 20, source=src, target=dst, source_bounds=src.bounds, target_bounds=dst.bounds)
+    assert t is not None and t.offset == 10 and t.method is TranslationMethod.VERIFIED_SEARCH
+
+
+def test_not_yet_replicated_record_resumes_after_the_last_copied_one() -> None:
+    names = [f"r{i}" for i in range(10)]
+    src = side([2 * i for i in range(10)], names, end=20)
+    dst = side(list(range(5)), names[:5])
+    t = verified([Sync(0, 0)], 12, source=src, target=dst, source_bounds=src.bounds, target_bounds=dst.bounds)
+    assert t is None or t.method.value.startswith("offset_sync")  # P=r5 is not on the target: unproven
+    t = verified([Sync(0, 0)], 10, source=src, target=dst, source_bounds=src.bounds, target_bounds=dst.bounds)
+    assert t is not None and (t.offset, t.method) == (5, TranslationMethod.VERIFIED_SEARCH)
+
+
+def test_unmatched_target_falls_back_to_the_conservative_rule() -> None:
+    src = side(range(10), [f"a{i}" for i in range(10)])  # type: ignore[arg-type]
+    dst = side(range(10), [f"b{i}" for i in range(10)])  # type: ignore[arg-type]
+    t = verified([Sync(0, 0)], 5, source=src, target=dst, source_bounds=src.bounds, target_bounds=dst.bounds)
+    assert t is not None and (t.offset, t.method) == (1, TranslationMethod.OFFSET_SYNC_NEXT)
+    assert "not verified" in t.detail
+
+
+def test_no_sync_at_or_below_is_untranslatable() -> None:
+    src, dst = gapped(5)
+    assert verified([Sync(4, 2)], 3, source=src, target=dst, source_bounds=src.bounds,
+                     target_bounds=dst.bounds) is None
+
+
+def test_duplicated_copy_needs_the_previous_record_too() -> None:
+    # MM2 re-sent r2, r3 after a task restart: target r0 r1 r2 r3 r2 r3 r4. The consumer read r0..r2 (c=3):
+    # R=r3, P=r2. Both copies of r3 are preceded by r2, so the first (offset 3) is right; candidate 3 is it.
+    names_t = ["r0", "r1", "r2", "r3", "r2", "r3", "r4"]
+    src = side(range(5), [f"r{i}" for i in range(5)])  # type: ignore[arg-type]
+    dst = side(range(7), names_t)  # type: ignore[arg-type]
+    t = verified([Sync(0, 0)], 3, source=src, target=dst, source_bounds=src.bounds, target_bounds=dst.bounds)
+    assert t is not None and t.offset == 3
+    # c=4: R=r4, P=r3. Candidate 4 holds r2 (wrong); search finds r4 at 6 preceded by r3.
+    t = verified([Sync(0, 0)], 4, source=src, target=dst, source_bounds=src.bounds, target_bounds=dst.bounds)
+    assert t is not None and (t.offset, t.method) == (6, TranslationMethod.VERIFIED_SEARCH)
+
+
+def test_search_is_bounded() -> None:
+    src, dst = gapped(200)
+    t = verified([Sync(0, 0)], 300, source=src, target=dst, source_bounds=src.bounds, target_bounds=dst.bounds,
+                 max_scan=50)
+    assert t is not None and t.method is TranslationMethod.OFFSET_SYNC_NEXT
+
+
+def test_normalize_keeps_syncs_after_the_last_downstream_rewind() -> None:
+    got = normalize_syncs([Sync(0, 0), Sync(10, 10), Sync(0, 0), Sync(5, 5), Sync(5, 6)])
+    assert got == [Sync(0, 0), Sync(5, 6)]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_verified_matches_the_reference_on_random_gapped_topics(seed: int) -> None:
+    rng = random.Random(seed)
+    n = rng.randint(1, 120)
+    src_offsets, off = [], 0
+    for _ in range(n):
+        off += 1 + (rng.random() < 0.4) * rng.randint(1, 4)  # markers, aborted records, compaction holes
+        src_offsets.append(off)
+    src_end = src_offsets[-1] + 1 + rng.randint(0, 2)
+    names = [f"r{i}" for i in range(n)]
+    lag = rng.randint(0, min(5, n - 1))  # the target may be behind
+    copied = n - lag
+    src = side(src_offsets, names, end=src_end)
+    dst = side(list(range(copied)), names[:copied])
+    # MM2 syncs: always the first record, then a random subset (coalesced under load).
+    syncs = [Sync(src_offsets[0], 0)] + [Sync(src_offsets[i], i) for i in range(1, copied) if rng.random() < 0.1]
+    for _ in range(15):
+        c = rng.randint(0, src_end)
+        nxt = next((i for i, o in enumerate(src_offsets) if o >= c), None)
+        truth = (copied if nxt is None or nxt >= copied else nxt)
+        t = verified(syncs, c, source=src, target=dst, source_bounds=src.bounds, target_bounds=dst.bounds)
+        cons = conservative(syncs, c)
+        if cons is None:
+            assert t is None
+            continue
+        assert t is not None
+        if (n if nxt is None else nxt) > copied:
+            # neither R nor P is on the target yet: nothing proves a position
+            assert t.method in (TranslationMethod.OFFSET_SYNC_EXACT, TranslationMethod.OFFSET_SYNC_NEXT)
+            continue
+        assert t.method in (TranslationMethod.VERIFIED_DELTA, TranslationMethod.VERIFIED_SEARCH), (c, t)
+        assert t.offset == truth, (c, t, truth)
+        assert cons.offset <= truth  # the conservative rule never skips a record
