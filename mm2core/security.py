@@ -38,16 +38,55 @@ from mm2core.errors import ConfigError
 
 # --- redaction ------------------------------------------------------------------------------------
 
+# The one secret detector of mm2ctl: config display (``redact``), plans and journals (``plans.model``) all
+# ask it. A key is secret when either rule set says so; both err towards yes (a leak costs more than a
+# masked harmless value).
 _SECRET_KEY = re.compile(
-    r"password|secret|jaas|token|credential|user\.info|private|(^|\.)key(\.pem)?$|\.keystore\.key$",
+    r"password|secret|jaas|token|credential|user\.info|auth\.info|private|(^|\.)key(\.pem)?$|\.keystore\.key$",
     re.IGNORECASE,
+)
+#: Whole dot/underscore/dash-separated tokens that name a secret (``api_key`` style names included).
+_SECRET_TOKENS = frozenset(
+    {"password", "passwd", "pwd", "secret", "token", "credentials", "credential", "jaas", "apikey",
+     "passphrase", "privatekey", "secretkey", "accesskey"}
+)
+#: A value that carries a secret whatever its key: ``password=…`` blobs, any JAAS line, ``user:pw@`` in a URL.
+_SECRET_VALUE = re.compile(
+    r"(?i)(password|passwd|secret|token)\s*[=:]\s*\S"
+    r"|loginmodule"
+    r"|://[^/\s:@]+:[^/\s@]+@"
 )
 _MASK = "******"
 
 
 def is_secret_key(key: str) -> bool:
-    """True when a setting named ``key`` (Java or librdkafka spelling, any prefix) may hold a secret."""
-    return bool(_SECRET_KEY.search(key))
+    """True when a setting named ``key`` (Java, librdkafka or Connect spelling, any prefix) may hold a secret.
+
+    Tokens are split on ``.``, ``_`` and ``-``, so ``key.converter`` (a class name) is kept while
+    ``ssl.keystore.key``, ``sasl.jaas.config``, ``api_token`` and ``basic.auth.user.info`` are secret.
+    """
+    if _SECRET_KEY.search(key):
+        return True
+    tokens = [t for t in re.split(r"[._\-]", key.lower()) if t]
+    if any(t in _SECRET_TOKENS for t in tokens):
+        return True
+    return len(tokens) > 1 and tokens[-1] == "key"
+
+
+def looks_secret_value(value: str) -> bool:
+    """Does a string carry a secret whatever its key (a JAAS line, ``password=…``, credentials in a URL)?"""
+    return bool(_SECRET_VALUE.search(value))
+
+
+def redact_text(text: str, replacement: str = _MASK) -> str:
+    """Free text (an error message) with each secret replaced by ``replacement``, the rest kept readable."""
+    if not looks_secret_value(text):
+        return text
+    return re.sub(
+        r"(?i)((?:password|passwd|secret|token)\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|\S+)",
+        lambda m: m.group(1) + replacement,
+        re.sub(r"://[^/\s:@]+:[^/\s@]+@", f"://{replacement}@", text),
+    )
 
 
 def mask(value: str) -> str:
