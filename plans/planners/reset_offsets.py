@@ -286,6 +286,7 @@ def plan_reset_connector_offsets(
     if b.live.connect is None:
         if pair is None:
             raise PlanError("dedicated MM2 (no --connect-url) needs --pair")
+        resolve_method(b, method)  # refuses --method rest: dedicated MM2 has no REST API
         return _plan_dedicated(b, pair, roles, selection, offsets_topic)
     names = list(connectors)
     if pair is not None and not names:
