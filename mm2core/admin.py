@@ -330,6 +330,30 @@ class KafkaAdmin:
                     out[group] = GroupDescription(group, "", 0, item_error(exc))
         return out
 
+    def describe_worker_group(self, group: str) -> GroupDescription:
+        """State and member count of a classic group of any protocol type.
+
+        Connect workers, and so dedicated MirrorMaker 2 (``<source>-mm2``), form groups of protocol type
+        ``connect``, which ``describe_consumer_groups`` refuses ("not a consumer group (connect)"). The older
+        ListGroups/DescribeGroups call librdkafka still offers reports them; a group it does not know comes
+        back as state Dead with no members, like ``describe_groups``.
+        """
+        import warnings
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                found = self._client.list_groups(group, timeout=self._timeout)
+        except Exception as exc:
+            raise _raise_whole_call(f"describing group {group} on {self._name}", exc) from exc
+        for g in found:
+            if g.id != group:
+                continue
+            if g.error is not None and g.error.code() != _RdKafkaError.NO_ERROR:
+                return GroupDescription(group, "", 0, ItemError(g.error.name(), g.error.str()))
+            return GroupDescription(group, g.state or "Dead", len(g.members or []))
+        return GroupDescription(group, "Dead", 0)
+
     def committed_offsets(self, groups: Sequence[str], *, concurrency: int = 64) -> dict[str, GroupOffsets]:
         """Committed offsets of many groups, ``concurrency`` requests in flight (one group per request)."""
 

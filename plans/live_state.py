@@ -180,6 +180,8 @@ class LiveState:
 
     def group_members(self, cluster: str, group: str) -> int:
         desc = self.admin(cluster).describe_groups([group])[group]
+        if desc.error is not None and "not a consumer group" in desc.error.message:
+            desc = self.admin(cluster).describe_worker_group(group)  # Connect / dedicated MM2 workers
         if desc.error is not None:
             raise KafkaError(f"cannot describe group {group} on {cluster}: {desc.error.message}",
                              code=desc.error.code)

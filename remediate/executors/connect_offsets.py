@@ -25,9 +25,11 @@ from plans.model import (
     Step,
     TombstoneRecord,
     TopicPartitionsTarget,
+    WorkerGroupHasNoMembers,
+    iter_preconditions,
 )
 from remediate.executors.base import ExecContext, UndoContext, as_dict
-from remediate.preconditions import StateView
+from remediate.preconditions import StateView, failures
 
 
 def _name(step: Step) -> str:
@@ -196,6 +198,9 @@ class Tombstones:
         live = ctx.live
         if live.connect is not None:
             problems += _halted(ctx, step.payload.connector)
+        # Dedicated MM2: its workers must still be gone, or they would overwrite what rollback restores.
+        problems += [p for c in iter_preconditions(step.precondition) if isinstance(c, WorkerGroupHasNoMembers)
+                     for p in failures(c, ctx.view)]
         if not undo.connector_ran_later and not self.is_done(step, ctx):
             problems.append(f"offsets of {step.payload.connector} were written again since apply")
         return problems

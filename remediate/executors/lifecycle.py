@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import time
 
+from connect_client import ConnectorStatus
 from mm2core.errors import ApplyError, ConnectNotFoundError, PreconditionError
 from plans.fingerprint import JSONable
 from plans.model import (
@@ -59,6 +60,26 @@ def wait_absent(ctx: ExecContext, name: str) -> None:
         time.sleep(0.25)
 
 
+#: How long a restart step looks for the RESTARTING state Connect's 202 announced before it trusts RUNNING.
+RESTART_SEEN_GRACE_S = 10.0
+
+
+def _restarting(status: ConnectorStatus) -> bool:
+    return status.state == "RESTARTING" or any(t.state == "RESTARTING" for t in status.tasks)
+
+
+def _await_restart_seen(ctx: ExecContext, name: str) -> None:
+    """Connect answers a restart (202, "RESTARTING") before the worker writes that state to its status
+    topic, so for a moment the status still shows the old RUNNING: waiting for RUNNING at once would
+    return before anything restarted. Wait (bounded) until the restart shows up or is already over."""
+    deadline = time.monotonic() + RESTART_SEEN_GRACE_S
+    while time.monotonic() < deadline:
+        status = ctx.live.connector_status(name)
+        if status is None or _restarting(status) or not status.reached(["RUNNING"]):
+            return
+        time.sleep(0.1)
+
+
 class StateChange:
     """stop / pause / resume / restart."""
 
@@ -75,7 +96,10 @@ class StateChange:
         name, wanted = _name(step), _TARGET_STATE[step.kind]
         if isinstance(step.payload, ConnectorRestart):
             client = ctx.live.require_connect()
-            client.restart(name, include_tasks=step.payload.include_tasks, only_failed=step.payload.only_failed)
+            planned = client.restart(name, include_tasks=step.payload.include_tasks,
+                                     only_failed=step.payload.only_failed)
+            if planned is not None and _restarting(planned):
+                _await_restart_seen(ctx, name)
             client.wait_for_state(name, [wanted], timeout=ctx.wait_timeout_s, poll_interval=0.25)
         else:
             move_to(ctx, name, wanted)
