@@ -39,10 +39,16 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
         for key, value in (conf or {}).items():
             builder = builder.config(key, value)
         return builder.getOrCreate()
+    master = master or DEFAULT_MASTER
     settings = dict(_EMBEDDED_DEFAULTS)
+    if master.startswith("local"):
+        # Embedded: the driver and its executor threads talk over loopback only. Without this the driver
+        # advertises the host's first address, which a sandbox may not route to itself.
+        settings["spark.driver.host"] = "127.0.0.1"
+        settings["spark.driver.bindAddress"] = "127.0.0.1"
     settings["spark.jars"] = ",".join(str(j) for j in spark_kafka_jars())
     settings.update(conf or {})
-    builder = builder.master(master or DEFAULT_MASTER)
+    builder = builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -24,7 +24,6 @@ def spark() -> Iterator[object]:
             "spark.app.name": "mm2ctl-tests",
             "spark.sql.shuffle.partitions": "2",
             "spark.default.parallelism": "2",
-            "spark.driver.bindAddress": "127.0.0.1",
             "spark.driver.memory": "1g",
         },
     )

@@ -145,7 +145,7 @@ def _build(lab: LabInfo, policy: str, tmp: Path) -> Iterator[Scenario]:
         # Phase 2, checkpoint connector stopped: g-stale moves far ahead, g-late appears.
         connect.stop(flow.connectors["checkpoint"])
         connect.wait_for_state(flow.connectors["checkpoint"], {"STOPPED"}, timeout=60)
-        source.alter_group_offsets({g("g-stale"): {(t("stale"), 0): 900}, g("g-late"): {(t("sync"), 0): 150}})
+        source.alter_group_offsets({g("g-stale"): {(t("stale"), 0): 900}, g("g-late"): {(t("sync"), 0): 50}})
 
         # Phase 3, source connector stopped: a topic MM2 never replicates, and one that exists on the target
         # (created there by hand) but has no offset sync.
@@ -271,3 +271,35 @@ def test_active_target_group(scenario: Scenario) -> None:
 def test_remote_topic_missing_and_no_offset_syncs(scenario: Scenario) -> None:
     assert scenario.status_of("g-missing", "missing") == {"remote_topic_missing"}
     assert scenario.status_of("g-nosync", "nosync") == {"no_offset_syncs"}
+
+
+def test_the_same_job_runs_under_spark_submit(scenario: Scenario, tmp_path: Path) -> None:
+    """The job module is a Spark application as it is: spark-submit with the Kafka source as --jars."""
+    import os
+
+    import pyarrow.parquet as pq
+    import pyspark
+
+    from inspector.jars import spark_kafka_jars
+
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    job = Path(__file__).resolve().parents[2] / "inspector" / "job.py"
+    out = tmp_path / "rows.parquet"
+    proc = subprocess.run(
+        [
+            str(submit),
+            "--master", "local[2]",
+            "--conf", "spark.ui.enabled=false",
+            "--jars", ",".join(str(j) for j in spark_kafka_jars()),
+            str(job),
+            "--mm2-config", scenario.flow.mm2_config,
+            "--format", "parquet",
+            "--output", str(out),
+        ],
+        capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable},
+    )  # fmt: skip
+    assert proc.returncode == ExitCode.PROBLEMS_FOUND, proc.stderr[-3000:]
+    table = pq.read_table(out)
+    assert table.num_rows == len(scenario.rows)
+    assert sorted(table.column("status").to_pylist()) == sorted(r["status"] for r in scenario.rows)
