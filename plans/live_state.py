@@ -59,6 +59,10 @@ def part_group_members(cluster: str, group: str) -> str:
     return _name("group-members", cluster, group)
 
 
+def part_group_offsets(cluster: str, group: str) -> str:
+    return _name("group-offsets", cluster, group)
+
+
 def parse_part(name: str) -> tuple[str, list[str]]:
     kind, _, rest = name.partition(":")
     return kind, [unquote(f) for f in rest.split(":")] if rest else []
@@ -187,6 +191,14 @@ class LiveState:
                              code=desc.error.code)
         return desc.members
 
+    def group_offsets(self, cluster: str, group: str) -> dict[tuple[str, int], int]:
+        """The group's committed offsets ({} for a group that has none or does not exist)."""
+        got = self.admin(cluster).committed_offsets([group])[group]
+        if got.error is not None and got.error.code not in ("GROUP_ID_NOT_FOUND",):
+            raise KafkaError(f"cannot read the offsets of group {group} on {cluster}: {got.error.message}",
+                             code=got.error.code)
+        return dict(got.offsets)
+
     # -- fingerprint parts
     def read_part(self, name: str) -> JSONable:
         """The value of one fingerprint part, read live. Unknown part kinds are a bug in the plan file."""
@@ -206,6 +218,8 @@ class LiveState:
             return {"start": b.start, "end": b.end}
         if kind == "group-members" and len(f) == 2:
             return {"members": self.group_members(f[0], f[1])}
+        if kind == "group-offsets" and len(f) == 2:
+            return [[t, p, o] for (t, p), o in sorted(self.group_offsets(f[0], f[1]).items())]
         from mm2core.errors import PlanError
 
         raise PlanError(f"fingerprint part {name!r} is not one this mm2ctl can read")

@@ -209,6 +209,40 @@ def plan_reset_mm2_cmd(
     _finish_plan(plan, out, as_json, detailed)
 
 
+@plan_app.command("failover")
+def plan_failover_cmd(
+    pair: str = typer.Option(..., "--pair", help="The flow A->B to fail over from A to B."),
+    groups: str = typer.Option(".*", "--groups", help="Regex of consumer groups (full match)."),
+    topics: str = typer.Option(".*", "--topics", help="Regex of source topics (full match)."),
+    source: str = typer.Option("syncs", "--from", help="syncs (DESIGN §5, verified when the source is "
+                               "readable) | checkpoints (MM2's own)."),
+    source_unavailable: bool = typer.Option(False, "--source-unavailable", help="The source cluster is down: "
+                                            "positions from checkpoints, conservative rule only."),
+    stop_mirroring: bool = typer.Option(False, "--stop-mirroring", help="Wait for MM2 to catch up, then stop "
+                                        "the pair's connectors before writing."),
+    allow_rewind: bool = typer.Option(False, "--allow-rewind", help="Allow moving a target offset backwards."),
+    catch_up_timeout: float = typer.Option(300.0, "--catch-up-timeout", help="Seconds to wait for catch-up."),
+    export_csv: Path | None = typer.Option(None, "--export-csv", help="Also write group,topic,partition,offset "
+                                           "(kafka-consumer-groups --reset-offsets --from-file)."),
+    mm2_config: str = _MM2, connect_url: list[str] = _URL, connect_user: str | None = _USER,
+    connect_password: str | None = _PASSWORD, connect_ca: str | None = _CA, connect_cert: str | None = _CERT,
+    connect_key: str | None = _KEY, out: Path = _OUT,
+    as_json: bool = typer.Option(False, "--json"), detailed: bool = _DETAILED,
+) -> None:
+    """Write each group's translated (and, source readable, verified) position to the target, then verify."""
+    from remediate.cli_failover import run_plan_failover
+
+    c = ConnectOptions(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
+    b = PlanBuilder(_live(mm2_config, c), PlanKind.FAILOVER)
+    changes = run_plan_failover(
+        b, pair=pair, groups=groups, topics=topics, source=source, source_unavailable=source_unavailable,
+        stop_mirroring=stop_mirroring, allow_rewind=allow_rewind, catch_up_timeout=catch_up_timeout,
+        export=export_csv, out=out, as_json=as_json,
+    )
+    if detailed and changes:
+        raise typer.Exit(int(ExitCode.CHANGES_PRESENT))
+
+
 def show(plan_file: Path = typer.Argument(..., help="A plan file."),
          as_json: bool = typer.Option(False, "--json", help="The plan as JSON.")) -> None:
     """Render a plan for review."""

@@ -8,6 +8,7 @@ from types import MappingProxyType
 from plans.model import StepKind
 from remediate.executors.base import ExecContext, Executor, UndoContext
 from remediate.executors.connect_offsets import RestDelete, RestPatch, Tombstones
+from remediate.executors.group_offsets import VerifyGroupOffsets, WaitForCatchUpExecutor, WriteGroupOffsets
 from remediate.executors.lifecycle import Create, Delete, StateChange
 from remediate.executors.offset_syncs import Backup, Truncate
 
@@ -24,6 +25,9 @@ EXECUTORS: Mapping[StepKind, Executor] = MappingProxyType(
         StepKind.CONNECT_OFFSETS_TOMBSTONE: Tombstones(),
         StepKind.OFFSET_SYNCS_BACKUP: Backup(),
         StepKind.OFFSET_SYNCS_TRUNCATE: Truncate(),
+        StepKind.GROUP_OFFSETS_WRITE: WriteGroupOffsets(),
+        StepKind.GROUP_OFFSETS_VERIFY: VerifyGroupOffsets(),
+        StepKind.WAIT_FOR_CATCH_UP: WaitForCatchUpExecutor(),
     }
 )
 

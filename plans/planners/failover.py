@@ -1,0 +1,463 @@
+"""``mm2ctl plan failover``: write each consumer group's translated position to the target before its
+consumers move there, then read it back (seed 002: MM2 replicates offset *numbers*; we translate them).
+
+Where a row's position comes from (``plans.translation`` has the rules and why):
+
+- ``--from syncs`` (default): the flow's offset syncs, with DESIGN §5's conservative rule, or, when the
+  source is readable, the verified exact translation (records compared on both sides). This works under
+  both replication policies whatever MM2's checkpoints say.
+- ``--from checkpoints``: MM2's own checkpoint, the newest per group and remote partition.
+- The group's committed source offset is read on the source; with ``--source-unavailable`` it is the
+  ``upstreamOffset`` of MM2's newest checkpoint (the last one MM2 saw), and only the conservative rule runs.
+
+What the plan guarantees at apply (preconditions, re-checked live before the write): the target group has no
+members (Kafka would refuse, and a live consumer would overwrite us); its offsets on the planned partitions
+are still what the plan saw (so nothing is rewound behind the reviewer's back, and rollback restores the right
+values); every offset lies within the target partition's [earliest, latest]. The plan itself refuses to
+rewind an existing target offset unless ``allow_rewind``. The source group's committed offsets are part of the
+fingerprint: if the source consumers moved after planning, the translation is outdated and apply refuses.
+
+Rollback restores the previous offsets. Partitions that had no offset before can only be removed by deleting
+the whole group (confluent-kafka has no OffsetDelete): done when the group had no offsets at all before,
+otherwise left in place and reported (``NEW_PARTITIONS_NOTE``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from mm2core.codecs import RecordDecodeError, decode_checkpoint, decode_offset_sync
+from mm2core.config import PairConfig
+from mm2core.errors import ConfigError, PlanError, PreconditionError
+from mm2core.records import RawRecord, read_partitions
+from plans.live_state import LiveState, part_group_offsets
+from plans.model import (
+    AllOf,
+    CatchUpTarget,
+    ConnectorState,
+    ConnectorStateIn,
+    ConnectorTarget,
+    GroupEmptyOrAbsent,
+    GroupOffset,
+    GroupOffsetRow,
+    GroupOffsetsInRange,
+    GroupOffsetsUnchanged,
+    GroupOffsetsVerify,
+    GroupOffsetsWrite,
+    GroupTarget,
+    NoPrecondition,
+    Plan,
+    PlanKind,
+    StepKind,
+    TranslationMethod,
+    WaitForCatchUp,
+)
+from plans.planners.connectors import Action, lifecycle_step, observed_state
+from plans.planners.context import PlanBuilder
+from plans.planners.mm2_connectors import ALL_ROLES, find_pair_connectors
+from plans.translation import (
+    DEFAULT_WINDOW,
+    Bounds,
+    Digested,
+    Sync,
+    Translation,
+    conservative,
+    normalize_syncs,
+    record_digest,
+    verified,
+)
+
+TP = tuple[str, int]
+
+NEW_PARTITIONS_NOTE = (
+    "rollback cannot remove an offset this plan adds to a group that already had other offsets: Kafka's "
+    "OffsetDelete is not in confluent-kafka. Rollback restores every previous offset and reports those "
+    "partitions; remove them with: kafka-consumer-groups --bootstrap-server <target> --delete-offsets "
+    "--group <group> --topic <topic>:<partition>"
+)
+
+
+class Source(StrEnum):
+    SYNCS = "syncs"
+    CHECKPOINTS = "checkpoints"
+
+
+@dataclass(frozen=True, slots=True)
+class FailoverRow:
+    """One group partition as the plan sees it; ``target_offset`` None means untranslatable (no step)."""
+
+    group: str
+    source_topic: str
+    target_topic: str
+    partition: int
+    source_offset: int
+    target_offset: int | None
+    before_offset: int | None
+    method: TranslationMethod | None
+    detail: str
+    delta_candidate: int | None = None
+
+
+@dataclass
+class FailoverReport:
+    """Everything ``plan failover`` decided, for rendering and ``--export-csv`` (the plan holds the steps)."""
+
+    rows: list[FailoverRow] = field(default_factory=list)
+
+    @property
+    def untranslatable(self) -> list[FailoverRow]:
+        return [r for r in self.rows if r.target_offset is None]
+
+    def csv_rows(self) -> list[tuple[str, str, int, int]]:
+        """``group,topic,partition,offset`` rows, as ``kafka-consumer-groups --reset-offsets --from-file``
+        reads them (target-side topic names)."""
+        return [(r.group, r.target_topic, r.partition, r.target_offset)
+                for r in self.rows if r.target_offset is not None]
+
+
+@dataclass(frozen=True)
+class FailoverOptions:
+    pair: str
+    groups: str = ".*"
+    topics: str = ".*"
+    source: Source = Source.SYNCS
+    source_unavailable: bool = False
+    stop_mirroring: bool = False
+    allow_rewind: bool = False
+    catch_up_timeout_s: float = 300.0
+
+
+# ----------------------------------------------------------------------------------------- reading
+
+
+class _KafkaRecords:
+    """``plans.translation.RecordSource`` over one partition of one cluster, with reads cached (many groups
+    usually sit on the same few partitions)."""
+
+    def __init__(self, conf: Mapping[str, str], topic: str, partition: int) -> None:
+        self._conf, self._topic, self._partition = conf, topic, partition
+        self._cache: dict[tuple[int, int], list[Digested]] = {}
+
+    def read(self, start: int, end: int) -> list[Digested]:
+        if end <= start:
+            return []
+        key = (start, end)
+        if key not in self._cache:
+            self._cache[key] = [
+                Digested(r.offset, _digest(r))
+                for r in read_partitions(self._conf, self._topic, [self._partition],
+                                         start={self._partition: start}, end={self._partition: end})
+            ]
+        return self._cache[key]
+
+
+def _digest(r: RawRecord) -> str:
+    return record_digest(r.timestamp_ms, r.key, r.value, r.headers)
+
+
+def read_syncs(live: LiveState, flow: PairConfig) -> dict[TP, list[Sync]]:
+    """Every sync still in the flow's offset-syncs topic, per source partition, normalized."""
+    cluster, topic = flow.offset_syncs_cluster, flow.offset_syncs_topic
+    if topic not in live.admin(cluster).list_topics():
+        raise PlanError(f"the offset-syncs topic {topic} does not exist on {cluster}: has MM2 run for this flow?")
+    out: dict[TP, list[Sync]] = {}
+    for rec in read_partitions(live.kafka_config(cluster), topic, [0]):
+        try:
+            s = decode_offset_sync(rec.key, rec.value)
+        except RecordDecodeError:
+            continue  # a malformed sync maps nothing; `inspect` reports it
+        out.setdefault((s.topic, s.partition), []).append(Sync(s.upstream_offset, s.downstream_offset))
+    return {tp: normalize_syncs(v) for tp, v in out.items()}
+
+
+def read_checkpoints(live: LiveState, flow: PairConfig) -> dict[str, dict[TP, tuple[int, int]]]:
+    """group -> {(target topic, partition): (upstream, downstream)} from MM2's newest checkpoints."""
+    topic = flow.checkpoints_topic
+    if topic not in live.admin(flow.target).list_topics():
+        raise PlanError(f"the checkpoints topic {topic} does not exist on {flow.target}: is the "
+                        "MirrorCheckpointConnector running for this flow?")
+    out: dict[str, dict[TP, tuple[int, int]]] = {}
+    for rec in read_partitions(live.kafka_config(flow.target), topic, [0]):
+        try:
+            cp = decode_checkpoint(rec.key, rec.value)
+        except RecordDecodeError:
+            continue
+        out.setdefault(cp.group, {})[(cp.topic, cp.partition)] = (cp.upstream_offset, cp.downstream_offset)
+    return out
+
+
+def _regex(value: str, option: str) -> re.Pattern[str]:
+    try:
+        return re.compile(value)
+    except re.error as exc:
+        raise ConfigError(f"{option} {value!r}: not a valid regular expression ({exc})") from exc
+
+
+def _last_record_offset(conf: Mapping[str, str], topic: str, partition: int, bounds: Bounds) -> int | None:
+    """Offset of the partition's last readable record (the end may be a transaction marker)."""
+    got = _KafkaRecords(conf, topic, partition).read(max(bounds.start, bounds.end - DEFAULT_WINDOW), bounds.end)
+    return got[-1].offset if got else None
+
+
+# ----------------------------------------------------------------------------------------- planning
+
+
+def plan_failover(b: PlanBuilder, opts: FailoverOptions) -> tuple[Plan, FailoverReport]:
+    """The failover plan and the per-row report. Raises ``PreconditionError`` when a group cannot be written
+    safely (active members, out of range, a rewind without ``allow_rewind``), listing every problem."""
+    live = b.live
+    flow = live.mm2.pair(opts.pair)
+    src, dst = flow.source, flow.target
+    groups_re, topics_re = _regex(opts.groups, "--groups"), _regex(opts.topics, "--topics")
+    b.kind = PlanKind.FAILOVER
+    if opts.source_unavailable:
+        b.aliases.add(dst)  # the plan must be appliable with the source down: it names only the target
+        if opts.stop_mirroring:
+            b.notes.append("--source-unavailable: no catch-up wait; the pair's connectors are only stopped")
+    else:
+        b.pair = opts.pair
+    syncs: dict[TP, list[Sync]] = {}
+    if opts.source is Source.SYNCS:
+        if opts.source_unavailable and flow.offset_syncs_cluster == src:
+            raise PlanError(f"the offset syncs of {opts.pair} live on the source ({flow.offset_syncs_topic}), "
+                            "which is unavailable: use --from checkpoints")
+        syncs = read_syncs(live, flow)
+    checkpoints = read_checkpoints(live, flow) if (
+        opts.source is Source.CHECKPOINTS or opts.source_unavailable) else {}
+
+    committed = _source_positions(b, flow, opts, groups_re, topics_re, checkpoints)
+    target_topics = live.admin(dst).list_topics()
+    report = FailoverReport()
+    t_bounds = _bounds(live, dst, sorted({(flow.remote_topic(t), p) for g in committed.values() for t, p in g
+                                          if flow.remote_topic(t) in target_topics}))
+    s_bounds: dict[TP, Bounds] = {}
+    if not opts.source_unavailable:
+        s_bounds = _bounds(live, src, sorted({tp for g in committed.values() for tp in g}))
+    readers: dict[tuple[str, str, int], _KafkaRecords] = {}
+
+    def reader(alias: str, topic: str, partition: int) -> _KafkaRecords:
+        key = (alias, topic, partition)
+        if key not in readers:
+            readers[key] = _KafkaRecords(live.kafka_config(alias), topic, partition)
+        return readers[key]
+
+    for group in sorted(committed):
+        for (topic, p), c in sorted(committed[group].items()):
+            remote = flow.remote_topic(topic)
+            tr: Translation | None
+            if (remote, p) not in t_bounds:
+                tr, why = None, f"{remote}/{p} does not exist on {dst}"
+            elif opts.source is Source.CHECKPOINTS:
+                cp = checkpoints.get(group, {}).get((remote, p))
+                tr = None if cp is None else Translation(
+                    cp[1], TranslationMethod.CHECKPOINT,
+                    f"checkpoint {cp[0]}->{cp[1]}" + ("" if cp[0] == c else f" (the group is at {c} now)"))
+                why = "no checkpoint for this partition"
+            elif opts.source_unavailable:
+                tr, why = conservative(syncs.get((topic, p), []), c), "no offset sync at or below it"
+            else:
+                tr = verified(syncs.get((topic, p), []), c, source=reader(src, topic, p),
+                              target=reader(dst, remote, p), source_bounds=s_bounds[(topic, p)],
+                              target_bounds=t_bounds[(remote, p)])
+                why = "no offset sync at or below it"
+            report.rows.append(FailoverRow(
+                group=group, source_topic=topic, target_topic=remote, partition=p, source_offset=c,
+                target_offset=None if tr is None else tr.offset, before_offset=None,
+                method=None if tr is None else tr.method,
+                detail=f"untranslatable: {why}" if tr is None else tr.detail,
+                delta_candidate=None if tr is None else tr.delta_candidate,
+            ))
+    if not report.rows:
+        raise PlanError(f"no committed offsets of groups matching {opts.groups!r} on replicated topics matching "
+                        f"{opts.topics!r} in {opts.pair}")
+    report.rows = _with_target_state(b, dst, report.rows, t_bounds, opts.allow_rewind)
+
+    writes = {g: [r for r in report.rows if r.group == g and r.target_offset is not None
+                  and r.target_offset != r.before_offset]
+              for g in sorted({r.group for r in report.rows})}
+    writes = {g: rows for g, rows in writes.items() if rows}
+    if opts.stop_mirroring:
+        _stop_mirroring(b, flow, opts, writes, s_bounds)
+    _write_steps(b, dst, writes)
+    untranslatable = report.untranslatable
+    if untranslatable:
+        b.notes.append(f"{len(untranslatable)} group partition(s) are untranslatable and get no offset: "
+                       + ", ".join(f"{r.group}:{r.source_topic}/{r.partition}@{r.source_offset}"
+                                   for r in untranslatable[:20]) + (" ..." if len(untranslatable) > 20 else ""))
+    unchanged = sum(1 for r in report.rows if r.target_offset is not None and r.target_offset == r.before_offset)
+    if unchanged:
+        b.notes.append(f"{unchanged} group partition(s) are already at their translated position")
+    methods: dict[str, int] = {}
+    for r in report.rows:
+        if r.method is not None:
+            methods[r.method.value] = methods.get(r.method.value, 0) + 1
+    b.notes.append("translation methods: " + (", ".join(f"{m}={n}" for m, n in sorted(methods.items())) or "none"))
+    if not writes:
+        b.notes.append("nothing to write")
+    desc = f"fail {len(writes)} group(s) over from {src} to {dst}"
+    return b.build(desc), report
+
+
+def _bounds(live: LiveState, alias: str, tps: Sequence[TP]) -> dict[TP, Bounds]:
+    if not tps:
+        return {}
+    got = live.admin(alias).partition_bounds(tps)
+    out = {}
+    for tp, pb in got.items():
+        if pb.error is None and pb.earliest is not None and pb.latest is not None:
+            out[tp] = Bounds(pb.earliest, pb.latest)
+    return out
+
+
+def _source_positions(
+    b: PlanBuilder, flow: PairConfig, opts: FailoverOptions, groups_re: re.Pattern[str],
+    topics_re: re.Pattern[str], checkpoints: Mapping[str, Mapping[TP, tuple[int, int]]],
+) -> dict[str, dict[TP, int]]:
+    """group -> {(source topic, partition): committed source offset} for the selected groups and topics."""
+
+    def wanted_topic(topic: str) -> bool:
+        return flow.replicates_topic(topic) and topics_re.fullmatch(topic) is not None
+
+    def wanted_group(group: str) -> bool:
+        return flow.group_filter.matches(group) and groups_re.fullmatch(group) is not None
+
+    out: dict[str, dict[TP, int]] = {}
+    if opts.source_unavailable:
+        for group, parts in checkpoints.items():
+            if not wanted_group(group):
+                continue
+            for (remote, p), (upstream, _down) in parts.items():
+                topic = flow.upstream_topic(remote) or remote
+                if flow.remote_topic(topic) == remote and wanted_topic(topic):
+                    out.setdefault(group, {})[(topic, p)] = upstream
+        if not out:
+            raise PlanError(f"no checkpoint of a group matching {opts.groups!r} in {flow.checkpoints_topic}: "
+                            "without the source, checkpoints are the only record of where groups were")
+        return out
+    admin = b.live.admin(flow.source)
+    groups = [g.group for g in admin.list_groups() if wanted_group(g.group)]
+    for group in groups:
+        # In the fingerprint: if the source consumers move after planning, the translation is outdated.
+        offsets = b.read(part_group_offsets(flow.source, group))
+        picked = {(t, p): o for t, p, o in offsets if wanted_topic(t)}
+        if picked:
+            out[group] = picked
+    return out
+
+
+def _with_target_state(
+    b: PlanBuilder, dst: str, rows: list[FailoverRow], t_bounds: Mapping[TP, Bounds], allow_rewind: bool
+) -> list[FailoverRow]:
+    """Rows with the target group's current offsets filled in; refuse what apply must never do."""
+    admin = b.live.admin(dst)
+    groups = sorted({r.group for r in rows})
+    described = admin.describe_groups(groups)
+    current = {g: b.live.group_offsets(dst, g) for g in groups}
+    problems: list[str] = []
+    out = []
+    for g in groups:
+        d = described[g]
+        if d.members:
+            problems.append(f"group {g} on {dst} has {d.members} active member(s) ({d.state}); stop its "
+                            "consumers on the target first")
+    for r in rows:
+        before = current[r.group].get((r.target_topic, r.partition))
+        r = dataclasses.replace(r, before_offset=before)
+        out.append(r)
+        if r.target_offset is None or r.target_offset == before:
+            continue
+        tb = t_bounds[(r.target_topic, r.partition)]
+        where = f"{r.group}:{r.target_topic}/{r.partition}"
+        if not tb.start <= r.target_offset <= tb.end:
+            problems.append(f"{where}: translated offset {r.target_offset} is outside the target partition's "
+                            f"[{tb.start}, {tb.end}]")
+        if before is not None and r.target_offset < before and not allow_rewind:
+            problems.append(f"{where}: would rewind the target offset from {before} to {r.target_offset} "
+                            "(pass --allow-rewind to accept replaying those records)")
+    if problems:
+        raise PreconditionError("refusing to plan the failover:\n  " + "\n  ".join(problems))
+    return out
+
+
+def _stop_mirroring(
+    b: PlanBuilder, flow: PairConfig, opts: FailoverOptions, writes: Mapping[str, Sequence[FailoverRow]],
+    s_bounds: Mapping[TP, Bounds],
+) -> None:
+    """Wait for the target to hold what the source holds now (source readable), then stop every MM2
+    connector of the pair, so neither replication nor MM2's own offset sync moves what we write."""
+    found = find_pair_connectors(b.live, flow.source, flow.target, ALL_ROLES)
+    if not found:
+        raise PlanError(f"--stop-mirroring: no MM2 connectors of {opts.pair} on the Connect worker")
+    states = {name: observed_state(b, name) for name in found.values()}
+    source_connector = found.get("source")
+    if not opts.source_unavailable and source_connector is not None and writes:
+        tps = sorted({(r.source_topic, r.partition) for rows in writes.values() for r in rows})
+        targets = []
+        for t, p in tps:
+            last = _last_record_offset(b.live.kafka_config(flow.source), t, p, s_bounds[(t, p)])
+            if last is not None:
+                targets.append(CatchUpTarget(topic=t, partition=p, upstream_offset=last))
+        if targets:
+            b.add(
+                StepKind.WAIT_FOR_CATCH_UP, ConnectorTarget(connector=source_connector),
+                WaitForCatchUp(source_cluster=flow.source, targets=tuple(targets),
+                               timeout_seconds=opts.catch_up_timeout_s),
+                ConnectorStateIn(connector=source_connector, states=frozenset({ConnectorState.RUNNING})),
+                before=None, after={"caught_up": len(targets)},
+                description=f"wait until {source_connector} replicated the source's last records of "
+                            f"{len(targets)} partition(s) (timeout {opts.catch_up_timeout_s:g}s)",
+            )
+    for role in ALL_ROLES:
+        name = found.get(role)
+        if name is not None:
+            lifecycle_step(b, name, Action.STOP, states[name])
+
+
+def _write_steps(b: PlanBuilder, dst: str, writes: Mapping[str, Sequence[FailoverRow]]) -> None:
+    verifies = []
+    for group, rows in writes.items():
+        target = GroupTarget(cluster=dst, group=group)
+        payload_rows = tuple(
+            GroupOffsetRow(topic=r.target_topic, partition=r.partition, offset=r.target_offset,
+                           before_offset=r.before_offset, method=r.method, source_offset=r.source_offset)
+            for r in rows if r.target_offset is not None and r.method is not None
+        )
+        current = b.live.group_offsets(dst, group)
+        pre = AllOf(conditions=(
+            GroupEmptyOrAbsent(cluster=dst, group=group),
+            GroupOffsetsUnchanged(cluster=dst, group=group, expected=tuple(
+                GroupOffset(topic=r.topic, partition=r.partition, offset=r.before_offset) for r in payload_rows)),
+            GroupOffsetsInRange(cluster=dst, offsets=tuple(
+                GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset) for r in payload_rows)),
+        ))
+        new_parts = [r for r in payload_rows if r.before_offset is None]
+        if new_parts and current:
+            b.notes.append(f"group {group}: {len(new_parts)} partition(s) get their first offset; "
+                           + NEW_PARTITIONS_NOTE)
+        methods = _count(r.method.value for r in payload_rows)
+        b.add(
+            StepKind.GROUP_OFFSETS_WRITE, target, GroupOffsetsWrite(rows=payload_rows), pre,
+            before={"exists": bool(current), "offsets": [[t, p, o] for (t, p), o in sorted(current.items())]},
+            after={"offsets": [[r.topic, r.partition, r.offset] for r in payload_rows]},
+            description=f"write {len(payload_rows)} offset(s) of group {group} on {dst} in one call ({methods})",
+        )
+        verifies.append((target, payload_rows))
+    for target, payload_rows in verifies:
+        b.add(
+            StepKind.GROUP_OFFSETS_VERIFY, target,
+            GroupOffsetsVerify(expected=tuple(
+                GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset) for r in payload_rows)),
+            NoPrecondition(), before=None, after=None,
+            description=f"read the offsets of group {target.group} back and compare",
+        )
+
+
+def _count(items: Iterable[str]) -> str:
+    seen: dict[str, int] = {}
+    for i in items:
+        seen[i] = seen.get(i, 0) + 1
+    return ", ".join(f"{k}={v}" for k, v in sorted(seen.items()))

@@ -1,0 +1,190 @@
+"""Failover steps: write a group's translated offsets, read them back, and wait for MM2 to catch up.
+
+A group's offsets are written in one ``AlterConsumerGroupOffsets`` call, so a consumer that starts on the
+target sees either none or all of them. The before-state journaled at apply (every committed offset of the
+group, and whether it had any) is what rollback restores: previous offsets are written back; partitions that
+had none are removed by deleting the group when it had no offsets at all before. Kafka's OffsetDelete (needed
+to remove single partitions of a group that keeps others) is not in confluent-kafka, so those partitions are
+reported by rollback instead (``plans.planners.failover.NEW_PARTITIONS_NOTE``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from mm2core.errors import ApplyError, KafkaError
+from plans.fingerprint import JSONable
+from plans.model import GroupOffsetsVerify, GroupOffsetsWrite, GroupTarget, Step, WaitForCatchUp
+from remediate.executors.base import ExecContext, UndoContext, as_dict
+from remediate.preconditions import StateView
+
+TP = tuple[str, int]
+
+
+def _target(step: Step) -> GroupTarget:
+    assert isinstance(step.target, GroupTarget)
+    return step.target
+
+
+def _rows(step: Step) -> dict[TP, int]:
+    assert isinstance(step.payload, GroupOffsetsWrite)
+    return {(r.topic, r.partition): r.offset for r in step.payload.rows}
+
+
+def _offsets_json(offsets: dict[TP, int]) -> list[list[Any]]:
+    return [[t, p, o] for (t, p), o in sorted(offsets.items())]
+
+
+def _raise_on_errors(what: str, results: list[Any]) -> None:
+    bad = [r for r in results if r.error is not None]
+    if bad:
+        first = bad[0]
+        raise KafkaError(f"{what}: {len(bad)} partition(s) failed, first {first.topic}/{first.partition}: "
+                         f"{first.error.message}", code=first.error.code)
+
+
+class WriteGroupOffsets:
+    def observe(self, step: Step, ctx: ExecContext) -> JSONable:
+        t = _target(step)
+        current = ctx.live.group_offsets(t.cluster, t.group)
+        return {"exists": bool(current), "offsets": _offsets_json(current)}
+
+    def is_done(self, step: Step, ctx: ExecContext) -> bool:
+        t = _target(step)
+        current = ctx.live.group_offsets(t.cluster, t.group)
+        return all(current.get(tp) == off for tp, off in _rows(step).items())
+
+    def run(self, step: Step, ctx: ExecContext) -> JSONable:
+        t = _target(step)
+        rows = _rows(step)
+        results = ctx.live.admin(t.cluster).alter_group_offsets({t.group: rows})[t.group]
+        _raise_on_errors(f"writing the offsets of group {t.group} on {t.cluster}", results)
+        ctx.progress(f"wrote {len(rows)} offset(s) of group {t.group} on {t.cluster}")
+        return {"offsets": _offsets_json(rows)}
+
+    def simulate(self, step: Step, view: StateView) -> None:
+        return None
+
+    def undo_problems(self, step: Step, undo: UndoContext, ctx: ExecContext) -> list[str]:
+        t = _target(step)
+        problems = []
+        members = ctx.live.group_members(t.cluster, t.group)
+        if members:
+            problems.append(f"group {t.group} on {t.cluster} has {members} active member(s)")
+        current = ctx.live.group_offsets(t.cluster, t.group)
+        moved = [tp for tp, off in _rows(step).items() if current.get(tp) != off]
+        if moved:
+            problems.append(f"{len(moved)} offset(s) of group {t.group} moved since the apply wrote them "
+                            f"(first {moved[0][0]}/{moved[0][1]}); a consumer has run")
+        return problems
+
+    def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]:
+        t = _target(step)
+        before = as_dict(undo.before)
+        previous: dict[TP, int] = {(str(x[0]), int(x[1])): int(x[2]) for x in before.get("offsets", [])}
+        admin = ctx.live.admin(t.cluster)
+        rows = _rows(step)
+        if not previous:
+            # The group had no offsets at all before: deleting it is the exact inverse.
+            current = ctx.live.group_offsets(t.cluster, t.group)
+            results = admin.delete_group_offsets(t.group, sorted(current))
+            _raise_on_errors(f"deleting group {t.group} on {t.cluster}", results)
+            ctx.progress(f"deleted group {t.group} on {t.cluster} (it did not exist before the apply)")
+            return "group_deleted", {"offsets": []}
+        restore = {tp: previous[tp] for tp in rows if tp in previous}
+        added = sorted(tp for tp in rows if tp not in previous)
+        if restore:
+            results = admin.alter_group_offsets({t.group: restore})[t.group]
+            _raise_on_errors(f"restoring the offsets of group {t.group} on {t.cluster}", results)
+        if added:
+            ctx.progress(
+                f"group {t.group}: restored {len(restore)} offset(s); {len(added)} partition(s) that had no "
+                f"offset before keep the written one (no OffsetDelete in confluent-kafka): "
+                + ", ".join(f"{tp[0]}:{tp[1]}" for tp in added)
+                + f". Remove them with: kafka-consumer-groups --delete-offsets --group {t.group} "
+                + " ".join(f"--topic {tp[0]}:{tp[1]}" for tp in added)
+            )
+            return "restored_except_new_partitions", {
+                "restored": _offsets_json(restore),
+                "left_in_place": [[tp[0], tp[1]] for tp in added],
+            }
+        return "restored", {"restored": _offsets_json(restore)}
+
+
+class VerifyGroupOffsets:
+    def _expected(self, step: Step) -> dict[TP, int | None]:
+        assert isinstance(step.payload, GroupOffsetsVerify)
+        return {(o.topic, o.partition): o.offset for o in step.payload.expected}
+
+    def observe(self, step: Step, ctx: ExecContext) -> JSONable:
+        t = _target(step)
+        current = ctx.live.group_offsets(t.cluster, t.group)
+        return {"offsets": _offsets_json({tp: o for tp, o in current.items() if tp in self._expected(step)})}
+
+    def is_done(self, step: Step, ctx: ExecContext) -> bool:
+        return False  # read only: always run it again
+
+    def run(self, step: Step, ctx: ExecContext) -> JSONable:
+        t = _target(step)
+        current = ctx.live.group_offsets(t.cluster, t.group)
+        wrong = [(tp, want, current.get(tp)) for tp, want in self._expected(step).items() if current.get(tp) != want]
+        if wrong:
+            (topic, part), want, got = wrong[0]
+            raise ApplyError(f"group {t.group} on {t.cluster}: {len(wrong)} offset(s) read back differ from what "
+                             f"was written (first {topic}/{part}: expected {want}, found {got})")
+        ctx.progress(f"group {t.group}: {len(self._expected(step))} offset(s) read back as written")
+        return {"verified": len(self._expected(step))}
+
+    def simulate(self, step: Step, view: StateView) -> None:
+        return None
+
+    def undo_problems(self, step: Step, undo: UndoContext, ctx: ExecContext) -> list[str]:
+        return []
+
+    def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]:
+        return "nothing_to_undo", None
+
+
+class WaitForCatchUpExecutor:
+    """Polls the MirrorSourceConnector's committed offsets (the last replicated upstream offset per source
+    partition) until each reaches the plan's ``upstream_offset`` (the last record the source held)."""
+
+    def _lagging(self, step: Step, ctx: ExecContext) -> list[str]:
+        assert isinstance(step.payload, WaitForCatchUp)
+        name = getattr(step.target, "connector", "")
+        got: dict[TP, int] = {}
+        for o in ctx.live.connector_offsets(name):
+            part, off = o.get("partition") or {}, o.get("offset") or {}
+            if part.get("cluster") == step.payload.source_cluster and "offset" in off:
+                got[(str(part.get("topic")), int(part.get("partition", -1)))] = int(off["offset"])
+        return [f"{t.topic}/{t.partition} at {got.get((t.topic, t.partition), 'none')} < {t.upstream_offset}"
+                for t in step.payload.targets if got.get((t.topic, t.partition), -1) < t.upstream_offset]
+
+    def observe(self, step: Step, ctx: ExecContext) -> JSONable:
+        return {"lagging": self._lagging(step, ctx)}
+
+    def is_done(self, step: Step, ctx: ExecContext) -> bool:
+        return not self._lagging(step, ctx)
+
+    def run(self, step: Step, ctx: ExecContext) -> JSONable:
+        assert isinstance(step.payload, WaitForCatchUp)
+        deadline = time.monotonic() + step.payload.timeout_seconds
+        while True:
+            lagging = self._lagging(step, ctx)
+            if not lagging:
+                ctx.progress(f"MM2 caught up on {len(step.payload.targets)} partition(s)")
+                return {"caught_up": len(step.payload.targets)}
+            if time.monotonic() > deadline:
+                raise ApplyError(f"MM2 did not catch up within {step.payload.timeout_seconds:g}s: "
+                                 + "; ".join(lagging[:5]))
+            time.sleep(0.5)
+
+    def simulate(self, step: Step, view: StateView) -> None:
+        return None
+
+    def undo_problems(self, step: Step, undo: UndoContext, ctx: ExecContext) -> list[str]:
+        return []
+
+    def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]:
+        return "nothing_to_undo", None
