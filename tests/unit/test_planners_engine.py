@@ -384,3 +384,27 @@ def test_apply_stops_at_a_failed_precondition_and_says_how_to_go_on(world: World
     assert info.value.exit_code == PreconditionError("x").exit_code  # type: ignore[attr-defined]
     assert "delete_offsets" not in {op for op, _ in world.connect.calls}
 
+
+
+def test_restart_waits_for_the_announced_restart_before_trusting_running(world: World, tmp_path: Path) -> None:
+    """Connect answers 202 "RESTARTING" while the status topic still says RUNNING for a moment."""
+    seen: list[str] = []
+    statuses = iter(["RUNNING", "RUNNING", "RESTARTING", "RUNNING"])
+    real_status = world.connect.status
+
+    def restart(name: str, **_kw: Any) -> ConnectorStatus:
+        world.connect.calls.append(("restart", name))
+        return ConnectorStatus(name, "RESTARTING", "w1", (TaskStatus(0, "RESTARTING", "w1"),), "source")
+
+    def status(name: str, **kw: Any) -> ConnectorStatus:
+        if world.connect.calls:  # after the restart call: the status catches up only later
+            state = next(statuses, "RUNNING")
+            seen.append(state)
+            return ConnectorStatus(name, state, "w1", (TaskStatus(0, state, "w1"),), "source")
+        return real_status(name, **kw)
+
+    world.connect.restart = restart  # type: ignore[method-assign]
+    world.connect.status = status  # type: ignore[method-assign]
+    plan = plan_connectors(world.builder(), Action.RESTART, connectors=["ab-source"])
+    engine.apply_plan(plan, world.live(), journal_path=tmp_path / "j.jsonl", state_dir=tmp_path)
+    assert "RESTARTING" in seen and seen.index("RESTARTING") < len(seen) - 1  # RUNNING trusted only after it
