@@ -1,10 +1,12 @@
 """Batch-read MM2's internal topics with Spark's own Kafka source (``spark-sql-kafka-0-10``).
 
 The offset-syncs and checkpoints topics are compacted and may carry transaction markers, so their offsets
-have gaps. With ``failOnDataLoss=true`` Spark treats such a gap as lost data and fails the read (the lab
-test ``test_spark_reads_a_compacted_topic`` shows it); these topics are read with ``failOnDataLoss=false``
-and ``read_committed``, which skips the gaps and the aborted records and nothing else. Both topics have a
-single partition, which ``minPartitions`` splits into several Spark tasks by offset range.
+have gaps. A batch read does not count those gaps as lost data, whatever ``failOnDataLoss`` says; what
+``failOnDataLoss=true`` refuses is a requested offset below the log start, i.e. records deleted under the
+read (``tests/integration/test_spark_read.py`` measures both). The inspector reads earliest→latest with
+``failOnDataLoss=false``, so a retention or delete-records pass racing the read cannot fail an inspection,
+and with ``read_committed``, so aborted records are skipped. Both topics have a single partition, which
+``minPartitions`` splits into several Spark tasks by offset range.
 """
 
 from __future__ import annotations
