@@ -237,3 +237,53 @@ def test_every_precondition_refusal_and_rollback_to_previous_offsets(lab: LabInf
     assert r.returncode == 8 and "outside" in r.stderr, r.stderr
 
 
+
+
+def _connector_state(lab: LabInfo, name: str) -> str:
+    import requests
+
+    return str(requests.get(f"{lab.connect_url}/connectors/{name}/status", timeout=10).json()["connector"]["state"])
+
+
+def test_stop_mirroring_waits_stops_writes_and_rollback_resumes(lab: LabInfo, state_dir: Path) -> None:
+    from tests.integration.support import consume_and_commit
+
+    name = _name("fostop")
+    topic = f"iso-{name}-t"
+    KafkaAdmin.connect(source_conf(lab)).create_topics({topic: 1})
+    records.produce(source_conf(lab), topic, [(b"k%d" % i, b"v%d" % i, 0) for i in range(50)])
+    flow = lab_core.add_flow(lab, name)  # every role: the checkpoint connector emits checkpoints
+    remote = _remote(lab, flow, topic)
+    group = f"iso-{name}-g"
+    assert consume_and_commit(lab.source.bootstrap, topic, group, 20) == 20
+    eventually(lambda: _target_end(lab, remote) >= 50, timeout_s=120, what="replication")
+
+    # The source is down: positions from MM2's checkpoints, and the plan names only the target cluster.
+    down = state_dir / "down.yaml"
+    r = eventually(lambda: (lambda p: p if p.returncode == 0 else None)(
+        _plan(lab, flow, down, state_dir, "--groups", group, "--from", "checkpoints", "--source-unavailable",
+              "--json")), timeout_s=90, interval_s=2, what="a checkpoint of the group")
+    doc = json.loads(r.stdout)
+    assert list(doc["plan"]["clusters"]) == [flow.target_alias]
+    assert [row["method"] for row in doc["rows"]] == ["checkpoint"]
+
+    plan = state_dir / "stop.yaml"
+    r = _plan(lab, flow, plan, state_dir, "--groups", group, "--stop-mirroring", "--connect-url", lab.connect_url,
+              "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    kinds = [s["kind"] for s in doc["plan"]["steps"]]
+    assert kinds.count("connector_stop") == len(flow.connectors)
+    if "group_offsets_write" in kinds:  # MM2's own offset sync may already have put the group at 20
+        assert kinds[0] == "wait_for_catch_up" and kinds[-2:] == ["group_offsets_write", "group_offsets_verify"]
+    print("failover steps:", kinds)
+    (row,) = doc["rows"]
+    assert row["target_offset"] == 20 and row["method"].startswith("verified")
+    journal = state_dir / "j.jsonl"
+    applied = mm2ctl("apply", str(plan), "--auto-approve", "--journal", str(journal), state=state_dir)
+    assert applied.returncode == 0, applied.stderr
+    assert all(_connector_state(lab, c) == "STOPPED" for c in flow.connectors.values())
+    assert _group_offsets(lab.target.bootstrap, group) == {(remote, 0): 20}
+    rb = mm2ctl("rollback", str(journal), "--auto-approve", state=state_dir)
+    assert rb.returncode == 0, rb.stderr
+    assert all(_connector_state(lab, c) == "RUNNING" for c in flow.connectors.values())
