@@ -40,3 +40,5 @@ class ExitCode(IntEnum):
     DECLINED = 15
     #: ``apply``/``rollback`` would write but there is no terminal to confirm on and no ``--auto-approve``.
     APPROVAL_REQUIRED = 16
+    #: ``drill``/``demo``: the failover drill ran, and strategy (c) or (d) missed its loss/duplicate goal.
+    DRILL_GOAL_MISSED = 17

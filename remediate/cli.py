@@ -15,6 +15,7 @@ import typer
 
 from mm2core.errors import Mm2ctlError
 from mm2core.exit_codes import ExitCode
+from remediate.cli_drill import demo, drill
 from remediate.cli_inspect import inspect
 from remediate.cli_lab import lab_app
 from remediate.cli_plan import apply, plan_app, rollback, show
@@ -38,6 +39,8 @@ app.add_typer(plan_app, name="plan")
 app.command("show")(show)
 app.command("apply")(apply)
 app.command("rollback")(rollback)
+app.command("drill")(drill)
+app.command("demo")(demo)
 
 
 @app.callback()

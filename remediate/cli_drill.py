@@ -1,0 +1,147 @@
+"""``mm2ctl drill`` and ``mm2ctl demo``: parse options, call ``remediate.drill`` / ``remediate.demo``, render.
+
+The demo drives the other commands as subprocesses (``python -m remediate.cli ...``) and shows each command
+line before its output, so what it prints is exactly what an operator would type.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import typer
+
+from mm2core.errors import ConfigError
+from mm2core.exit_codes import ExitCode
+from remediate.drill import DrillOptions, DrillResult, render_table
+
+
+def _say(quiet: bool) -> Callable[[str], None]:
+    return (lambda _m: None) if quiet else (lambda m: typer.echo(f"drill: {m}", err=True))
+
+
+def _finish(results: list[DrillResult], as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps([r.to_json() for r in results], indent=2))
+    else:
+        for r in results:
+            typer.echo("\n".join(render_table(r)))
+    if not all(r.goals_met for r in results):
+        typer.echo("mm2ctl: error: the drill missed its goal for (c) or (d)", err=True)
+        raise typer.Exit(int(ExitCode.DRILL_GOAL_MISSED))
+
+
+def drill(
+    lab_dir: Path = typer.Option(Path(".lab"), "--lab-dir", help="A running lab (default mode)."),
+    replication_policy: list[str] = typer.Option(
+        [], "--replication-policy", help="Lab mode: default | identity (repeatable; default: both)."),
+    mm2_config: str | None = typer.Option(None, "--mm2-config", help="Drill given clusters instead of the lab."),
+    pair: str | None = typer.Option(None, "--pair", help="With --mm2-config: the flow A->B."),
+    connect_url: str | None = typer.Option(None, "--connect-url", envvar="MM2CTL_CONNECT_URL",
+                                           help="With --mm2-config: the Connect worker running the flow."),
+    name_prefix: str = typer.Option("mm2ctl-drill", "--name-prefix", help="With --mm2-config: topic/group "
+                                    "name prefix the flow mirrors."),
+    stop_mirroring: bool = typer.Option(False, "--stop-mirroring", help="With --mm2-config: let (d) stop the "
+                                        "pair's connectors (the lab's own drill flow always does)."),
+    partitions: int = typer.Option(3, "--partitions", min=1),
+    rate: float = typer.Option(150.0, "--rate", help="Transactional records per second while MM2 runs."),
+    keep: bool = typer.Option(False, "--keep", help="Lab mode: keep the drill flow's connectors."),
+    workdir: Path | None = typer.Option(None, "--workdir", help="Keep the plans and journals here."),
+    as_json: bool = typer.Option(False, "--json", help="The results as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
+) -> None:
+    """Measure messages lost and duplicated at failover for (a) raw offsets, (b) MM2's sync.group.offsets,
+    (c) mm2ctl conservative and (d) mm2ctl verified translation, on the same data.
+
+    Exit 17 when (c) or (d) misses its goal: (d) loses and duplicates nothing; (c) loses nothing and
+    duplicates at most offset.lag.max per partition.
+    """
+    from remediate.drill import drill_on_clusters, drill_on_lab
+
+    options = DrillOptions(partitions=partitions, rate=rate)
+    say = _say(quiet)
+    results: list[DrillResult] = []
+    if mm2_config is not None:
+        if pair is None or connect_url is None:
+            raise ConfigError("--mm2-config needs --pair A->B and --connect-url")
+        results.append(drill_on_clusters(mm2_config, pair, connect_url, name_prefix=name_prefix,
+                                         stop_mirroring=stop_mirroring, options=options, workdir=workdir,
+                                         progress=say))
+    else:
+        from lab.lab import read_lab
+
+        info = read_lab(lab_dir)
+        for policy in replication_policy or ["default", "identity"]:
+            if policy not in ("default", "identity"):
+                raise ConfigError(f"--replication-policy {policy!r}: choose default or identity")
+            wd = None if workdir is None else workdir / policy
+            results.append(drill_on_lab(info, replication_policy=policy, options=options, keep=keep, workdir=wd,
+                                        progress=say))
+    _finish(results, as_json)
+
+
+def _run(args: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> None:
+    typer.echo(f"\n$ mm2ctl {' '.join(args)}")
+    proc = subprocess.run([sys.executable, "-m", "remediate.cli", *args], env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+    typer.echo(proc.stdout.rstrip())
+    if proc.returncode not in ok:
+        typer.echo(f"(exit {proc.returncode})")
+        raise typer.Exit(proc.returncode)
+    if proc.returncode:
+        typer.echo(f"(exit {proc.returncode}, as expected)")
+
+
+def demo(
+    lab_dir: Path | None = typer.Option(None, "--lab-dir", help="Use this running lab (default: start one)."),
+    keep: bool = typer.Option(False, "--keep", help="Leave the lab (and the demo flow) running."),
+    no_drill: bool = typer.Option(False, "--no-drill", help="Skip the final drill."),
+) -> None:
+    """Lab up, traffic and broken groups, inspect, plan failover, show, apply (dry run, then for real), drill."""
+    from lab import lab as lab_core
+    from remediate.demo import build_scenario, remove_flow
+    from remediate.drill import drill_on_lab
+
+    say = _say(False)
+    started = lab_dir is None
+    base = Path(tempfile.mkdtemp(prefix="mm2ctl-demo-"))
+    if lab_dir is None:
+        lab_dir = base / "lab"
+        typer.echo(f"$ mm2ctl lab up --dir {lab_dir}")
+        info = lab_core.up(lab_dir, progress=lambda m: typer.echo(f"lab: {m}", err=True))
+    else:
+        info = lab_core.read_lab(lab_dir)
+    env = {**os.environ, "MM2CTL_STATE_DIR": str(base / "state")}
+    env.pop("MM2CTL_CONNECT_URL", None)
+    scenario = None
+    try:
+        scenario = build_scenario(info, progress=lambda m: typer.echo(f"demo: {m}", err=True))
+        cfg, pair = scenario.flow.mm2_config, scenario.pair
+        typer.echo("groups: " + ", ".join(f"{k}={g}" for k, g in scenario.groups.items()))
+        _run(["inspect", "--mm2-config", cfg, "--pair", pair, "--quiet"], env, ok=(0, 10))
+        plan = base / "failover.yaml"
+        _run(["plan", "failover", "--mm2-config", cfg, "--pair", pair, "--stop-mirroring", "--allow-rewind",
+              "--connect-url", info.connect_url, "--export-csv", str(base / "failover.csv"), "--out", str(plan)],
+             env)
+        _run(["show", str(plan)], env)
+        _run(["apply", str(plan), "--dry-run"], env)
+        _run(["apply", str(plan), "--auto-approve", "--journal", str(base / "failover.journal.jsonl")], env)
+        if not no_drill:
+            typer.echo(f"\n$ mm2ctl drill --lab-dir {lab_dir} --replication-policy {info.replication_policy}")
+            result = drill_on_lab(info, replication_policy=info.replication_policy, keep=keep, progress=say)
+            _finish([result], as_json=False)
+    finally:
+        if not keep:
+            if started:
+                lab_core.down(lab_dir, remove_data=True)
+                shutil.rmtree(base, ignore_errors=True)
+            elif scenario is not None:
+                remove_flow(info, scenario)
+        else:
+            typer.echo(f"kept: lab {lab_dir}, plans and journal in {base}")

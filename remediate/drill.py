@@ -1,0 +1,664 @@
+"""The failover drill seed 002 asks every team to run: count what a consumer loses or reads twice when it
+moves from the source to the target, for each way of choosing its target position, on the same data.
+
+Why a drill and not a unit test: MM2 translates offsets from sparse syncs that it writes under load, at
+transaction markers and after retention, so the honest answer comes only from a real MirrorMaker 2 copying a
+real, awkward log. The source is made awkward on purpose, so offset *numbers* differ between clusters:
+
+- **Retention ate the head.** ``head`` records per partition are produced and the first ``deleted`` of them
+  are removed with DeleteRecords *before* the MM2 flow exists, so MM2 starts copying at the source's log
+  start and the target's offsets begin at 0 while the source's begin at ``deleted``.
+- **Transactions.** While MM2 runs, a transactional producer writes small transactions (1 to 3 records per
+  partition); every commit marker takes a source offset that MM2 does not replicate, so the source advances
+  faster than the target.
+
+Every record carries its partition's sequence number (``seq=N`` in the value, ``seq`` header). A group
+consumes part of the stream on the source, commits, and leaves. Producers keep going for a while (MM2 lags
+behind), then stop (a planned migration). The strategies then put the group on the target:
+
+- (a) ``raw``: the committed source offset *number* copied as is (replication without translation);
+- (b) ``mm2``: what MM2's own ``sync.group.offsets`` wrote on the target;
+- (c) ``conservative``: ``mm2ctl plan failover --source-unavailable`` (DESIGN §5, from syncs and checkpoints
+  only), planned with the source's address replaced by a closed port to prove it needs nothing from it;
+- (d) ``verified``: ``mm2ctl plan failover --stop-mirroring`` (verified exact translation), which also waits
+  for MM2 to catch up and stops the flow's connectors.
+
+(c) and (d) are planned and applied for real on the group itself and read back; each strategy's offsets are
+then committed to a copy of the group on the target (``<group>.drill-<strategy>``), and a real consumer
+resumes from the committed positions (``auto.offset.reset=latest``, Kafka's default) and reads to the end.
+LOST are sequence numbers at or after the source commit point it never sees; DUPLICATED are sequence
+numbers before the commit point it reads again.
+
+This module never prints: it reports through ``progress`` and returns a ``DrillResult``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_STORED, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaError as RdKafkaError
+
+from mm2core import records
+from mm2core.admin import KafkaAdmin
+from mm2core.config import PairConfig, load_mm2_config
+from mm2core.errors import ConfigError, KafkaError, Mm2ctlError
+from plans.live_state import LiveState, open_live_state
+from plans.model import PlanKind
+from plans.planners.context import PlanBuilder
+from plans.planners.failover import FailoverOptions, Source, plan_failover, read_checkpoints
+from plans.serialize import write_plan_file
+from remediate import engine
+
+if TYPE_CHECKING:
+    from lab.lab import LabInfo
+
+Progress = Callable[[str], None]
+TP = tuple[str, int]
+
+log = logging.getLogger("mm2ctl.drill")
+
+#: A port nothing listens on: the source's address in the ``--source-unavailable`` plan's config copy.
+UNREACHABLE_BOOTSTRAP = "127.0.0.1:1"
+
+
+class Strategy(StrEnum):
+    RAW = "a"
+    MM2 = "b"
+    CONSERVATIVE = "c"
+    VERIFIED = "d"
+
+
+LABELS = {
+    Strategy.RAW: "raw source offset copied",
+    Strategy.MM2: "MM2 sync.group.offsets",
+    Strategy.CONSERVATIVE: "mm2ctl conservative (--source-unavailable)",
+    Strategy.VERIFIED: "mm2ctl verified (plan failover)",
+}
+
+
+@dataclass(frozen=True)
+class DrillOptions:
+    """How much data and for how long. The defaults take about 40 s on a 2-core machine."""
+
+    partitions: int = 3
+    #: Records per partition produced before MM2 exists, and how many of them retention "deleted".
+    head: int = 150
+    deleted: int = 60
+    #: Records per second (all partitions) of the transactional producer while MM2 runs.
+    rate: float = 150.0
+    #: Seconds of transactional traffic before the group commits, and after it (MM2 lags behind).
+    before_commit_s: float = 4.0
+    after_commit_s: float = 4.0
+    #: How long MM2 gets to catch up and checkpoint the group before the failover.
+    settle_timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class DrillTarget:
+    """The MM2 flow the drill runs through, once it exists (the lab creates one after the head is deleted)."""
+
+    mm2_config: str
+    pair: str
+    connect_url: str
+    topic: str
+    group: str
+    #: Stop the pair's connectors in (d) (``--stop-mirroring``). The lab's own drill flow always does.
+    stop_mirroring: bool = True
+
+
+#: Called after the source topic has lost its head, before any consumer runs; returns the flow to drill.
+FlowFactory = Callable[[], DrillTarget]
+
+
+@dataclass(frozen=True)
+class PartitionOutcome:
+    partition: int
+    source_committed: int
+    commit_seq: int
+    produced: int
+    target_offset: int | None
+    lost: int
+    duplicated: int
+
+
+@dataclass(frozen=True)
+class StrategyOutcome:
+    strategy: Strategy
+    label: str
+    partitions: tuple[PartitionOutcome, ...]
+    #: A one-line statement of the goal (None: measured, no goal) and whether it was met.
+    goal: str | None
+    met: bool | None
+    detail: str = ""
+
+    @property
+    def lost(self) -> int:
+        return sum(p.lost for p in self.partitions)
+
+    @property
+    def duplicated(self) -> int:
+        return sum(p.duplicated for p in self.partitions)
+
+
+@dataclass(frozen=True)
+class DrillResult:
+    replication_policy: str
+    pair: str
+    topic: str
+    remote_topic: str
+    group: str
+    partitions: int
+    records: int
+    deleted_before_mirroring: int
+    transactions: int
+    offset_lag_max: int
+    strategies: tuple[StrategyOutcome, ...]
+    seconds: float
+    notes: tuple[str, ...] = ()
+
+    @property
+    def goals_met(self) -> bool:
+        return all(s.met is not False for s in self.strategies)
+
+    def outcome(self, strategy: Strategy) -> StrategyOutcome:
+        return next(s for s in self.strategies if s.strategy is strategy)
+
+    def to_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc["goals_met"] = self.goals_met
+        for s, out in zip(self.strategies, doc["strategies"], strict=True):
+            out["strategy"] = s.strategy.value
+            out["lost"], out["duplicated"] = s.lost, s.duplicated
+        return doc
+
+
+# ------------------------------------------------------------------------------------------- data
+
+
+def _value(partition: int, seq: int) -> bytes:
+    return b"drill p=%d seq=%d" % (partition, seq)
+
+
+def _seq_of(value: bytes | None) -> int | None:
+    if not value or not value.startswith(b"drill "):
+        return None
+    try:
+        return int(value.rsplit(b"seq=", 1)[1])
+    except (IndexError, ValueError):
+        return None
+
+
+class _SequenceProducer:
+    """Numbered, keyed records per partition: a plain head, then small transactions on a background thread."""
+
+    def __init__(self, conf: Mapping[str, str], topic: str, partitions: int) -> None:
+        self.conf, self.topic, self.partitions = dict(conf), topic, partitions
+        self.next_seq = [0] * partitions
+        self.transactions = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def head(self, count: int) -> None:
+        rows: list[tuple[bytes | None, bytes | None, int | None]] = []
+        for p in range(self.partitions):
+            for _ in range(count):
+                rows.append((b"k%d-%d" % (p, self.next_seq[p]), _value(p, self.next_seq[p]), p))
+                self.next_seq[p] += 1
+        records.produce(self.conf, self.topic, rows)
+
+    def start(self, rate: float) -> None:
+        self._thread = threading.Thread(target=self._run, args=(rate,), name="drill-producer", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the producers (the planned migration's first step); raise what the thread failed with."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+        if self._error is not None:
+            raise KafkaError(f"the drill's transactional producer failed: {self._error}") from self._error
+
+    def _run(self, rate: float) -> None:
+        try:
+            producer = Producer({**self.conf, "transactional.id": f"mm2ctl-drill-{uuid.uuid4().hex[:10]}",
+                                 "linger.ms": 2, "logger": log})
+            producer.init_transactions(30)
+            i = 0
+            while not self._stop.is_set():
+                p = i % self.partitions
+                n = 1 + (i // self.partitions) % 3  # 1, 2 or 3 records: markers fall at uneven distances
+                producer.begin_transaction()
+                for _ in range(n):
+                    seq = self.next_seq[p]
+                    producer.produce(self.topic, key=b"k%d-%d" % (p, seq), value=_value(p, seq), partition=p,
+                                     headers=[("seq", b"%d" % seq)])
+                    self.next_seq[p] += 1
+                producer.commit_transaction(30)
+                self.transactions += 1
+                i += 1
+                time.sleep(n / rate)
+        except BaseException as exc:  # reported by stop(); a dead producer must not hang the drill
+            self._error = exc
+
+
+def _consume_part_and_commit(conf: Mapping[str, str], topic: str, group: str, want: Mapping[int, int],
+                             timeout_s: float = 60.0) -> None:
+    """The application on the source: read ``want[p]`` records of each partition from the start, commit
+    the position after the last one read (it may name a transaction marker), leave.
+
+    Partitions are assigned, not subscribed, so every partition gets a commit point of its own; the group
+    has no members afterwards, which MM2's ``sync.group.offsets`` needs.
+    """
+    consumer = Consumer({**conf, "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "isolation.level": "read_committed", "logger": log})
+    seen = dict.fromkeys(want, 0)
+    last: dict[int, int] = {}
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in want])
+        deadline = time.monotonic() + timeout_s
+        while any(seen[p] < want[p] for p in want):
+            if time.monotonic() > deadline:
+                raise KafkaError(f"the drill's source consumer read only {seen} of {dict(want)} records of {topic}")
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error() is not None:
+                continue
+            p, off = msg.partition(), msg.offset()
+            if p is None or off is None or seen[p] >= want[p]:
+                continue
+            seen[p] += 1
+            last[p] = off
+            if seen[p] == want[p]:
+                consumer.pause([TopicPartition(topic, p)])
+        consumer.commit(offsets=[TopicPartition(topic, p, o + 1) for p, o in last.items()], asynchronous=False)
+    except KafkaException as exc:
+        raise KafkaError(f"consuming {topic} as {group}: {exc}") from exc
+    finally:
+        consumer.close()
+
+
+def _read_seqs(conf: Mapping[str, str], topic: str, partitions: int) -> dict[int, list[tuple[int, int]]]:
+    """(offset, seq) per partition, everything readable now."""
+    out: dict[int, list[tuple[int, int]]] = {p: [] for p in range(partitions)}
+    for r in records.read_partitions(conf, topic, list(range(partitions))):
+        seq = _seq_of(r.value)
+        if seq is not None:
+            out[r.partition].append((r.offset, seq))
+    return out
+
+
+def _resume_and_read(conf: Mapping[str, str], topic: str, group: str, partitions: int,
+                     timeout_s: float = 60.0) -> dict[int, list[int]]:
+    """The application on the target: start where ``group`` committed (Kafka's default reset, ``latest``,
+    where it has no valid offset) and read every partition to its end; the sequence numbers it sees."""
+    consumer = Consumer({**conf, "group.id": group, "auto.offset.reset": "latest", "enable.auto.commit": False,
+                         "enable.partition.eof": True, "isolation.level": "read_committed", "logger": log})
+    seen: dict[int, list[int]] = {p: [] for p in range(partitions)}
+    pending = set(range(partitions))
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_STORED) for p in range(partitions)])
+        deadline = time.monotonic() + timeout_s
+        while pending:
+            if time.monotonic() > deadline:
+                raise KafkaError(f"the drill's target consumer did not reach the end of {topic} "
+                                 f"(partitions {sorted(pending)})")
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            p = msg.partition()
+            err = msg.error()
+            if err is not None:
+                if err.code() == RdKafkaError._PARTITION_EOF and p is not None:
+                    pending.discard(p)
+                continue
+            seq = _seq_of(msg.value())  # type: ignore[arg-type]
+            if p is not None and seq is not None:
+                seen[p].append(seq)
+    except KafkaException as exc:
+        raise KafkaError(f"consuming {topic} as {group}: {exc}") from exc
+    finally:
+        consumer.close()
+    return seen
+
+
+def _wait(check: Callable[[], bool], *, what: str, timeout_s: float, interval_s: float = 0.5) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(interval_s)
+    return False
+
+
+# ------------------------------------------------------------------------------------------ scoring
+
+
+def score(
+    strategy: Strategy,
+    *,
+    committed: Mapping[int, int],
+    source_log: Mapping[int, Sequence[tuple[int, int]]],
+    produced: Sequence[int],
+    target_offsets: Mapping[int, int | None],
+    seen: Mapping[int, Sequence[int]],
+    offset_lag_max: int,
+    detail: str = "",
+) -> StrategyOutcome:
+    """Lost and duplicated records per partition for one strategy, and whether its goal was met.
+
+    The commit point of a partition is the sequence number of the first source record at or after the
+    committed offset (the offset may name a transaction marker), or everything produced when none is left.
+    """
+    parts = []
+    for p in sorted(committed):
+        c = committed[p]
+        commit_seq = next((seq for off, seq in source_log[p] if off >= c), produced[p])
+        got = list(seen.get(p, ()))
+        after = [s for s in got if s >= commit_seq]
+        lost = len(set(range(commit_seq, produced[p])) - set(after))
+        duplicated = sum(1 for s in got if s < commit_seq) + (len(after) - len(set(after)))
+        parts.append(PartitionOutcome(p, c, commit_seq, produced[p], target_offsets.get(p), lost, duplicated))
+    goal: str | None = None
+    met: bool | None = None
+    if strategy is Strategy.VERIFIED:
+        goal = "lost 0, duplicated 0"
+        met = all(x.lost == 0 and x.duplicated == 0 for x in parts)
+    elif strategy is Strategy.CONSERVATIVE:
+        goal = f"lost 0, duplicated <= {offset_lag_max} per partition (offset.lag.max)"
+        met = all(x.lost == 0 and x.duplicated <= offset_lag_max for x in parts)
+    return StrategyOutcome(strategy, LABELS[strategy], tuple(parts), goal, met, detail)
+
+
+# ------------------------------------------------------------------------------------------ running
+
+
+def _unreachable_source_config(mm2_config: str, source_alias: str, workdir: Path) -> str:
+    """A copy of the MM2 properties file whose source bootstrap is a closed port (the key set last wins,
+    as in Java's Properties), so the --source-unavailable plan provably reads nothing from the source."""
+    text = Path(mm2_config).read_text(encoding="utf-8")
+    path = workdir / "source-unavailable.properties"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # the copy may hold the file's secrets
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text.rstrip("\n") + "\n\n# mm2ctl drill: the source is unavailable\n"
+                 f"{source_alias}.bootstrap.servers = {UNREACHABLE_BOOTSTRAP}\n")
+    return str(path)
+
+
+def _plan_and_apply(live: LiveState, opts: FailoverOptions, workdir: Path, name: str,
+                    progress: Progress) -> tuple[dict[TP, int | None], str]:
+    """Plan and apply one mm2ctl strategy for real; the planned target offsets and the methods used."""
+    b = PlanBuilder(live, PlanKind.FAILOVER)
+    plan, report = plan_failover(b, opts)
+    plan_path = workdir / f"{name}.yaml"
+    write_plan_file(plan, plan_path)
+    if plan.steps:
+        engine.apply_plan(plan, live, journal_path=workdir / f"{name}.journal.jsonl", plan_path=str(plan_path),
+                          progress=progress, state_dir=workdir)
+    methods: dict[str, int] = {}
+    for r in report.rows:
+        key = "untranslatable" if r.method is None else r.method.value
+        methods[key] = methods.get(key, 0) + 1
+    detail = ", ".join(f"{k}={v}" for k, v in sorted(methods.items()))
+    return {(r.target_topic, r.partition): r.target_offset for r in report.rows}, detail
+
+
+def run_drill(
+    source_conf: Mapping[str, str],
+    make_flow: FlowFactory,
+    *,
+    topic: str,
+    group: str,
+    options: DrillOptions = DrillOptions(),
+    workdir: Path | None = None,
+    progress: Progress = lambda _m: None,
+) -> DrillResult:
+    """Run the whole drill on ``topic`` (created here, on the source) and ``group``; see the module docstring.
+
+    ``make_flow`` is called once the source topic has lost its head, so MM2 starts mirroring after
+    retention, as it would in production; it returns the flow to drill through.
+    """
+    t0 = time.monotonic()
+    o = options
+    if not 0 <= o.deleted < o.head:
+        raise ConfigError(f"the drill deletes {o.deleted} of {o.head} head records: need 0 <= deleted < head")
+    own_dir = workdir is None
+    wd = Path(tempfile.mkdtemp(prefix="mm2ctl-drill-")) if workdir is None else workdir
+    wd.mkdir(parents=True, exist_ok=True)
+    notes: list[str] = []
+
+    src_admin = KafkaAdmin.connect(source_conf, name="source")
+    src_admin.create_topics({topic: o.partitions})
+    producer = _SequenceProducer(source_conf, topic, o.partitions)
+    progress(f"producing {o.head} numbered records per partition to {topic}, then deleting the first "
+             f"{o.deleted} (retention before mirroring)")
+    producer.head(o.head)
+    if o.deleted:
+        res = src_admin.delete_records({(topic, p): o.deleted for p in range(o.partitions)})
+        bad = [r for r in res if r.error is not None]
+        if bad:
+            raise KafkaError(f"delete-records on {topic}: {bad[0].error}")
+
+    target = make_flow()
+    mm2 = load_mm2_config(target.mm2_config)
+    flow: PairConfig = mm2.pair(target.pair)
+    if not flow.replicates_topic(topic) or not flow.group_filter.matches(group):
+        raise ConfigError(f"{target.pair} in {target.mm2_config} does not mirror topic {topic} and group "
+                          f"{group}: choose names its topics/groups filters accept")
+    remote = flow.remote_topic(topic)
+    live = open_live_state(target.mm2_config, connect_urls=[target.connect_url])
+    dst_conf = live.kafka_config(flow.target)
+    dst_admin = live.admin(flow.target)
+
+    progress(f"transactional traffic at {o.rate:g} records/s while MM2 mirrors {topic} -> {remote}")
+    producer.start(o.rate)
+    time.sleep(o.before_commit_s)
+    # A different share of each partition (50%, 60%, 70%, ...), so commit points land in different places.
+    want = {p: max(1, int((producer.next_seq[p] - o.deleted) * (0.5 + 0.1 * (p % 3))))
+            for p in range(o.partitions)}
+    progress(f"group {group} consumes {sum(want.values())} records on the source, commits and stops")
+    try:
+        _consume_part_and_commit(source_conf, topic, group, want)
+        time.sleep(o.after_commit_s)
+    finally:
+        producer.stop()
+    produced = list(producer.next_seq)
+    progress(f"producers stopped: {sum(produced)} records, {producer.transactions} transactions")
+
+    committed_tp = src_admin.committed_offsets([group])[group].offsets
+    committed = {p: committed_tp[(topic, p)] for p in range(o.partitions) if (topic, p) in committed_tp}
+    source_log = _read_seqs(source_conf, topic, o.partitions)
+    expected = {p: len(source_log[p]) for p in range(o.partitions)}
+
+    def caught_up() -> bool:
+        b = dst_admin.partition_bounds([(remote, p) for p in range(o.partitions)])
+        return all(v.error is None and v.latest is not None and v.earliest is not None
+                   and v.latest - v.earliest >= expected[p] for (_t, p), v in b.items())
+
+    progress("waiting for MM2 to copy every record")
+    if not _wait(caught_up, what="catch-up", timeout_s=o.settle_timeout_s):
+        notes.append(f"MM2 had not copied every record of {topic} within {o.settle_timeout_s:g}s")
+
+    def mm2_synced() -> bool:
+        cps = read_checkpoints(live, flow).get(group, {})
+        got = dst_admin.committed_offsets([group])[group].offsets
+        return all(cps.get((remote, p), (-1, -1))[0] == c and got.get((remote, p)) == cps[(remote, p)][1]
+                   for p, c in committed.items())
+
+    progress("waiting for MM2 to checkpoint the group and sync its offsets to the target")
+    if not _wait(mm2_synced, what="MM2 group sync", timeout_s=o.settle_timeout_s, interval_s=1.0):
+        notes.append("MM2 had not checkpointed and synced every partition of the group at the source commit "
+                     f"point within {o.settle_timeout_s:g}s; (b) is what it had written by then")
+    mm2_written = dst_admin.committed_offsets([group])[group].offsets
+    offsets: dict[Strategy, dict[int, int | None]] = {
+        Strategy.RAW: {p: c for p, c in committed.items()},
+        Strategy.MM2: {p: mm2_written.get((remote, p)) for p in committed},
+    }
+    details: dict[Strategy, str] = {Strategy.RAW: "no translation",
+                                    Strategy.MM2: "read from the target group before the failover"}
+
+    progress("(d) plan failover --stop-mirroring (verified), apply")
+    _planned_d, details[Strategy.VERIFIED] = _plan_and_apply(
+        live, FailoverOptions(pair=target.pair, groups=re.escape(group), topics=re.escape(topic),
+                              stop_mirroring=target.stop_mirroring, allow_rewind=True),
+        wd, "verified", progress)
+    after_d = dst_admin.committed_offsets([group])[group].offsets
+    offsets[Strategy.VERIFIED] = {p: after_d.get((remote, p)) for p in committed}
+
+    progress("(c) plan failover --source-unavailable (conservative) with the source unreachable, apply")
+    down_cfg = _unreachable_source_config(target.mm2_config, flow.source, wd)
+    down_live = open_live_state(down_cfg, connect_urls=[target.connect_url])
+    source_choice = Source.SYNCS
+    if flow.offset_syncs_cluster == flow.source:
+        source_choice = Source.CHECKPOINTS
+        notes.append("the offset syncs live on the source, so (c) uses --from checkpoints (MM2's own "
+                     "conservative translations) instead of the syncs")
+    _planned_c, details[Strategy.CONSERVATIVE] = _plan_and_apply(
+        down_live, FailoverOptions(pair=target.pair, groups=re.escape(group), topics=re.escape(topic),
+                                   source=source_choice, source_unavailable=True, allow_rewind=True),
+        wd, "conservative", progress)
+    after_c = dst_admin.committed_offsets([group])[group].offsets
+    offsets[Strategy.CONSERVATIVE] = {p: after_c.get((remote, p)) for p in committed}
+
+    outcomes = []
+    for strategy in Strategy:
+        copy = f"{group}.drill-{strategy.value}"
+        wanted = {(remote, p): off for p, off in offsets[strategy].items() if off is not None}
+        if wanted:
+            res = dst_admin.alter_group_offsets({copy: wanted})[copy]
+            bad = [r for r in res if r.error is not None]
+            if bad:
+                raise KafkaError(f"committing ({strategy.value}) offsets to {copy}: {bad[0].error}")
+        progress(f"({strategy.value}) resuming a consumer on the target from {copy}")
+        seen = _resume_and_read(dst_conf, remote, copy, o.partitions)
+        outcomes.append(score(strategy, committed=committed, source_log=source_log, produced=produced,
+                              target_offsets=offsets[strategy], seen=seen, offset_lag_max=flow.offset_lag_max,
+                              detail=details[strategy]))
+    if own_dir:
+        for f in wd.glob("*.properties"):
+            f.unlink()
+    return DrillResult(
+        replication_policy="identity" if flow.replication_policy.is_identity else "default",
+        pair=target.pair, topic=topic, remote_topic=remote, group=group, partitions=o.partitions,
+        records=sum(produced), deleted_before_mirroring=o.deleted * o.partitions,
+        transactions=producer.transactions, offset_lag_max=flow.offset_lag_max, strategies=tuple(outcomes),
+        seconds=round(time.monotonic() - t0, 1), notes=tuple(notes),
+    )
+
+
+def render_table(result: DrillResult) -> list[str]:
+    """The drill's table, one line per strategy (the CLI prints it; the README quotes it)."""
+    lines = [
+        f"failover drill: {result.pair}, policy {result.replication_policy}, {result.topic} -> "
+        f"{result.remote_topic}, {result.partitions} partitions, {result.records} records "
+        f"({result.deleted_before_mirroring} deleted before mirroring, {result.transactions} transactions), "
+        f"group {result.group}, {result.seconds:.0f}s",
+        f"  {'strategy':<48} {'lost':>6} {'duplicated':>10}  goal",
+    ]
+    for s in result.strategies:
+        verdict = "" if s.goal is None else f"{s.goal}: {'met' if s.met else 'MISSED'}"
+        lines.append(f"  ({s.strategy.value}) {s.label:<44} {s.lost:>6} {s.duplicated:>10}  {verdict}")
+    for s in result.strategies:
+        offs = ", ".join(f"p{x.partition}: {x.source_committed}->{'-' if x.target_offset is None else x.target_offset}"
+                         for x in s.partitions)
+        lines.append(f"  ({s.strategy.value}) offsets {offs}" + (f" [{s.detail}]" if s.detail else ""))
+    lines.extend(f"  note: {n}" for n in result.notes)
+    return lines
+
+
+__all__ = [
+    "DrillOptions",
+    "DrillResult",
+    "DrillTarget",
+    "Strategy",
+    "StrategyOutcome",
+    "render_table",
+    "run_drill",
+    "score",
+]
+
+
+# --------------------------------------------------------------------------------------------- lab
+
+
+def drill_on_lab(
+    info: LabInfo,
+    *,
+    replication_policy: str,
+    options: DrillOptions = DrillOptions(),
+    keep: bool = False,
+    workdir: Path | None = None,
+    progress: Progress = lambda _m: None,
+) -> DrillResult:
+    """The drill on a running lab, through an isolated flow of its own (``lab.add_flow``), so the lab's
+    ``mm2-primary-backup-*`` connectors are never touched.
+
+    The flow keeps its offset syncs on the *target* (the layout a DR setup should use: the syncs survive
+    the source), so (c) plans from the syncs with the source unreachable. Its connectors are deleted at the
+    end unless ``keep``; the topics keep their unique names.
+    """
+    from connect_client import build_connect_client
+    from lab import lab as lab_core
+
+    name = "drill" + uuid.uuid4().hex[:8]
+    topic, group = f"iso-{name}-seq", f"iso-{name}-app"
+    created: list[str] = []
+
+    def make_flow() -> DrillTarget:
+        progress(f"creating MM2 flow {name}src->{name}dst ({replication_policy} policy, syncs on the target)")
+        flow = lab_core.add_flow(info, name, replication_policy=replication_policy, offset_syncs_location="target")
+        created.extend(flow.connectors.values())
+        return DrillTarget(mm2_config=flow.mm2_config, pair=f"{flow.source_alias}->{flow.target_alias}",
+                           connect_url=info.connect_url, topic=topic, group=group, stop_mirroring=True)
+
+    try:
+        return run_drill({"bootstrap.servers": info.source.bootstrap}, make_flow, topic=topic, group=group,
+                         options=options, workdir=workdir, progress=progress)
+    finally:
+        if not keep and created:
+            with build_connect_client([info.connect_url]) as connect:
+                for c in created:
+                    try:
+                        connect.delete(c)
+                    except Mm2ctlError:
+                        progress(f"could not delete connector {c}; delete it by hand")
+
+
+def drill_on_clusters(
+    mm2_config: str,
+    pair: str,
+    connect_url: str,
+    *,
+    name_prefix: str = "mm2ctl-drill",
+    stop_mirroring: bool = False,
+    options: DrillOptions = DrillOptions(),
+    workdir: Path | None = None,
+    progress: Progress = lambda _m: None,
+) -> DrillResult:
+    """The drill on given clusters and an MM2 flow that already runs: it must mirror ``<prefix>-<id>`` and
+    group ``<prefix>-<id>-app``. MM2 discovers the topic after its head is deleted (within
+    ``refresh.topics.interval.seconds``, so the retention effect shows only if that is longer than the few
+    seconds the head takes). The pair's connectors are stopped in (d) only with ``stop_mirroring``.
+    """
+    mm2 = load_mm2_config(mm2_config)
+    flow = mm2.pair(pair)
+    topic = f"{name_prefix}-{uuid.uuid4().hex[:8]}"
+    group = f"{topic}-app"
+    if not flow.replicates_topic(topic) or not flow.group_filter.matches(group):
+        raise ConfigError(f"{pair} in {mm2_config} does not mirror topic {topic} or group {group}: pass a "
+                          "--name-prefix its topics and groups filters accept")
+    target = DrillTarget(mm2_config=mm2_config, pair=pair, connect_url=connect_url, topic=topic, group=group,
+                         stop_mirroring=stop_mirroring)
+    return run_drill(mm2.kafka_config(flow.source), lambda: target, topic=topic, group=group, options=options,
+                     workdir=workdir, progress=progress)
