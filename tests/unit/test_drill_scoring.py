@@ -1,0 +1,49 @@
+"""The drill's scoring: lost and duplicated records per strategy, and the sync-interval goal of (c)."""
+
+from __future__ import annotations
+
+from plans.translation import Sync
+from remediate.drill import Strategy, score, sync_intervals
+
+
+def test_sync_interval_is_the_gap_between_the_syncs_around_the_commit_point() -> None:
+    syncs = {("t", 0): [Sync(0, 0), Sync(100, 90), Sync(250, 230)], ("t", 1): [Sync(40, 0)]}
+    got = sync_intervals(syncs, "t", {0: 120, 1: 60, 2: 5}, {0: 300, 1: 80, 2: 10})
+    assert got == {0: 150, 1: 40, 2: None}  # p1: past the last sync, up to the source end; p2: no sync
+    assert sync_intervals(syncs, "t", {0: 100}, {0: 300}) == {0: 150}  # a sync exactly at the commit point
+
+
+def test_score_counts_lost_and_duplicated_against_the_commit_point() -> None:
+    source_log = {0: [(o, o) for o in range(10)]}  # offset == sequence number
+    out = score(
+        Strategy.CONSERVATIVE,
+        committed={0: 6},
+        source_log=source_log,
+        produced=[10],
+        target_offsets={0: 4},
+        seen={0: [4, 5, 6, 7, 8, 9]},
+        offset_lag_max=100,
+        sync_intervals={0: 5},
+    )
+    assert (out.lost, out.duplicated, out.met) == (0, 2, True)
+    missed = score(
+        Strategy.CONSERVATIVE,
+        committed={0: 6},
+        source_log=source_log,
+        produced=[10],
+        target_offsets={0: 0},
+        seen={0: list(range(10))},
+        offset_lag_max=100,
+        sync_intervals={0: 5},
+    )
+    assert (missed.duplicated, missed.met) == (6, False)  # more than the 5-offset interval: the goal is missed
+    raw = score(
+        Strategy.RAW, committed={0: 6}, source_log=source_log, produced=[10], target_offsets={0: 8},
+        seen={0: [8, 9]}, offset_lag_max=100,
+    )  # fmt: skip
+    assert (raw.lost, raw.duplicated, raw.met) == (2, 0, None)
+    exact = score(
+        Strategy.VERIFIED, committed={0: 6}, source_log=source_log, produced=[10], target_offsets={0: 6},
+        seen={0: [6, 7, 8, 9]}, offset_lag_max=100,
+    )  # fmt: skip
+    assert (exact.lost, exact.duplicated, exact.met) == (0, 0, True)
