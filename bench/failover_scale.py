@@ -1,0 +1,512 @@
+"""Benchmark ``mm2ctl plan failover`` + ``apply`` at 1,000 groups x 100 partitions against the stock tool.
+
+Run it as ``.venv/bin/python bench/failover_scale.py [--scale 1.0] [--stock-groups 40|all] [--json]`` (see
+bench/README.md).
+
+It starts a lab (or reuses one) and creates an isolated MM2 flow ``<name>src-><name>dst`` (``lab.add_flow``,
+every role, offset syncs on the target so the ``--source-unavailable`` plan can read them) that mirrors only
+``iso-<name>-…``. It produces keyed records to the flow's topics, lets MM2
+replicate them and write offset syncs, commits the source groups with the admin API (concurrent), waits until
+MM2 has checkpointed them, then stops the flow's connectors so nothing moves the target any more, and deletes
+the bench groups on the target so both tools start from the same clean state. Then, timed as a user runs it:
+
+* mm2ctl: ``plan failover`` (default: verified translation) + ``apply --auto-approve``, as subprocesses;
+  every group partition is read back and compared with the plan's ``--export-csv`` rows. The conservative
+  ``--source-unavailable`` plan is timed too (plan only: applying it would do the same writes);
+* stock: the same CSV split per group, ``ConsumerGroupCommand --reset-offsets --from-file F --execute``
+  once per group, one JVM each, from the lab's Maven jars, on a sample of groups spread evenly over all of
+  them (their target groups deleted again first); the per-group mean is extrapolated to every group, and the
+  sampled groups are read back and compared with the CSV.
+
+The comparison is end to end: mm2ctl's planning (which reads the syncs and the records it verifies) is on
+its side; the stock tool is given the already-translated CSV for free.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer
+
+from lab import lab
+from lab.jars import kafka_classpath
+from mm2core import records
+from mm2core.admin import KafkaAdmin
+from mm2core.codecs import decode_offset_sync
+
+DEFAULT_LAB_DIR = "/tmp/mm2ctl-failover-bench-lab"
+STOCK_MAIN = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+#: What ``kafka-run-class.sh`` gives every tool by default, so a stock run costs what an operator's does.
+STOCK_JVM_OPTS = [
+    "-Xmx256M", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true",
+]
+TARGET_RATIO = 10.0
+#: Pause after each partition's share of a round, so MM2 syncs every partition (see ``produce_records``).
+SYNC_PACING_S = 0.02
+
+TP = tuple[str, int]
+Offsets = dict[str, dict[TP, int]]
+
+
+def say(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+# --- the load ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LoadSpec:
+    name: str
+    topics: int
+    partitions_per_topic: int
+    records_per_partition: int
+    groups: int
+    positions: int
+
+    @staticmethod
+    def for_scale(scale: float, name: str, records: int, positions: int) -> LoadSpec:
+        return LoadSpec(
+            name=name,
+            topics=2,
+            partitions_per_topic=max(1, round(50 * scale)),
+            records_per_partition=records,
+            groups=max(10, round(1_000 * scale)),
+            positions=positions,
+        )
+
+    @property
+    def source_topics(self) -> list[str]:
+        return [f"iso-{self.name}-t{i}" for i in range(self.topics)]
+
+    @property
+    def partitions(self) -> list[TP]:
+        return [(t, p) for t in self.source_topics for p in range(self.partitions_per_topic)]
+
+    @property
+    def group_names(self) -> list[str]:
+        return [f"iso-{self.name}-g{g:05d}" for g in range(self.groups)]
+
+    @property
+    def group_partitions(self) -> int:
+        return self.groups * len(self.partitions)
+
+
+def committed_offset(spec: LoadSpec, group: int, partition_index: int) -> int:
+    """One of ``positions`` places spread over the partition, the last one its end (a caught-up group).
+
+    A few distinct positions per partition, as consumer groups of a few applications sit in a real
+    failover; groups and partitions rotate through them so every position is used on every partition.
+    """
+    k = (group + partition_index) % spec.positions
+    return spec.records_per_partition * (k + 1) // spec.positions
+
+
+def source_offsets(spec: LoadSpec) -> Offsets:
+    return {
+        g: {tp: committed_offset(spec, gi, i) for i, tp in enumerate(spec.partitions)}
+        for gi, g in enumerate(spec.group_names)
+    }
+
+
+def produce_records(bootstrap: str, spec: LoadSpec) -> int:
+    """Keyed records with distinct values, so the verified translation has something to compare.
+
+    Paced: one round per committed position, one partition at a time. MirrorSourceTask keeps at most ten
+    offset syncs in flight and, when more are due, only the newest one per partition, so a single burst over
+    100 partitions leaves most of them with no sync below the groups' positions (untranslatable).
+    """
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True,
+                         "compression.type": "lz4"})
+    count = 0
+    per_round = spec.records_per_partition // spec.positions
+    for r in range(spec.positions):
+        last = spec.records_per_partition if r == spec.positions - 1 else (r + 1) * per_round
+        for topic, p in spec.partitions:
+            for i in range(r * per_round, last):
+                producer.produce(topic, b"%s/%d/%d" % (topic.encode(), p, i), b"k%d" % (i % 97), partition=p)
+                count += 1
+            producer.flush(60)
+            time.sleep(SYNC_PACING_S)
+        time.sleep(1.5)  # the worker's offset flush (1 s) fires the pending syncs
+    left = producer.flush(300)
+    if left:
+        raise RuntimeError(f"{left} record(s) not delivered to {bootstrap}")
+    return count
+
+
+def uncovered_positions(bootstrap: str, topic: str, spec: LoadSpec) -> int:
+    """(partition, committed position) pairs with no offset sync at or below them: untranslatable."""
+    lowest: dict[TP, int] = {}
+    for rec in records.read_partitions({"bootstrap.servers": bootstrap}, topic, [0]):
+        s = decode_offset_sync(rec.key, rec.value)
+        tp = (s.topic, s.partition)
+        lowest[tp] = min(lowest.get(tp, s.upstream_offset), s.upstream_offset)
+    wanted = {committed_offset(spec, 0, k) for k in range(spec.positions)}
+    return sum(1 for tp in spec.partitions for c in wanted if lowest.get(tp, c + 1) > c)
+
+
+def commit_offsets(admin: KafkaAdmin, offsets: Offsets) -> int:
+    """Commit with the admin API, concurrent (one request per group); returns the partitions that failed."""
+    failed = 0
+    for results in admin.alter_group_offsets(offsets, concurrency=32).values():
+        failed += sum(1 for r in results if r.error is not None)
+    return failed
+
+
+def read_back(admin: KafkaAdmin, groups: list[str]) -> Offsets:
+    return {g: r.offsets for g, r in admin.committed_offsets(groups).items()}
+
+
+def mismatches(expected: Offsets, got: Offsets) -> int:
+    """Group partitions whose committed target offset is not the expected one (missing counts too)."""
+    bad = 0
+    for g, want in expected.items():
+        have = got.get(g, {})
+        bad += sum(1 for tp, o in want.items() if have.get(tp) != o)
+    return bad
+
+
+def delete_groups(admin: KafkaAdmin, groups: list[str], batch: int = 100) -> None:
+    """Delete the target groups (a clean state for the next writer); absent groups are fine."""
+    client = admin.client
+    for start in range(0, len(groups), batch):
+        futures = client.delete_consumer_groups(groups[start:start + batch], request_timeout=60)
+        for g, fut in futures.items():
+            try:
+                fut.result()
+            except Exception as exc:  # GROUP_ID_NOT_FOUND is the clean state we want
+                if "GROUP_ID_NOT_FOUND" not in str(exc):
+                    raise RuntimeError(f"deleting target group {g}: {exc}") from exc
+
+
+def wait_until(check: Callable[[], bool], what: str, timeout_s: float, interval_s: float = 2.0) -> float:
+    t0 = time.monotonic()
+    while not check():
+        if time.monotonic() - t0 > timeout_s:
+            raise SystemExit(f"timed out after {timeout_s:.0f}s waiting for {what}")
+        time.sleep(interval_s)
+    waited = time.monotonic() - t0
+    say(f"{what}: after {waited:.1f}s")
+    return waited
+
+
+def stop_connectors(url: str, names: list[str]) -> None:
+    for name in names:
+        req = urllib.request.Request(f"{url}/connectors/{name}/stop", method="PUT")
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            resp.read()
+
+    def stopped() -> bool:
+        with urllib.request.urlopen(f"{url}/connectors?expand=status", timeout=30) as resp:
+            states = json.loads(resp.read())
+        return all(states[n]["status"]["connector"]["state"] == "STOPPED" and not states[n]["status"]["tasks"]
+                   for n in names)
+
+    wait_until(stopped, f"connectors {names} STOPPED", 120, 0.5)
+
+
+def prepare(info: lab.LabInfo, spec: LoadSpec, checkpoint_wait_s: float) -> tuple[lab.Flow, dict[str, Any]]:
+    """Create the flow and its topics, fill them, commit the groups; wait for MM2; stop it; clean the target."""
+    figures: dict[str, Any] = {}
+    source = KafkaAdmin.connect({"bootstrap.servers": info.source.bootstrap}, name="primary", timeout_s=120)
+    target = KafkaAdmin.connect({"bootstrap.servers": info.target.bootstrap}, name="backup", timeout_s=120)
+    t0 = time.monotonic()
+    source.create_topics({t: spec.partitions_per_topic for t in spec.source_topics})
+    # Offset syncs on the target: the --source-unavailable (conservative) plan can only use syncs it can read.
+    flow = lab.add_flow(info, spec.name, offset_syncs_location="target")
+    say(f"flow {flow.source_alias}->{flow.target_alias} running: {sorted(flow.connectors.values())}")
+    figures["records"] = produce_records(info.source.bootstrap, spec)
+    say(f"produced {figures['records']:,} records")
+    wanted = source_offsets(spec)
+    failed = commit_offsets(source, wanted)
+    if failed:
+        raise SystemExit(f"{failed} source group partition(s) failed to commit")
+    say(f"committed {spec.group_partitions:,} source group partitions ({spec.groups} groups)")
+
+    remote = {(f"{flow.source_alias}.{t}", p): spec.records_per_partition for t, p in spec.partitions}
+    if info.replication_policy == "identity":
+        remote = {(t, p): spec.records_per_partition for t, p in spec.partitions}
+
+    def replicated() -> bool:
+        bounds = target.partition_bounds(list(remote))
+        return all(b.error is None and b.latest == remote[tp] for tp, b in bounds.items()) and len(bounds) == len(
+            remote)
+
+    wait_until(replicated, "every record replicated", 600)
+    syncs_topic = f"mm2-offset-syncs.{flow.source_alias}.internal"  # on the target, named for the source
+    missing = uncovered_positions(info.target.bootstrap, syncs_topic, spec)
+    figures["uncovered_positions"] = missing
+    if missing:
+        raise SystemExit(f"{missing} (partition, position) pair(s) have no offset sync at or below them: MM2 "
+                         "dropped syncs; raise SYNC_PACING_S")
+    # MM2's own offset sync to the target follows its checkpoints: once every spread-out group holds every
+    # partition there, the checkpoints the --source-unavailable plan needs exist too.
+    probes = [spec.group_names[i] for i in sorted({0, spec.groups // 3, 2 * spec.groups // 3, spec.groups - 1})]
+
+    def checkpointed() -> bool:
+        got = read_back(target, probes)
+        return all(len(got.get(g, {})) == len(spec.partitions) for g in probes)
+
+    wait_until(checkpointed, f"MM2 synced groups {probes} to the target", 900, 3)
+    # MM2 syncs target offsets well before it has emitted a checkpoint for every group partition, and the
+    # --source-unavailable plan covers only what is checkpointed: give the checkpoints a bounded wait.
+    cp_topic = f"{flow.source_alias}.checkpoints.internal"
+
+    def cp_end() -> int:
+        return target.partition_bounds([(cp_topic, 0)])[(cp_topic, 0)].latest or 0
+
+    deadline = time.monotonic() + checkpoint_wait_s
+    while cp_end() < spec.group_partitions and time.monotonic() < deadline:
+        time.sleep(3)
+    say(f"{cp_end():,} checkpoint records for {spec.group_partitions:,} group partitions")
+    stop_connectors(info.connect_url, sorted(flow.connectors.values()))
+    cp_bounds = target.partition_bounds([(cp_topic, 0)])[(cp_topic, 0)]
+    figures["checkpoint_records"] = cp_bounds.latest
+    synced = read_back(target, spec.group_names)
+    figures["mm2_synced_group_partitions"] = sum(len(v) for v in synced.values())
+    delete_groups(target, spec.group_names)
+    left = sum(len(v) for v in read_back(target, spec.group_names).values())
+    if left:
+        raise SystemExit(f"{left} target group partition(s) survived the delete")
+    figures["prepare_seconds"] = round(time.monotonic() - t0, 1)
+    say(f"prepared in {figures['prepare_seconds']:.1f}s; MM2 had synced {figures['mm2_synced_group_partitions']:,} "
+        f"target group partitions, {cp_bounds.latest:,} checkpoint records; target groups deleted")
+    return flow, figures
+
+
+# --- the measurements -----------------------------------------------------------------------------------
+
+
+def mm2ctl(args: list[str], state: Path, log: Path) -> float:
+    """Run the CLI as the user does; returns the wall time. A non-zero exit stops the bench."""
+    env = {**os.environ, "MM2CTL_STATE_DIR": str(state)}
+    env.pop("MM2CTL_CONNECT_URL", None)
+    exe = Path(sys.executable).with_name("mm2ctl")
+    t0 = time.monotonic()
+    proc = subprocess.run([str(exe), *args], capture_output=True, text=True, env=env, timeout=7200)
+    seconds = time.monotonic() - t0
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(f"$ mm2ctl {' '.join(args)}\n{proc.stdout}\n{proc.stderr}\nrc={proc.returncode} {seconds:.2f}s\n")
+    if proc.returncode != 0:
+        raise SystemExit(f"mm2ctl {args[0]} {args[1] if len(args) > 1 else ''} exited {proc.returncode} "
+                         f"(log {log}):\n{proc.stderr[-2000:]}")
+    say(f"mm2ctl {' '.join(a for a in args[:2])}: {seconds:.1f}s")
+    return seconds
+
+
+def read_csv(path: Path) -> Offsets:
+    out: Offsets = {}
+    with open(path, encoding="utf-8", newline="") as fh:
+        for group, topic, partition, offset in csv.reader(fh):
+            out.setdefault(group, {})[(topic, int(partition))] = int(offset)
+    return out
+
+
+def measure_mm2ctl(info: lab.LabInfo, flow: lab.Flow, spec: LoadSpec, work: Path) -> tuple[dict[str, Any], Offsets]:
+    target = KafkaAdmin.connect({"bootstrap.servers": info.target.bootstrap}, name="backup", timeout_s=120)
+    pair = f"{flow.source_alias}->{flow.target_alias}"
+    base = ["plan", "failover", "--mm2-config", flow.mm2_config, "--pair", pair, "--groups", f"iso-{spec.name}-g.*"]
+    log = work / "mm2ctl.log"
+    fig: dict[str, Any] = {"mm2ctl_log": str(log)}
+    # Conservative first: the target is still clean, so it plans the same writes (applying it would rewind
+    # nothing and cost what the verified apply costs).
+    fig["plan_conservative_seconds"] = round(mm2ctl(
+        [*base, "--source-unavailable", "--out", str(work / "conservative.yaml"),
+         "--export-csv", str(work / "conservative.csv")], work, log), 2)
+    conservative = read_csv(work / "conservative.csv")
+    fig["conservative_rows"] = sum(len(v) for v in conservative.values())
+    fig["plan_seconds"] = round(mm2ctl(
+        [*base, "--out", str(work / "verified.yaml"), "--export-csv", str(work / "verified.csv")], work, log), 2)
+    planned = read_csv(work / "verified.csv")
+    fig["planned_rows"] = sum(len(v) for v in planned.values())
+    both = [(o, conservative[g][tp]) for g, rows in planned.items() for tp, o in rows.items()
+            if tp in conservative.get(g, {})]
+    fig["conservative_differs_rows"] = sum(1 for verified, cons in both if verified != cons)
+    fig["apply_seconds"] = round(mm2ctl(
+        ["apply", str(work / "verified.yaml"), "--auto-approve", "--journal", str(work / "verified.journal")],
+        work, log), 2)
+    fig["end_to_end_seconds"] = round(fig["plan_seconds"] + fig["apply_seconds"], 2)
+    fig["mm2ctl_mismatches"] = mismatches(planned, read_back(target, spec.group_names))
+    fig["mm2ctl_rows_expected"] = spec.group_partitions
+    say(f"mm2ctl read back: {fig['mm2ctl_mismatches']} mismatch(es) over {fig['planned_rows']:,} planned rows")
+    return fig, planned
+
+
+def sample(groups: list[str], n: int) -> list[str]:
+    """``n`` groups spread evenly from the first to the last."""
+    if n >= len(groups):
+        return list(groups)
+    if n == 1:
+        return [groups[0]]
+    return [groups[round(i * (len(groups) - 1) / (n - 1))] for i in range(n)]
+
+
+def measure_stock(info: lab.LabInfo, planned: Offsets, groups: list[str], work: Path) -> dict[str, Any]:
+    target = KafkaAdmin.connect({"bootstrap.servers": info.target.bootstrap}, name="backup", timeout_s=120)
+    delete_groups(target, groups)
+    classpath = kafka_classpath(info.kafka_version)
+    times: list[float] = []
+    log = work / "stock.log"
+    for i, group in enumerate(groups):
+        path = work / f"stock-{i:05d}.csv"
+        with open(path, "w", encoding="utf-8", newline="") as fh:
+            writer = csv.writer(fh, lineterminator="\n")
+            for (topic, p), o in sorted(planned[group].items()):
+                writer.writerow((group, topic, p, o))
+        cmd = ["java", *STOCK_JVM_OPTS, "-cp", classpath, STOCK_MAIN, "--bootstrap-server", info.target.bootstrap,
+               "--group", group, "--reset-offsets", "--from-file", str(path), "--execute"]
+        t0 = time.monotonic()
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        seconds = time.monotonic() - t0
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(f"$ {group} rc={proc.returncode} {seconds:.2f}s\n{proc.stdout[-400:]}{proc.stderr[-2000:]}\n")
+        if proc.returncode != 0:
+            raise SystemExit(f"the stock tool failed for {group} (rc {proc.returncode}; log {log})")
+        times.append(seconds)
+        if (i + 1) % 10 == 0 or i + 1 == len(groups):
+            say(f"stock: {i + 1}/{len(groups)} groups, mean {statistics.mean(times):.2f}s per group")
+    got = read_back(target, groups)
+    return {
+        "stock_log": str(log),
+        "stock_groups_measured": len(groups),
+        "stock_measured_seconds": round(sum(times), 2),
+        "stock_mean_seconds": round(statistics.mean(times), 3),
+        "stock_median_seconds": round(statistics.median(times), 3),
+        "stock_min_seconds": round(min(times), 3),
+        "stock_max_seconds": round(max(times), 3),
+        "stock_mismatches": mismatches({g: planned[g] for g in groups}, got),
+        "stock_rows_checked": sum(len(planned[g]) for g in groups),
+    }
+
+
+# --- the command ------------------------------------------------------------------------------------------
+
+
+def _parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="bench/failover_scale.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="fraction of 1,000 groups and of 100 partitions (default 1.0)")
+    parser.add_argument("--records", type=int, default=1000, help="records per source partition (1000)")
+    parser.add_argument("--positions", type=int, default=10,
+                        help="distinct committed positions per partition the groups rotate through (10)")
+    parser.add_argument("--stock-groups", default="40",
+                        help="groups the stock tool runs for, spread evenly; 'all' for every group (40)")
+    parser.add_argument("--checkpoint-wait", type=float, default=300,
+                        help="seconds to wait for MM2 to checkpoint every group partition (300)")
+    parser.add_argument("--lab-dir", default=DEFAULT_LAB_DIR, help=f"where to start the lab ({DEFAULT_LAB_DIR})")
+    parser.add_argument("--reuse-lab", metavar="DIR", help="use the lab already running in DIR; leave it running")
+    parser.add_argument("--keep-lab", action="store_true", help="leave the lab this run started running")
+    parser.add_argument("--kafka-version", default=None)
+    parser.add_argument("--json", action="store_true", help="print one JSON line instead of the table")
+    return parser.parse_args(argv)
+
+
+def _report(fig: dict[str, Any]) -> list[str]:
+    def ok(flag: bool) -> str:
+        return "PASS" if flag else "FAIL"
+
+    n, groups = fig["stock_groups_measured"], fig["groups"]
+    stock_total = ("measured" if fig["stock_total_measured"] else
+                   f"EXTRAPOLATED from {n} measured runs x {groups:,} groups")
+    return [
+        f"mm2ctl failover benchmark  scale={fig['scale']}  flow {fig['pair']}  (Kafka {fig['kafka_version']}, "
+        f"{os.cpu_count()} cores)",
+        f"  load average (1/5/15 min) at start {fig['loadavg_start']}, before measuring "
+        f"{fig['loadavg_before_measure']}, after mm2ctl {fig['loadavg_after_mm2ctl']}, at end {fig['loadavg_end']}",
+        f"  load: {fig['groups']:,} groups x {fig['partitions']} partitions = {fig['group_partitions']:,} group "
+        f"partitions; {fig['records']:,} records; {fig['positions']} committed positions per partition",
+        f"  prepare (not measured)        {fig['prepare_seconds']:>9.1f} s",
+        f"  mm2ctl plan (verified)        {fig['plan_seconds']:>9.2f} s   {fig['planned_rows']:,} rows",
+        f"  mm2ctl plan (conservative)    {fig['plan_conservative_seconds']:>9.2f} s   --source-unavailable, "
+        f"{fig['conservative_rows']:,} rows (as many as MM2 checkpointed: {fig['checkpoint_records']:,} "
+        f"checkpoint records), {fig['conservative_differs_rows']:,} differ from verified",
+        f"  mm2ctl apply --auto-approve   {fig['apply_seconds']:>9.2f} s",
+        f"  mm2ctl end to end             {fig['end_to_end_seconds']:>9.2f} s   read back: "
+        f"{fig['mm2ctl_mismatches']} mismatch(es) of {fig['planned_rows']:,}",
+        f"  stock per group               {fig['stock_mean_seconds']:>9.2f} s   mean of {n} JVM runs (median "
+        f"{fig['stock_median_seconds']:.2f}, min {fig['stock_min_seconds']:.2f}, max {fig['stock_max_seconds']:.2f}); "
+        f"read back: {fig['stock_mismatches']} mismatch(es) of {fig['stock_rows_checked']:,}",
+        f"  stock total, {groups:,} groups   {fig['stock_total_seconds']:>9.1f} s   ({stock_total})",
+        f"  ratio stock / mm2ctl          {fig['ratio']:>9.1f} x",
+        f"  target: >= {TARGET_RATIO:g} x faster end to end: {ok(fig['pass_ratio'])}; every group partition "
+        f"written as planned: {ok(fig['pass_correct'])}",
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(sys.argv[1:] if argv is None else argv)
+    name = "fob" + uuid.uuid4().hex[:6]
+    spec = LoadSpec.for_scale(args.scale, name, args.records, args.positions)
+    figures: dict[str, Any] = {"scale": args.scale, "loadavg_start": loadavg(), "groups": spec.groups,
+                               "partitions": len(spec.partitions), "group_partitions": spec.group_partitions,
+                               "positions": spec.positions}
+    started_lab: Path | None = None
+    work = Path(tempfile.mkdtemp(prefix="mm2ctl-failover-bench-"))
+    try:
+        if args.reuse_lab:
+            info = lab.read_lab(Path(args.reuse_lab))
+            say(f"reusing the lab in {info.dir}")
+        else:
+            lab_dir = Path(args.lab_dir)
+            say(f"starting a lab in {lab_dir}")
+            kwargs = {"kafka_version": args.kafka_version} if args.kafka_version else {}
+            started_lab = lab_dir
+            info = lab.up(lab_dir, progress=lambda m: say(f"lab: {m}"), **kwargs)
+        figures["kafka_version"] = info.kafka_version
+        say(f"load: {spec.groups} groups x {len(spec.partitions)} partitions, {spec.records_per_partition} "
+            f"records per partition, flow {name}")
+        flow, prep = prepare(info, spec, args.checkpoint_wait)
+        figures.update(prep)
+        figures["pair"] = f"{flow.source_alias}->{flow.target_alias}"
+        figures["loadavg_before_measure"] = loadavg()
+        mm, planned = measure_mm2ctl(info, flow, spec, work)
+        figures.update(mm)
+        figures["loadavg_after_mm2ctl"] = loadavg()
+        n = spec.groups if args.stock_groups == "all" else min(int(args.stock_groups), spec.groups)
+        stock_groups = sample(sorted(planned), n)
+        figures.update(measure_stock(info, planned, stock_groups, work))
+        figures["loadavg_end"] = loadavg()
+    finally:
+        if started_lab is not None and not args.keep_lab:
+            say(f"stopping the lab in {started_lab}")
+            lab.down(started_lab)
+    figures["stock_total_measured"] = figures["stock_groups_measured"] == spec.groups
+    figures["stock_total_seconds"] = round(figures["stock_mean_seconds"] * spec.groups, 1)
+    figures["ratio"] = round(figures["stock_total_seconds"] / figures["end_to_end_seconds"], 2)
+    figures["pass_ratio"] = figures["ratio"] >= TARGET_RATIO
+    figures["pass_correct"] = (figures["mm2ctl_mismatches"] == 0 and figures["stock_mismatches"] == 0
+                               and figures["planned_rows"] == spec.group_partitions)
+    if figures["pass_correct"]:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        say(f"kept the plans, CSVs and logs in {work}")
+    if args.json:
+        print(json.dumps(figures, sort_keys=True))
+    else:
+        print("\n".join(_report(figures)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
