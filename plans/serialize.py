@@ -7,8 +7,8 @@ it is added, and every decoding error can name the exact field path
 
 The reader is strict on purpose. A plan drives writes to production clusters, so an unknown field (a typo,
 or a field from a newer mm2ctl), a wrong type, an unknown step kind or a newer ``schema_version`` is a
-``PlanError``, never silently ignored. Only ``yaml.safe_load``/``safe_dump`` are used: a plan file may come
-from anywhere and must never construct Python objects.
+``PlanError``, never silently ignored. Only PyYAML's *safe* loader and dumper are used (libyaml's C versions
+when present): a plan file may come from anywhere and must never construct Python objects.
 """
 
 from __future__ import annotations
@@ -109,10 +109,21 @@ def _header(plan: Plan) -> str:
     return "".join(f"# {_comment_safe(line)}\n" for line in lines)
 
 
+#: libyaml's safe loader and dumper when PyYAML was built with it (the wheels are): same safe subset, but a
+#: failover plan of 100,000 group partitions loads in about a minute instead of a quarter of an hour.
+_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SAFE_DUMPER: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def dump_plan(plan: Plan) -> str:
     """The plan as YAML with a comment header summarising what it is for and what cannot be undone."""
-    body = yaml.safe_dump(
-        plan_to_json(plan), sort_keys=False, default_flow_style=False, allow_unicode=True, width=110
+    body = yaml.dump(
+        plan_to_json(plan),
+        Dumper=_SAFE_DUMPER,
+        sort_keys=False,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=110,
     )
     return _header(plan) + body
 
@@ -342,7 +353,7 @@ def load_plan(source: str | os.PathLike[str], *, name: str | None = None) -> Pla
         label = name or "plan"
         text = source
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_SAFE_LOADER)  # a safe loader: libyaml's or PyYAML's
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{label}:{mark.line + 1}:{mark.column + 1}" if mark is not None else label
