@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab.jars import kafka_classpath
-from lab.lab import LabInfo
+from lab.lab import LabInfo, isolated_setup
 from lab.logging_config import logging_properties
-from lab.mm2_setup import ISOLATED_PREFIX, Mm2Setup
+from lab.mm2_setup import Mm2Setup
 from lab.process import JvmSpec, is_alive, start_jvm, stop_pids, wait_until
 from lab.versions import release
 from mm2core.admin import KafkaAdmin
@@ -59,7 +59,9 @@ class DedicatedMm2:
 def dedicated_properties(setup: Mm2Setup) -> str:
     """``setup``'s MM2 file plus what a dedicated process on single-broker clusters needs."""
     s, t = setup.source_alias, setup.target_alias
-    return setup.mm2_properties() + f"""
+    return (
+        setup.mm2_properties()
+        + f"""
 # Dedicated mode: the reverse flow stays off entirely (no heartbeat-only herder for {t}->{s}).
 {t}->{s}.emit.heartbeats.enabled = false
 tasks.max = 1
@@ -70,26 +72,12 @@ offset.flush.interval.ms = 1000
 # MM2's classes are on the classpath with ServiceLoader manifests: skip the ~30 s reflective plugin scan.
 plugin.discovery = service_load
 """
+    )
 
 
 def create_dedicated_mm2(info: LabInfo, name: str) -> DedicatedMm2:
     """Write the properties of a dedicated MM2 for the isolated flow ``name`` (not started yet)."""
-    if not name.isalnum():
-        raise LabError(f"flow name must be letters and digits, not {name!r}")
-    prefix = f"{ISOLATED_PREFIX}{name}-"
-    setup = Mm2Setup(
-        source_alias=f"{name}src",
-        target_alias=f"{name}dst",
-        source_bootstrap=info.source.bootstrap,
-        target_bootstrap=info.target.bootstrap,
-        replication_policy=info.replication_policy,
-        offset_syncs_location=info.offset_syncs_location,
-        connector_prefix=f"mm2-{name}",
-        topics=f"{prefix}.*",
-        topics_exclude=r"mm2.*\.internal, .*\.replica, __.*",
-        groups=f"{prefix}.*",
-        groups_exclude="console-consumer-.*, connect-.*, __.*",
-    )
+    setup = isolated_setup(info, name)
     folder = Path(info.dir) / f"dedicated-{name}"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "mm2.properties"

@@ -218,6 +218,35 @@ class Flow:
         return self.setup.target_alias
 
 
+def isolated_setup(
+    info: LabInfo,
+    name: str,
+    *,
+    replication_policy: str | None = None,
+    offset_syncs_location: str | None = None,
+    roles: tuple[str, ...] = ROLES,
+) -> Mm2Setup:
+    """The MM2 setup of an isolated flow ``name``: aliases ``<name>src`` → ``<name>dst`` on the lab's clusters,
+    mirroring only topics and groups named ``iso-<name>-…`` (which the lab's own flow ignores)."""
+    if not name.isalnum():
+        raise LabError(f"flow name must be letters and digits, not {name!r}")
+    prefix = f"{ISOLATED_PREFIX}{name}-"
+    return Mm2Setup(
+        source_alias=f"{name}src",
+        target_alias=f"{name}dst",
+        source_bootstrap=info.source.bootstrap,
+        target_bootstrap=info.target.bootstrap,
+        replication_policy=replication_policy or info.replication_policy,
+        offset_syncs_location=offset_syncs_location or info.offset_syncs_location,
+        connector_prefix=f"mm2-{name}",
+        topics=f"{prefix}.*",
+        topics_exclude=r"mm2.*\.internal, .*\.replica, __.*",
+        groups=f"{prefix}.*",
+        groups_exclude="console-consumer-.*, connect-.*, __.*",
+        roles=roles,
+    )
+
+
 def add_flow(
     info: LabInfo,
     name: str,
@@ -233,21 +262,11 @@ def add_flow(
     offset-syncs, checkpoints and remote topics are its own. It mirrors only topics and groups named
     ``iso-<name>-…``, which the lab's own flow ignores. Its MM2 properties file is written to the lab folder.
     """
-    if not name.isalnum():
-        raise LabError(f"flow name must be letters and digits, not {name!r}")
-    prefix = f"{ISOLATED_PREFIX}{name}-"
-    setup = Mm2Setup(
-        source_alias=f"{name}src",
-        target_alias=f"{name}dst",
-        source_bootstrap=info.source.bootstrap,
-        target_bootstrap=info.target.bootstrap,
-        replication_policy=replication_policy or info.replication_policy,
-        offset_syncs_location=offset_syncs_location or info.offset_syncs_location,
-        connector_prefix=f"mm2-{name}",
-        topics=f"{prefix}.*",
-        topics_exclude=r"mm2.*\.internal, .*\.replica, __.*",
-        groups=f"{prefix}.*",
-        groups_exclude="console-consumer-.*, connect-.*, __.*",
+    setup = isolated_setup(
+        info,
+        name,
+        replication_policy=replication_policy,
+        offset_syncs_location=offset_syncs_location,
         roles=roles,
     )
     for connector, config in setup.connector_configs().items():
