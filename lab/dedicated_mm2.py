@@ -20,7 +20,7 @@ from lab.mm2_setup import Mm2Setup
 from lab.process import JvmSpec, is_alive, start_jvm, stop_pids, wait_until
 from lab.versions import release
 from mm2core.admin import KafkaAdmin
-from mm2core.errors import LabError
+from mm2core.errors import KafkaError, LabError
 
 MAIN_CLASS = "org.apache.kafka.connect.mirror.MirrorMaker"
 
@@ -94,6 +94,15 @@ def group_members(mm2: DedicatedMm2) -> int:
     return desc.members
 
 
+def _members_now(mm2: DedicatedMm2) -> int | None:
+    """Like ``group_members``, but None while the answer is not to be had yet (the coordinator is still
+    loading or moving, or the broker did not answer in time): a wait polls again rather than failing."""
+    try:
+        return group_members(mm2)
+    except (LabError, KafkaError):
+        return None
+
+
 def start(mm2: DedicatedMm2, *, timeout_s: float = 120) -> DedicatedMm2:
     """Start MirrorMaker for the flow and wait until its worker group on the target has a member."""
     if mm2.pid is not None and is_alive(mm2.pid):
@@ -111,7 +120,7 @@ def start(mm2: DedicatedMm2, *, timeout_s: float = 120) -> DedicatedMm2:
     running = DedicatedMm2(mm2.setup, mm2.folder, mm2.mm2_config, mm2.kafka_version, pid)
     try:
         wait_until(
-            lambda: group_members(running) > 0,
+            lambda: (_members_now(running) or 0) > 0,
             what=f"dedicated MM2 worker group {running.group_id} has a member",
             timeout_s=timeout_s,
             interval_s=0.5,
@@ -129,5 +138,5 @@ def stop(mm2: DedicatedMm2, *, timeout_s: float = 60) -> DedicatedMm2:
     if mm2.pid is not None:
         stop_pids([mm2.pid], mm2.folder)
     stopped = DedicatedMm2(mm2.setup, mm2.folder, mm2.mm2_config, mm2.kafka_version, None)
-    wait_until(lambda: group_members(stopped) == 0, what=f"{mm2.group_id} has no members", timeout_s=timeout_s)
+    wait_until(lambda: _members_now(stopped) == 0, what=f"{mm2.group_id} has no members", timeout_s=timeout_s)
     return stopped
