@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench_lab import loadavg, open_lab, say
 from confluent_kafka import Producer
 
 from lab import lab
@@ -64,12 +65,6 @@ TP = tuple[str, int]
 Offsets = dict[str, dict[TP, int]]
 
 
-def say(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def loadavg() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
 
 
 # --- the load ------------------------------------------------------------------------------------------
@@ -464,15 +459,7 @@ def main(argv: list[str] | None = None) -> int:
     started_lab: Path | None = None
     work = Path(tempfile.mkdtemp(prefix="mm2ctl-failover-bench-"))
     try:
-        if args.reuse_lab:
-            info = lab.read_lab(Path(args.reuse_lab))
-            say(f"reusing the lab in {info.dir}")
-        else:
-            lab_dir = Path(args.lab_dir)
-            say(f"starting a lab in {lab_dir}")
-            kwargs = {"kafka_version": args.kafka_version} if args.kafka_version else {}
-            started_lab = lab_dir
-            info = lab.up(lab_dir, progress=lambda m: say(f"lab: {m}"), **kwargs)
+        info, started_lab = open_lab(args)
         figures["kafka_version"] = info.kafka_version
         say(f"load: {spec.groups} groups x {len(spec.partitions)} partitions, {spec.records_per_partition} "
             f"records per partition, flow {name}")

@@ -20,7 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from inspect_scale import MM2_FILE, PAIR, say  # the sibling script (bench/ is on sys.path when run)
+from bench_lab import say
+from inspect_scale import MM2_FILE, PAIR  # the sibling script (bench/ is on sys.path when run)
 
 from inspector import decode, schemas, transforms
 from inspector.admin_state import Selection, collect_pair_state

@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bench_lab import loadavg, open_lab, say
 from confluent_kafka import Producer
 
 from inspector.admin_state import Selection, collect_pair_state
@@ -76,9 +77,6 @@ _OFFSET_SYNC_VALUE = struct.Struct(">qq")
 
 Say = Callable[[str], None]
 
-
-def say(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 # --- the load ------------------------------------------------------------------------------------------
@@ -561,19 +559,11 @@ def _report(fig: dict[str, Any]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(sys.argv[1:] if argv is None else argv)
     spec = LoadSpec.for_scale(args.scale)
-    figures: dict[str, Any] = {"scale": args.scale, "loadavg_start": [round(x, 2) for x in os.getloadavg()]}
+    figures: dict[str, Any] = {"scale": args.scale, "loadavg_start": loadavg()}
     started_lab: Path | None = None
     out_dir = Path(tempfile.mkdtemp(prefix="mm2ctl-bench-out-"))
     try:
-        if args.reuse_lab:
-            info = lab.read_lab(Path(args.reuse_lab))
-            say(f"reusing the lab in {info.dir}")
-        else:
-            lab_dir = Path(args.lab_dir)
-            say(f"starting a lab in {lab_dir}")
-            kwargs = {"kafka_version": args.kafka_version} if args.kafka_version else {}
-            started_lab = lab_dir
-            info = lab.up(lab_dir, progress=lambda m: say(f"lab: {m}"), **kwargs)
+        info, started_lab = open_lab(args)
         load_file = Path(info.dir) / LOAD_FILE
         if args.skip_load:
             loaded = json.loads(load_file.read_text())
@@ -589,7 +579,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             figures["load"] = load(info, spec, pair)
             load_file.write_text(json.dumps({"spec": asdict(spec), "figures": figures["load"]}) + "\n")
-        figures["loadavg_after_load"] = [round(x, 2) for x in os.getloadavg()]
+        figures["loadavg_after_load"] = loadavg()
         figures.update(
             {
                 "offset_syncs": spec.total_syncs,
@@ -600,7 +590,7 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
         figures.update(measure(info, args, spec, out_dir))
-        figures["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+        figures["loadavg_end"] = loadavg()
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
         if started_lab is not None and not args.keep_lab:

@@ -1,0 +1,33 @@
+"""What the benchmark scripts share: timestamped progress on stderr, the load average, and their lab."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from lab import lab
+from lab.lab import LabInfo
+
+
+def say(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def open_lab(args: argparse.Namespace) -> tuple[LabInfo, Path | None]:
+    """The lab of ``--reuse-lab DIR``, or a new one in ``--lab-dir``; also returns the folder of a lab this
+    call started (the caller stops it unless ``--keep-lab``), or None for a reused one."""
+    if args.reuse_lab:
+        info = lab.read_lab(Path(args.reuse_lab))
+        say(f"reusing the lab in {info.dir}")
+        return info, None
+    lab_dir = Path(args.lab_dir)
+    say(f"starting a lab in {lab_dir}")
+    kwargs = {"kafka_version": args.kafka_version} if args.kafka_version else {}
+    return lab.up(lab_dir, progress=lambda m: say(f"lab: {m}"), **kwargs), lab_dir
