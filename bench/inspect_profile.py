@@ -91,8 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         return out
 
     admin = step("admin state -> DataFrames (Arrow, cached)", frames)
-    syncs = materialize("latest_syncs", transforms.latest_syncs(decoded_syncs))
-    translated = materialize("translate", transforms.translate(admin["group_offsets"], syncs))
+    translated = materialize("translate (liveness + as-of join, one sort)",
+                             transforms.translate(admin["group_offsets"], decoded_syncs))
     checkpoints = materialize("latest_checkpoints", transforms.latest_checkpoints(decoded_cps))
     joined = materialize(
         "join_target_state",
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             fresh_checkpoint_age=fresh_checkpoint_age(pair),
         ),
     )
-    rows = materialize("orderBy", classified.orderBy("cluster_pair", "group", "topic", "partition"))
+    rows = classified
     step("summary", lambda: transforms.summarize(rows).collect())
     out = Path("/tmp/mm2ctl-bench-profile.parquet")
     step("write Parquet", lambda: rows.write.mode("overwrite").parquet(str(out)))

@@ -17,12 +17,14 @@ import datetime as dt
 import functools
 import os
 import sys
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from inspector import decode, schemas, transforms
@@ -53,9 +55,37 @@ class TopicNote:
     message: str
 
 
+class MalformedCounter:
+    """Counts the malformed records of each decoded topic while the job runs, through Spark observations.
+
+    ``watch`` wraps a decoded frame; once an action has run the plan, ``notes`` gives one note per topic and
+    reason with a non-zero count. Counting this way costs no second read of the topic and no cache of it.
+    """
+
+    def __init__(self) -> None:
+        self._watched: list[tuple[str, str, str, Observation]] = []
+
+    def watch(self, decoded: DataFrame, cluster_pair: str, topic: str, cluster: str) -> DataFrame:
+        observation = Observation(f"malformed-{uuid.uuid4().hex}")  # names are unique per session
+        self._watched.append((cluster_pair, topic, cluster, observation))
+        reason = F.col("malformed_reason")
+        return decoded.observe(
+            observation, *[F.count(F.when(reason == r, True)).alias(r) for r in decode.MALFORMED_REASONS]
+        )
+
+    def notes(self) -> list[TopicNote]:
+        out = []
+        for cluster_pair, topic, cluster, observation in self._watched:
+            for reason, count in (observation.get or {}).items():
+                if count:
+                    message = f"{count} malformed record(s) skipped: {reason}"
+                    out.append(TopicNote(cluster_pair, topic, cluster, message))
+        return out
+
+
 @dataclass(slots=True)
 class InspectResult:
-    rows: DataFrame  # CLASSIFIED_SCHEMA, cached
+    rows: DataFrame  # CLASSIFIED_SCHEMA, cached, in no particular order (see ``ordered``)
     summary: DataFrame  # SUMMARY_SCHEMA
     notes: list[TopicNote]
     pairs: list[str]
@@ -100,6 +130,7 @@ def _inspect_pair(
     state: PairState,
     options: InspectOptions,
     notes: list[TopicNote],
+    counter: MalformedCounter,
 ) -> DataFrame:
     syncs_alias = pair.offset_syncs_cluster
     syncs_existing = state.source_topics if syncs_alias == pair.source else state.target_topics
@@ -123,24 +154,20 @@ def _inspect_pair(
         tasks=options.read_tasks,
         notes=notes,
     )
-    decoded_syncs = decode.decode_offset_syncs(raw_syncs).cache()
-    decoded_checkpoints = decode.decode_checkpoints(raw_checkpoints).cache()
-    for topic, alias, decoded in (
-        (pair.offset_syncs_topic, syncs_alias, decoded_syncs),
-        (pair.checkpoints_topic, pair.target, decoded_checkpoints),
-    ):
-        for row in decode.malformed_counts(decoded).collect():
-            notes.append(
-                TopicNote(
-                    pair.name, topic, alias, f"{row['records']} malformed record(s) skipped: {row['malformed_reason']}"
-                )
-            )
+    # No cache: each topic is read once, in the same pass that classifies, and its malformed records are
+    # counted on the way (an observation, read after the job ran) instead of in a second read.
+    decoded_syncs = counter.watch(
+        decode.decode_offset_syncs(raw_syncs), pair.name, pair.offset_syncs_topic, syncs_alias
+    )
+    decoded_checkpoints = counter.watch(
+        decode.decode_checkpoints(raw_checkpoints), pair.name, pair.checkpoints_topic, pair.target
+    )
 
     def frame(table: pa.Table, schema: StructType) -> DataFrame:
         return spark.createDataFrame(table, schema=schema)  # type: ignore[call-overload]
 
     group_offsets = frame(state.source_group_offsets, schemas.SOURCE_GROUP_OFFSETS_SCHEMA)
-    translated = transforms.translate(group_offsets, transforms.latest_syncs(decoded_syncs))
+    translated = transforms.translate(group_offsets, decoded_syncs)
     joined = transforms.join_target_state(
         translated,
         source_partitions=frame(state.source_partitions, schemas.SOURCE_PARTITIONS_SCHEMA),
@@ -182,6 +209,7 @@ def run_inspection(
     say = progress or (lambda _m: None)
     pairs = select_pairs(config, options.pairs)
     notes: list[TopicNote] = []
+    counter = MalformedCounter()
     classified: list[DataFrame] = []
     group_partitions = 0
     for pair in pairs:
@@ -189,13 +217,14 @@ def run_inspection(
         state = collect_pair_state(config, pair, options.selection, progress=say)
         group_partitions += state.group_partitions
         say(f"{pair.name}: reading {pair.offset_syncs_topic} and {pair.checkpoints_topic} with Spark")
-        classified.append(_inspect_pair(spark, config, pair, state, options, notes))
+        classified.append(_inspect_pair(spark, config, pair, state, options, notes, counter))
     rows = functools.reduce(DataFrame.unionByName, classified)
     if options.only_problems:
         rows = rows.where("NOT is_ok")
-    rows = rows.orderBy("cluster_pair", "group", "topic", "partition").cache()
+    rows = rows.cache()
     say("classifying")
-    rows.count()  # materialize once; every writer and the summary reuse it
+    rows.count()  # materialize once; every writer and the summary reuse it (those that print sort then)
+    notes.extend(counter.notes())
     summary = transforms.summarize(rows).orderBy("cluster_pair", "status").cache()
     return InspectResult(
         rows=rows, summary=summary, notes=notes, pairs=[p.name for p in pairs], group_partitions=group_partitions

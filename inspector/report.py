@@ -29,8 +29,12 @@ def _cell(value: Any) -> Any:
     return value
 
 
+ORDER = ("cluster_pair", "group", "topic", "partition")
+
+
 def _rows(frame: DataFrame) -> Iterator[Row]:
-    return frame.select(*COLUMNS).toLocalIterator(prefetchPartitions=True)
+    """The rows in report order (pair, group, topic, partition), streamed a partition at a time."""
+    return frame.select(*COLUMNS).orderBy(*ORDER).toLocalIterator(prefetchPartitions=True)
 
 
 def csv_text(value: Any) -> str:
@@ -98,7 +102,7 @@ def summary_lines(result: InspectResult, *, max_problem_rows: int = 40) -> list[
     for note in result.notes:
         lines.append(f"note: {note.cluster_pair}: {note.topic} on {note.cluster}: {note.message}")
     problems_frame = result.rows.where("NOT is_ok")
-    shown = problems_frame.limit(max_problem_rows).collect()
+    shown = problems_frame.orderBy(*ORDER).limit(max_problem_rows).collect()
     if shown:
         lines.append("")
         lines.append("problem rows (group  topic/partition  source offset -> target offset  status: message)")

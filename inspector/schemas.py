@@ -202,8 +202,6 @@ TRANSLATION_FIELDS = [
     _f("translated_offset", LongType()),
     _f("sync_upstream", LongType()),
     _f("sync_downstream", LongType()),
-    _f("next_sync_upstream", LongType()),
-    _f("next_sync_downstream", LongType()),
     _f("latest_sync_upstream", LongType()),
     _f("latest_sync_downstream", LongType()),
     _f("sync_count", LongType(), False),

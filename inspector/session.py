@@ -24,6 +24,10 @@ _EMBEDDED_DEFAULTS = {
     # The shuffles here are small joins and aggregates per partition; the default 200 tasks would be overhead.
     "spark.sql.shuffle.partitions": str(max(4, 2 * (os.cpu_count() or 2))),
     "spark.sql.adaptive.enabled": "true",
+    # Joins on (pair, group, topic, partition) reuse a clustering by (pair, group) instead of reshuffling.
+    "spark.sql.requireAllClusterKeysForCoPartition": "false",
+    # A window buffers one source partition's syncs (10,000+ rows in an un-compacted topic) in memory.
+    "spark.sql.windowExec.buffer.in.memory.threshold": "1000000",
     "spark.driver.memory": "4g",
 }
 

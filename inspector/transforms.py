@@ -6,9 +6,8 @@ scale of the offset-syncs topic and of every group on a cluster, and each step i
 
 The pipeline the job runs::
 
-    syncs       = latest_syncs(decode_offset_syncs(sync_records))
     checkpoints = latest_checkpoints(decode_checkpoints(checkpoint_records))
-    translated  = translate(source_group_offsets, syncs)
+    translated  = translate(source_group_offsets, decode_offset_syncs(sync_records))
     joined      = join_target_state(translated, source_partitions=..., target_partitions=...,
                                     target_group_offsets=..., source_groups=..., target_groups=...,
                                     checkpoints=checkpoints)
@@ -33,6 +32,59 @@ _LONG_MIN = -(2**63)
 
 # --- offset syncs ---
 
+# One sort order serves every offset-sync step: per source partition, by position (a sync's upstream offset,
+# a probe's committed offset), syncs before probes at the same position, then by record offset.
+_KIND_SYNC, _KIND_PROBE = 0, 1
+_ORDER = ["_pos", "_kind", "record_offset"]
+_SYNC_FIELDS = ["record_offset", "upstream_offset", "downstream_offset", "record_timestamp"]
+
+
+def _sync_rows(decoded_syncs: DataFrame) -> DataFrame:
+    """The well-formed records of partition 0 (MM2 writes and reads no other, DESIGN §3) as sort rows."""
+    return decoded_syncs.where(F.col("malformed_reason").isNull() & (F.col("record_partition") == 0)).select(
+        *SYNC_KEY,
+        F.col("upstream_offset").alias("_pos"),
+        F.lit(_KIND_SYNC).alias("_kind"),
+        *_SYNC_FIELDS,
+        "is_tombstone",
+    )
+
+
+def _with_liveness(rows: DataFrame) -> DataFrame:
+    """Mark the syncs that still count (``_live``) and give every row its partition's ``sync_count`` and
+    newest live sync (``_latest``), without leaving the one sort order.
+
+    A sync is dead when a tombstone of its key or an *upstream rewind* comes after it in the topic. MM2's
+    OffsetSyncStore drops its whole history on a rewind (a sync whose upstream is below the previous one's):
+    the source partition was truncated, recreated or re-replicated. The live syncs of a partition are thus the
+    longest tombstone-free suffix of its records whose upstream never decreases, and the last rewind sits
+    right after the last record ``a`` that some later record ``b`` undercuts (``up_b < up_a``). In upstream
+    order that is a running maximum: ``a`` is undercut when a record of strictly lower upstream has a higher
+    record offset. So the cut is found in the same sort the as-of join needs; no sort by record offset.
+    """
+    key = Window.partitionBy(*SYNC_KEY)
+    below = key.orderBy("_pos").rangeBetween(Window.unboundedPreceding, -1)
+    is_sync = (F.col("_kind") == _KIND_SYNC) & ~F.col("is_tombstone")
+    rec = F.col("record_offset")
+    undercut = F.max(F.when(is_sync, rec)).over(below)
+    staged = rows.withColumn("_undercut", F.when(is_sync & (undercut > rec), rec))
+    cut = F.greatest(
+        F.max("_undercut").over(key) + 1,
+        F.max(F.when((F.col("_kind") == _KIND_SYNC) & F.col("is_tombstone"), rec + 1)).over(key),
+    )
+    staged = staged.withColumn("_live", is_sync & (rec >= F.coalesce(cut, F.lit(_LONG_MIN))))
+    live_sync = F.when(F.col("_live"), F.struct("upstream_offset", "record_offset", "downstream_offset"))
+    return staged.select(
+        "*",
+        F.sum(F.col("_live").cast("long")).over(key).alias("sync_count"),
+        F.max(live_sync).over(key).alias("_latest"),
+    )
+
+
+def _sorted(rows: DataFrame) -> DataFrame:
+    """One shuffle by source partition and one sort; every window below reuses both."""
+    return rows.repartition(*SYNC_KEY).sortWithinPartitions(*SYNC_KEY, *_ORDER)
+
 
 def latest_syncs(decoded_syncs: DataFrame) -> DataFrame:
     """The syncs of the offset-syncs topic that still count, each with its partition's ``sync_count``.
@@ -48,122 +100,73 @@ def latest_syncs(decoded_syncs: DataFrame) -> DataFrame:
       than the previous sync's): MM2's OffsetSyncStore discards its whole history then ("old offsets are
       invalid"), because the source partition was truncated, recreated or re-replicated.
 
-    Output: ``schemas.SYNCS_SCHEMA``.
+    ``translate`` applies the same rules itself, fused into its one sort; this is the same step on its own,
+    for looking at the live syncs. Output: ``schemas.SYNCS_SCHEMA``.
     """
-    ordered = Window.partitionBy(*SYNC_KEY).orderBy("record_offset")
-    whole = Window.partitionBy(*SYNC_KEY)
-    records = decoded_syncs.where(F.col("malformed_reason").isNull() & (F.col("record_partition") == 0))
-    previous_upstream = F.lag("upstream_offset").over(ordered)
-    cut_here = (
-        F.when(F.col("is_tombstone"), F.col("record_offset") + 1)
-        .when(F.col("upstream_offset") < previous_upstream, F.col("record_offset"))
-        .otherwise(F.lit(None).cast("long"))
-    )
-    with_cut = records.withColumn("_cut_here", cut_here).withColumn("_cut", F.max("_cut_here").over(whole))
-    live = with_cut.where(
-        ~F.col("is_tombstone") & (F.col("record_offset") >= F.coalesce(F.col("_cut"), F.lit(_LONG_MIN)))
-    )
-    return live.select(
-        PAIR,
-        "topic",
-        "partition",
+    marked = _with_liveness(_sorted(_sync_rows(decoded_syncs)))
+    return marked.where("_live").select(
+        *SYNC_KEY,
         "upstream_offset",
         "downstream_offset",
         "record_offset",
         "record_timestamp",
-        F.count(F.lit(1)).over(whole).alias("sync_count"),
+        "sync_count",
     )
 
 
-def translate(group_offsets: DataFrame, syncs: DataFrame) -> DataFrame:
+def translate(group_offsets: DataFrame, decoded_syncs: DataFrame) -> DataFrame:
     """Append DESIGN §5's translation of ``committed_offset`` to every row of ``group_offsets``.
 
-    For a committed source offset ``c`` the newest sync with ``upstream <= c`` is the one with the greatest
-    upstream (ties: the latest record wins); ``upstream == c`` gives ``downstream``, ``upstream < c`` gives
-    ``downstream + 1``, and no such sync leaves the row untranslatable (null). Also appended, per row:
-    the sync used (``sync_upstream``/``sync_downstream``); the *next* sync above ``c``
-    (``next_sync_*``), which bounds the exact target position from above, so a later step can tell a verified
-    translation from an approximate one; the partition's newest sync (``latest_sync_*``, Aiven's "lag to
-    source" and the stale-sync slack use it); and ``sync_count`` (0 when the partition has no sync).
+    ``decoded_syncs`` is ``decode.decode_offset_syncs``'s output; only the syncs that still count are used
+    (``latest_syncs``'s rules). For a committed source offset ``c`` the newest sync with ``upstream <= c`` is
+    the one with the greatest upstream (ties: the latest record wins); ``upstream == c`` gives
+    ``downstream``, ``upstream < c`` gives ``downstream + 1``, and no such sync leaves the row untranslatable
+    (null). Also appended, per row: the sync used (``sync_upstream``/``sync_downstream``); the partition's
+    newest sync (``latest_sync_*``, Aiven's "lag to source" and the stale-sync slack use it); and
+    ``sync_count`` (0 when the partition has no sync).
 
-    How it scales: this is an as-of join. The committed offsets (deduplicated) and the syncs are unioned and
-    sorted once per source partition, and a running ``last(sync, ignorenulls)`` hands every offset the sync
-    at or below it — O((groups + syncs) log) work per partition. A plain range join (``upstream <= c``) would
-    pair every group offset with every sync of its partition first, which is quadratic in an un-compacted
-    topic (MM2 3.7+ writes a sync per partition on every offset commit). The next-sync link is computed on the
-    deduplicated syncs alone with ``lead``, and per-partition facts with struct-max aggregates.
+    How it scales: this is an as-of join done as one sort. The group-offset rows (the probes) and the sync
+    records are unioned, shuffled once by source partition and sorted once by position; liveness, the
+    partition's facts and a running ``last(live sync, ignorenulls)`` are windows over that same order, so
+    every probe is handed the sync at or below it in O((groups + syncs) log) per partition, and the probe
+    rows come out already translated: no join back. A range join (``upstream <= c``) would pair every group
+    offset with every sync of its partition, quadratic in an un-compacted topic (MM2 3.7+ writes a sync per
+    partition on every offset commit).
 
-    ``syncs`` is ``latest_syncs``'s output; ``group_offsets`` needs (cluster_pair, topic, partition,
-    committed_offset) and keeps all its other columns.
+    ``group_offsets`` needs (cluster_pair, topic, partition, committed_offset) and keeps all its columns.
     """
-    # one sync per upstream offset: the latest record wins a tie
-    per_upstream = syncs.groupBy(*SYNC_KEY, "upstream_offset").agg(
-        F.max(F.struct("record_offset", "downstream_offset")).alias("_s")
-    )
-    by_upstream = Window.partitionBy(*SYNC_KEY).orderBy("upstream_offset")
-    linked = per_upstream.select(
+    own = [c for c in group_offsets.columns if c not in SYNC_KEY]
+    sync_rows = _sync_rows(decoded_syncs)
+    probe_rows = group_offsets.select(
         *SYNC_KEY,
-        F.col("upstream_offset").alias("_pos"),
-        F.lit(0).alias("_kind"),
-        F.struct(
-            F.col("upstream_offset").alias("up"),
-            F.col("_s.downstream_offset").alias("down"),
-            F.lead("upstream_offset").over(by_upstream).alias("next_up"),
-            F.lead("_s.downstream_offset").over(by_upstream).alias("next_down"),
-        ).alias("_sync"),
+        F.col("committed_offset").alias("_pos"),
+        F.lit(_KIND_PROBE).alias("_kind"),
+        *[F.lit(None).cast(sync_rows.schema[c].dataType).alias(c) for c in _SYNC_FIELDS],
+        F.lit(False).alias("is_tombstone"),
+        *own,
     )
-    probes = (
-        group_offsets.where(F.col("committed_offset").isNotNull())
-        .select(*SYNC_KEY, F.col("committed_offset").alias("_pos"))
-        .distinct()
-        .select(
-            *SYNC_KEY,
-            "_pos",
-            F.lit(1).alias("_kind"),
-            F.lit(None).cast(linked.schema["_sync"].dataType).alias("_sync"),
-        )
+    sync_rows = sync_rows.select(
+        "*", *[F.lit(None).cast(group_offsets.schema[c].dataType).alias(c) for c in own]
     )
-    as_of = (
-        Window.partitionBy(*SYNC_KEY)
-        .orderBy("_pos", "_kind")
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    )
-    matched = (
-        linked.unionByName(probes)
-        .withColumn("_prev", F.last("_sync", ignorenulls=True).over(as_of))
-        .where(F.col("_kind") == 1)
-        .select(*SYNC_KEY, F.col("_pos").alias("committed_offset"), "_prev")
-    )
-    per_partition = syncs.groupBy(*SYNC_KEY).agg(
-        F.max(F.struct("upstream_offset", "record_offset", "downstream_offset")).alias("_latest"),
-        F.min(
-            F.struct("upstream_offset", F.negative("record_offset").alias("neg"), "downstream_offset")
-        ).alias("_first"),
-        F.count(F.lit(1)).alias("_count"),
-    )
+    marked = _with_liveness(_sorted(sync_rows.unionByName(probe_rows)))
+    as_of = Window.partitionBy(*SYNC_KEY).orderBy(*_ORDER).rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    live_sync = F.when(F.col("_live"), F.struct("upstream_offset", "downstream_offset"))
     prev = F.col("_prev")
-    exact = prev["up"] == F.col("committed_offset")
-    translated = F.when(exact, prev["down"]).otherwise(F.try_add(prev["down"], F.lit(1)))
-    has_prev = prev.isNotNull()
-    # an offset below every sync: the next sync is the partition's first
-    first_sync = F.col("committed_offset").isNotNull()
+    c = F.col("committed_offset")
+    translated = F.when(prev["upstream_offset"] == c, prev["downstream_offset"]).otherwise(
+        F.try_add(prev["downstream_offset"], F.lit(1))
+    )
     return (
-        group_offsets.join(matched, on=[*SYNC_KEY, "committed_offset"], how="left")
-        .join(per_partition, on=SYNC_KEY, how="left")
+        marked.withColumn("_prev", F.last(live_sync, ignorenulls=True).over(as_of))
+        .where(F.col("_kind") == _KIND_PROBE)
         .select(
-            *[F.col(c) for c in group_offsets.columns],
-            translated.alias("translated_offset"),
-            prev["up"].alias("sync_upstream"),
-            prev["down"].alias("sync_downstream"),
-            F.when(has_prev, prev["next_up"])
-            .when(first_sync, F.col("_first.upstream_offset"))
-            .alias("next_sync_upstream"),
-            F.when(has_prev, prev["next_down"])
-            .when(first_sync, F.col("_first.downstream_offset"))
-            .alias("next_sync_downstream"),
+            *[F.col(col) for col in group_offsets.columns],
+            F.when(c.isNotNull(), translated).alias("translated_offset"),
+            F.when(c.isNotNull(), prev["upstream_offset"]).alias("sync_upstream"),
+            F.when(c.isNotNull(), prev["downstream_offset"]).alias("sync_downstream"),
             F.col("_latest.upstream_offset").alias("latest_sync_upstream"),
             F.col("_latest.downstream_offset").alias("latest_sync_downstream"),
-            F.coalesce(F.col("_count"), F.lit(0).cast("long")).alias("sync_count"),
+            "sync_count",
         )
     )
 
@@ -180,6 +183,7 @@ def latest_checkpoints(decoded_checkpoints: DataFrame) -> DataFrame:
     """
     newest = (
         decoded_checkpoints.where(F.col("malformed_reason").isNull())
+        .repartition(PAIR, "group")  # the clustering join_target_state joins on: no second shuffle there
         .groupBy(PAIR, "group", "topic", "partition")
         .agg(
             F.max(
@@ -278,14 +282,21 @@ def join_target_state(
         F.col("downstream_offset").alias("checkpoint_offset"),
         F.col("record_timestamp").alias("checkpoint_timestamp"),
     )
+    # Per-partition and per-group facts are small (one row per source partition or group): broadcast, so the
+    # group-offset rows are not shuffled for them. The two per-group-partition frames are joined on rows
+    # clustered by (pair, group), the clustering ``classify``'s per-group window needs next (``latest_checkpoints``
+    # already clusters so). With ``spark.sql.requireAllClusterKeysForCoPartition=false`` (the embedded
+    # session's setting) Spark then shuffles each side once; with Spark's default it adds one more shuffle.
+    by_group = [PAIR, "group"]
     joined = (
         translated.withColumnRenamed("error", "_e_go")
-        .join(sp, on=SYNC_KEY, how="left")
-        .join(tp, on=[PAIR, "remote_topic", "partition"], how="left")
-        .join(tgo, on=[PAIR, "group", "remote_topic", "partition"], how="left")
-        .join(sg, on=[PAIR, "group"], how="left")
-        .join(tg, on=[PAIR, "group"], how="left")
-        .join(cp, on=[PAIR, "group", "remote_topic", "partition"], how="left")
+        .join(F.broadcast(sp), on=SYNC_KEY, how="left")
+        .join(F.broadcast(tp), on=[PAIR, "remote_topic", "partition"], how="left")
+        .join(F.broadcast(sg), on=by_group, how="left")
+        .join(F.broadcast(tg), on=by_group, how="left")
+        .repartition(*by_group)
+        .join(tgo.repartition(*by_group), on=[*by_group, "remote_topic", "partition"], how="left")
+        .join(cp, on=[*by_group, "remote_topic", "partition"], how="left")
     )
     errors = F.concat_ws(
         "; ",
@@ -306,8 +317,6 @@ def join_target_state(
         "translated_offset",
         "sync_upstream",
         "sync_downstream",
-        "next_sync_upstream",
-        "next_sync_downstream",
         "latest_sync_upstream",
         "latest_sync_downstream",
         "sync_count",

@@ -62,8 +62,6 @@ def healthy(**overrides: Any) -> dict[str, Any]:
         "translated_offset": 98,
         "sync_upstream": 95,
         "sync_downstream": 97,
-        "next_sync_upstream": 150,
-        "next_sync_downstream": 148,
         "latest_sync_upstream": 150,
         "latest_sync_downstream": 148,
         "sync_count": 3,

@@ -119,24 +119,12 @@ def test_latest_syncs_upstream_rewind_discards_the_history_before_it(spark: Any)
 
 
 def _syncs(spark: Any, syncs: list[tuple[str, int, int, int, int]]) -> Any:
-    """(topic, partition, upstream, downstream, record_offset) → a SYNCS_SCHEMA frame."""
-    counts: dict[tuple[str, int], int] = {}
-    for topic, partition, *_ in syncs:
-        counts[(topic, partition)] = counts.get((topic, partition), 0) + 1
-    rows = [
-        {
-            "cluster_pair": PAIR,
-            "topic": topic,
-            "partition": partition,
-            "upstream_offset": up,
-            "downstream_offset": down,
-            "record_offset": rec,
-            "record_timestamp": T0,
-            "sync_count": counts[(topic, partition)],
-        }
-        for topic, partition, up, down, rec in syncs
-    ]
-    return _df(spark, SYNCS_SCHEMA, rows)
+    """(topic, partition, upstream, downstream, record_offset) → a decoded offset-syncs frame."""
+    return _df(
+        spark,
+        DECODED_OFFSET_SYNC_SCHEMA,
+        [_sync_record(rec, topic, partition, up, down) for topic, partition, up, down, rec in syncs],
+    )
 
 
 def _group_offsets(spark: Any, rows: list[tuple[str, str, int, int | None]]) -> Any:
@@ -164,12 +152,10 @@ def test_translate_design_rule(spark: Any) -> None:
     got = {r.group: r for r in transforms.translate(offsets, syncs).collect()}
     assert got["exact"].translated_offset == 90
     assert got["between"].translated_offset == 91
-    assert (got["between"].sync_upstream, got["between"].next_sync_upstream) == (100, 200)
-    assert got["between"].next_sync_downstream == 186
+    assert (got["between"].sync_upstream, got["between"].sync_downstream) == (100, 90)
     assert got["tie"].translated_offset == 186
-    assert (got["past-last"].translated_offset, got["past-last"].next_sync_upstream) == (281, None)
-    assert got["before-first"].translated_offset is None
-    assert (got["before-first"].next_sync_upstream, got["before-first"].next_sync_downstream) == (100, 90)
+    assert (got["past-last"].translated_offset, got["past-last"].sync_upstream) == (281, 300)
+    assert (got["before-first"].translated_offset, got["before-first"].sync_upstream) == (None, None)
     assert (got["no-syncs"].translated_offset, got["no-syncs"].sync_count) == (None, 0)
     assert got["null"].translated_offset is None
     for group in ("exact", "between", "tie", "past-last", "before-first", "null"):
@@ -204,18 +190,10 @@ def test_translate_downstream_overflow_is_null_not_a_crash(spark: Any) -> None:
 def _model_translate(syncs: list[tuple[int, int, int]], c: int | None) -> dict[str, int | None]:
     """DESIGN §5 in plain Python. syncs: (upstream, downstream, record_offset) of one partition."""
     out: dict[str, int | None] = dict.fromkeys(
-        (
-            "translated_offset",
-            "sync_upstream",
-            "sync_downstream",
-            "next_sync_upstream",
-            "next_sync_downstream",
-        )
-    )
+("translated_offset", "sync_upstream", "sync_downstream"))
     if c is None:
         return out
     below = [s for s in syncs if s[0] <= c]
-    above = [s for s in syncs if s[0] > c]
     if below:
         up, down, _ = max(below, key=lambda s: (s[0], s[2]))
         out.update(
@@ -223,10 +201,6 @@ def _model_translate(syncs: list[tuple[int, int, int]], c: int | None) -> dict[s
             sync_upstream=up,
             sync_downstream=down,
         )
-    if above:
-        lowest = min(s[0] for s in above)
-        up, down, _ = max((s for s in above if s[0] == lowest), key=lambda s: s[2])
-        out.update(next_sync_upstream=up, next_sync_downstream=down)
     return out
 
 
@@ -250,8 +224,9 @@ def test_property_translate_matches_model(
     got = {
         r.group: r for r in transforms.translate(_group_offsets(spark, offset_rows), _syncs(spark, sync_rows)).collect()
     }
+    live = _model_live_syncs([(p, "sync", up, down) for _, p, up, down, _ in sync_rows])
     for group, _, partition, c in offset_rows:
-        mine = [(up, down, rec) for _, p, up, down, rec in sync_rows if p == partition]
+        mine = live.get(partition, [])
         expected = _model_translate(mine, c)
         row = got[group]
         assert {k: getattr(row, k) for k in expected} == expected, (partition, c, mine)
@@ -259,6 +234,8 @@ def test_property_translate_matches_model(
         if mine:
             latest = max(mine, key=lambda s: (s[0], s[2]))
             assert (row.latest_sync_upstream, row.latest_sync_downstream) == latest[:2]
+        else:
+            assert (row.latest_sync_upstream, row.latest_sync_downstream) == (None, None)
 
 
 # --- latest_syncs + translate: property test against MM2's store semantics ---
@@ -302,10 +279,13 @@ def test_property_latest_syncs_then_translate_match_model(
             rows.append(_sync_record(offset, None, None, None, None, reason="key truncated"))  # type: ignore[arg-type]
         else:
             rows.append(_sync_record(offset, "t", partition, up, down))
-    syncs = transforms.latest_syncs(_df(spark, DECODED_OFFSET_SYNC_SCHEMA, rows))
+    decoded = _df(spark, DECODED_OFFSET_SYNC_SCHEMA, rows)
     offset_rows = [(f"g{p}-{i}", "t", p, c) for i, c in enumerate(offsets) for p in range(SCENARIOS)]
-    got = {r.group: r for r in transforms.translate(_group_offsets(spark, offset_rows), syncs).collect()}
+    got = {r.group: r for r in transforms.translate(_group_offsets(spark, offset_rows), decoded).collect()}
     live = _model_live_syncs(records)
+    kept = sorted((r.partition, r.upstream_offset, r.downstream_offset, r.record_offset, r.sync_count)
+                  for r in transforms.latest_syncs(decoded).collect())
+    assert kept == sorted((p, up, down, rec, len(syncs)) for p, syncs in live.items() for up, down, rec in syncs)
     for group, _, partition, c in offset_rows:
         expected = _model_translate(live.get(partition, []), c)
         row = got[group]
