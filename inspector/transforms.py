@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from inspector import statuses
@@ -33,15 +33,23 @@ _LONG_MIN = -(2**63)
 # --- offset syncs ---
 
 # One sort order serves every offset-sync step: per source partition, by position (a sync's upstream offset,
-# a probe's committed offset), syncs before probes at the same position, then by record offset.
+# a probe's committed offset), syncs before probes at the same position, then by record offset. The source
+# partition leads with a 64-bit hash of its key (``_bucket``), so the sorter's prefix tells partitions apart
+# without comparing strings; the key itself follows it, so a hash collision cannot merge two partitions.
 _KIND_SYNC, _KIND_PROBE = 0, 1
+_PART = ["_bucket", *SYNC_KEY]
 _ORDER = ["_pos", "_kind", "record_offset"]
 _SYNC_FIELDS = ["record_offset", "upstream_offset", "downstream_offset", "record_timestamp"]
+
+
+def _bucket() -> Column:
+    return F.xxhash64(*SYNC_KEY).alias("_bucket")
 
 
 def _sync_rows(decoded_syncs: DataFrame) -> DataFrame:
     """The well-formed records of partition 0 (MM2 writes and reads no other, DESIGN §3) as sort rows."""
     return decoded_syncs.where(F.col("malformed_reason").isNull() & (F.col("record_partition") == 0)).select(
+        _bucket(),
         *SYNC_KEY,
         F.col("upstream_offset").alias("_pos"),
         F.lit(_KIND_SYNC).alias("_kind"),
@@ -61,29 +69,51 @@ def _with_liveness(rows: DataFrame) -> DataFrame:
     right after the last record ``a`` that some later record ``b`` undercuts (``up_b < up_a``). In upstream
     order that is a running maximum: ``a`` is undercut when a record of strictly lower upstream has a higher
     record offset. So the cut is found in the same sort the as-of join needs; no sort by record offset.
+
+    The newest live sync needs no cut: it is the partition's last record unless a tombstone came after it
+    (a live suffix never decreases in upstream, so its last record also has the greatest upstream).
+    Three window passes in all over the one sort (the last is shared with ``translate``'s as-of window).
     """
-    key = Window.partitionBy(*SYNC_KEY)
-    below = key.orderBy("_pos").rangeBetween(Window.unboundedPreceding, -1)
+    by_pos = Window.partitionBy(*_PART).orderBy("_pos")
+    below = by_pos.rangeBetween(Window.unboundedPreceding, -1)
+    whole_by_pos = by_pos.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     is_sync = (F.col("_kind") == _KIND_SYNC) & ~F.col("is_tombstone")
+    is_tombstone = (F.col("_kind") == _KIND_SYNC) & F.col("is_tombstone")
     rec = F.col("record_offset")
-    undercut = F.max(F.when(is_sync, rec)).over(below)
-    staged = rows.withColumn("_undercut", F.when(is_sync & (undercut > rec), rec))
-    cut = F.greatest(
-        F.max("_undercut").over(key) + 1,
-        F.max(F.when((F.col("_kind") == _KIND_SYNC) & F.col("is_tombstone"), rec + 1)).over(key),
+    newest = F.max(F.when(is_sync, F.struct("record_offset", "upstream_offset", "downstream_offset")))
+    last_tombstone = F.max(F.when(is_tombstone, rec)).over(whole_by_pos)
+    staged = rows.select(
+        "*",
+        F.when(is_sync & (F.max(F.when(is_sync, rec)).over(below) > rec), rec).alias("_undercut"),
+        last_tombstone.alias("_last_tombstone"),
+        newest.over(whole_by_pos).alias("_newest"),
     )
-    staged = staged.withColumn("_live", is_sync & (rec >= F.coalesce(cut, F.lit(_LONG_MIN))))
-    live_sync = F.when(F.col("_live"), F.struct("upstream_offset", "record_offset", "downstream_offset"))
+    cut = F.greatest(F.max("_undercut").over(Window.partitionBy(*_PART)) + 1, F.col("_last_tombstone") + 1)
+    newest_live = F.coalesce(F.col("_newest.record_offset") > F.col("_last_tombstone"), F.lit(True))
+    live = is_sync & (rec >= F.coalesce(cut, F.lit(_LONG_MIN)))
     return staged.select(
         "*",
-        F.sum(F.col("_live").cast("long")).over(key).alias("sync_count"),
-        F.max(live_sync).over(key).alias("_latest"),
+        live.alias("_live"),
+        F.when(live, F.struct("upstream_offset", "downstream_offset")).alias("_live_sync"),
+        F.when(F.col("_newest").isNotNull() & newest_live, F.col("_newest")).alias("_latest"),
     )
+
+
+def _sync_count() -> Column:
+    """The partition's live sync count, in the ordered window pass (selected with ``translate``'s as-of
+    window, Spark evaluates both in one pass)."""
+    whole = _ordered().rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    return F.sum(F.col("_live").cast("long")).over(whole).alias("sync_count")
+
+
+def _ordered() -> WindowSpec:
+    """The window over the one sort order, per source partition."""
+    return Window.partitionBy(*_PART).orderBy(*_ORDER)
 
 
 def _sorted(rows: DataFrame) -> DataFrame:
     """One shuffle by source partition and one sort; every window below reuses both."""
-    return rows.repartition(*SYNC_KEY).sortWithinPartitions(*SYNC_KEY, *_ORDER)
+    return rows.repartition("_bucket").sortWithinPartitions(*_PART, *_ORDER)
 
 
 def latest_syncs(decoded_syncs: DataFrame) -> DataFrame:
@@ -103,7 +133,7 @@ def latest_syncs(decoded_syncs: DataFrame) -> DataFrame:
     ``translate`` applies the same rules itself, fused into its one sort; this is the same step on its own,
     for looking at the live syncs. Output: ``schemas.SYNCS_SCHEMA``.
     """
-    marked = _with_liveness(_sorted(_sync_rows(decoded_syncs)))
+    marked = _with_liveness(_sorted(_sync_rows(decoded_syncs))).select("*", _sync_count())
     return marked.where("_live").select(
         *SYNC_KEY,
         "upstream_offset",
@@ -138,6 +168,7 @@ def translate(group_offsets: DataFrame, decoded_syncs: DataFrame) -> DataFrame:
     own = [c for c in group_offsets.columns if c not in SYNC_KEY]
     sync_rows = _sync_rows(decoded_syncs)
     probe_rows = group_offsets.select(
+        _bucket(),
         *SYNC_KEY,
         F.col("committed_offset").alias("_pos"),
         F.lit(_KIND_PROBE).alias("_kind"),
@@ -149,15 +180,14 @@ def translate(group_offsets: DataFrame, decoded_syncs: DataFrame) -> DataFrame:
         "*", *[F.lit(None).cast(group_offsets.schema[c].dataType).alias(c) for c in own]
     )
     marked = _with_liveness(_sorted(sync_rows.unionByName(probe_rows)))
-    as_of = Window.partitionBy(*SYNC_KEY).orderBy(*_ORDER).rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    live_sync = F.when(F.col("_live"), F.struct("upstream_offset", "downstream_offset"))
+    as_of = _ordered().rowsBetween(Window.unboundedPreceding, Window.currentRow)
     prev = F.col("_prev")
     c = F.col("committed_offset")
     translated = F.when(prev["upstream_offset"] == c, prev["downstream_offset"]).otherwise(
         F.try_add(prev["downstream_offset"], F.lit(1))
     )
     return (
-        marked.withColumn("_prev", F.last(live_sync, ignorenulls=True).over(as_of))
+        marked.select("*", F.last("_live_sync", ignorenulls=True).over(as_of).alias("_prev"), _sync_count())
         .where(F.col("_kind") == _KIND_PROBE)
         .select(
             *[F.col(col) for col in group_offsets.columns],

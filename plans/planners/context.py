@@ -8,6 +8,7 @@ what its steps were derived from, and apply re-reads those same parts through ``
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,12 @@ class PlanBuilder:
         if part not in self.parts:
             self.parts[part] = self.live.read_part(part)
         return self.parts[part]
+
+    def read_many(self, parts: Iterable[str]) -> dict[str, Any]:
+        """``read`` of many parts, batched where the reader can (``LiveState.read_parts``)."""
+        missing = [p for p in parts if p not in self.parts]
+        self.parts.update(self.live.read_parts(missing))
+        return {p: self.parts[p] for p in parts}
 
     def add(
         self,

@@ -24,6 +24,7 @@ otherwise left in place and reported (``NEW_PARTITIONS_NOTE``).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -133,26 +134,47 @@ class FailoverOptions:
 
 # ----------------------------------------------------------------------------------------- reading
 
+#: Offsets one consumer read fetches ahead of a verification's window (see ``_KafkaRecords``).
+READ_AHEAD = 5_000
+
 
 class _KafkaRecords:
-    """``plans.translation.RecordSource`` over one partition of one cluster, with reads cached (many groups
-    usually sit on the same few partitions)."""
+    """``plans.translation.RecordSource`` over one partition of one cluster, reading ahead in chunks.
 
-    def __init__(self, conf: Mapping[str, str], topic: str, partition: int) -> None:
+    The planner asks for the windows of every group on a partition in increasing offset order, so one consumer
+    read of ``chunk`` offsets serves many groups; a request below what is held starts over. Records well below
+    the newest request are dropped, so memory stays at about two chunks per partition. ``limit`` is the
+    partition's end when planning began: nothing is read past it (a read there would wait for new records).
+    """
+
+    def __init__(self, conf: Mapping[str, str], topic: str, partition: int, limit: int,
+                 chunk: int = READ_AHEAD) -> None:
         self._conf, self._topic, self._partition = conf, topic, partition
-        self._cache: dict[tuple[int, int], list[Digested]] = {}
+        self._limit, self._chunk = limit, chunk
+        self._lo = self._hi = 0  # the records held cover offsets [lo, hi)
+        self._recs: list[Digested] = []
+        self._offsets: list[int] = []
 
     def read(self, start: int, end: int) -> list[Digested]:
+        end = min(end, self._limit)
         if end <= start:
             return []
-        key = (start, end)
-        if key not in self._cache:
-            self._cache[key] = [
-                Digested(r.offset, _digest(r))
-                for r in read_partitions(self._conf, self._topic, [self._partition],
-                                         start={self._partition: start}, end={self._partition: end})
-            ]
-        return self._cache[key]
+        if start < self._lo or start > self._hi:
+            self._lo = self._hi = start
+            self._recs, self._offsets = [], []
+        if end > self._hi:
+            stop = min(self._limit, max(end, self._hi + self._chunk))
+            for r in read_partitions(self._conf, self._topic, [self._partition],
+                                     start={self._partition: self._hi}, end={self._partition: stop}):
+                self._recs.append(Digested(r.offset, _digest(r)))
+                self._offsets.append(r.offset)
+            self._hi = stop
+            keep_from = bisect.bisect_left(self._offsets, start - self._chunk)
+            if keep_from:
+                del self._recs[:keep_from], self._offsets[:keep_from]
+                self._lo = start - self._chunk
+        i, j = bisect.bisect_left(self._offsets, start), bisect.bisect_left(self._offsets, end)
+        return self._recs[i:j]
 
 
 def _digest(r: RawRecord) -> str:
@@ -199,7 +221,8 @@ def _regex(value: str, option: str) -> re.Pattern[str]:
 
 def _last_record_offset(conf: Mapping[str, str], topic: str, partition: int, bounds: Bounds) -> int | None:
     """Offset of the partition's last readable record (the end may be a transaction marker)."""
-    got = _KafkaRecords(conf, topic, partition).read(max(bounds.start, bounds.end - DEFAULT_WINDOW), bounds.end)
+    got = _KafkaRecords(conf, topic, partition, bounds.end).read(max(bounds.start, bounds.end - DEFAULT_WINDOW),
+                                                                  bounds.end)
     return got[-1].offset if got else None
 
 
@@ -237,49 +260,52 @@ def plan_failover(b: PlanBuilder, opts: FailoverOptions) -> tuple[Plan, Failover
     s_bounds: dict[TP, Bounds] = {}
     if not opts.source_unavailable:
         s_bounds = _bounds(live, src, sorted({tp for g in committed.values() for tp in g}))
-    readers: dict[tuple[str, str, int], _KafkaRecords] = {}
-
-    def reader(alias: str, topic: str, partition: int) -> _KafkaRecords:
-        key = (alias, topic, partition)
-        if key not in readers:
-            readers[key] = _KafkaRecords(live.kafka_config(alias), topic, partition)
-        return readers[key]
-
-    for group in sorted(committed):
-        for (topic, p), c in sorted(committed[group].items()):
-            remote = flow.remote_topic(topic)
-            tr: Translation | None
-            if (remote, p) not in t_bounds:
-                tr, why = None, f"{remote}/{p} does not exist on {dst}"
-            elif opts.source is Source.CHECKPOINTS:
-                cp = checkpoints.get(group, {}).get((remote, p))
-                tr = None if cp is None else Translation(
-                    cp[1], TranslationMethod.CHECKPOINT,
-                    f"checkpoint {cp[0]}->{cp[1]}" + ("" if cp[0] == c else f" (the group is at {c} now)"))
-                why = "no checkpoint for this partition"
-            elif opts.source_unavailable:
-                tr, why = conservative(syncs.get((topic, p), []), c), "no offset sync at or below it"
-            else:
-                tr = verified(syncs.get((topic, p), []), c, source=reader(src, topic, p),
-                              target=reader(dst, remote, p), source_bounds=s_bounds[(topic, p)],
-                              target_bounds=t_bounds[(remote, p)])
-                why = "no offset sync at or below it"
-            report.rows.append(FailoverRow(
-                group=group, source_topic=topic, target_topic=remote, partition=p, source_offset=c,
-                target_offset=None if tr is None else tr.offset, before_offset=None,
-                method=None if tr is None else tr.method,
-                detail=f"untranslatable: {why}" if tr is None else tr.detail,
-                delta_candidate=None if tr is None else tr.delta_candidate,
-            ))
+    # Partition by partition, groups in committed-offset order: each partition's records are read ahead once
+    # for all its groups (``_KafkaRecords``), and dropped before the next partition.
+    todo = sorted((tp, c, group) for group, parts in committed.items() for tp, c in parts.items())
+    readers: dict[str, _KafkaRecords] = {}
+    current: TP | None = None
+    for (topic, p), c, group in todo:
+        remote = flow.remote_topic(topic)
+        if (topic, p) != current:
+            current, readers = (topic, p), {}
+            if (remote, p) in t_bounds and (topic, p) in s_bounds:
+                readers = {
+                    "source": _KafkaRecords(live.kafka_config(src), topic, p, s_bounds[(topic, p)].end),
+                    "target": _KafkaRecords(live.kafka_config(dst), remote, p, t_bounds[(remote, p)].end),
+                }
+        tr: Translation | None
+        if (remote, p) not in t_bounds:
+            tr, why = None, f"{remote}/{p} does not exist on {dst}"
+        elif opts.source is Source.CHECKPOINTS:
+            cp = checkpoints.get(group, {}).get((remote, p))
+            tr = None if cp is None else Translation(
+                cp[1], TranslationMethod.CHECKPOINT,
+                f"checkpoint {cp[0]}->{cp[1]}" + ("" if cp[0] == c else f" (the group is at {c} now)"))
+            why = "no checkpoint for this partition"
+        elif opts.source_unavailable:
+            tr, why = conservative(syncs.get((topic, p), []), c), "no offset sync at or below it"
+        else:
+            tr = verified(syncs.get((topic, p), []), c, source=readers["source"], target=readers["target"],
+                          source_bounds=s_bounds[(topic, p)], target_bounds=t_bounds[(remote, p)])
+            why = "no offset sync at or below it"
+        report.rows.append(FailoverRow(
+            group=group, source_topic=topic, target_topic=remote, partition=p, source_offset=c,
+            target_offset=None if tr is None else tr.offset, before_offset=None,
+            method=None if tr is None else tr.method,
+            detail=f"untranslatable: {why}" if tr is None else tr.detail,
+            delta_candidate=None if tr is None else tr.delta_candidate,
+        ))
+    report.rows.sort(key=lambda r: (r.group, r.source_topic, r.partition))
     if not report.rows:
         raise PlanError(f"no committed offsets of groups matching {opts.groups!r} on replicated topics matching "
                         f"{opts.topics!r} in {opts.pair}")
     report.rows = _with_target_state(b, dst, report.rows, t_bounds, opts.allow_rewind)
 
-    writes = {g: [r for r in report.rows if r.group == g and r.target_offset is not None
-                  and r.target_offset != r.before_offset]
-              for g in sorted({r.group for r in report.rows})}
-    writes = {g: rows for g, rows in writes.items() if rows}
+    writes: dict[str, list[FailoverRow]] = {}
+    for r in report.rows:  # sorted by group: each group's rows in one pass
+        if r.target_offset is not None and r.target_offset != r.before_offset:
+            writes.setdefault(r.group, []).append(r)
     if opts.stop_mirroring:
         _stop_mirroring(b, flow, opts, writes, s_bounds)
     _write_steps(b, dst, writes)
@@ -340,9 +366,10 @@ def _source_positions(
         return out
     admin = b.live.admin(flow.source)
     groups = [g.group for g in admin.list_groups() if wanted_group(g.group)]
+    # In the fingerprint: if the source consumers move after planning, the translation is outdated.
+    read = b.read_many([part_group_offsets(flow.source, group) for group in groups])
     for group in groups:
-        # In the fingerprint: if the source consumers move after planning, the translation is outdated.
-        offsets = b.read(part_group_offsets(flow.source, group))
+        offsets = read[part_group_offsets(flow.source, group)]
         picked = {(t, p): o for t, p, o in offsets if wanted_topic(t)}
         if picked:
             out[group] = picked
@@ -356,7 +383,7 @@ def _with_target_state(
     admin = b.live.admin(dst)
     groups = sorted({r.group for r in rows})
     described = admin.describe_groups(groups)
-    current = {g: b.live.group_offsets(dst, g) for g in groups}
+    current = b.live.many_group_offsets(dst, groups)
     problems: list[str] = []
     out = []
     for g in groups:
@@ -419,6 +446,7 @@ def _stop_mirroring(
 
 def _write_steps(b: PlanBuilder, dst: str, writes: Mapping[str, Sequence[FailoverRow]]) -> None:
     verifies = []
+    currents = b.live.many_group_offsets(dst, writes)
     for group, rows in writes.items():
         target = GroupTarget(cluster=dst, group=group)
         payload_rows = tuple(
@@ -426,7 +454,7 @@ def _write_steps(b: PlanBuilder, dst: str, writes: Mapping[str, Sequence[Failove
                            before_offset=r.before_offset, method=r.method, source_offset=r.source_offset)
             for r in rows if r.target_offset is not None and r.method is not None
         )
-        current = b.live.group_offsets(dst, group)
+        current = currents[group]
         pre = AllOf(conditions=(
             GroupEmptyOrAbsent(cluster=dst, group=group),
             GroupOffsetsUnchanged(cluster=dst, group=group, expected=tuple(

@@ -187,3 +187,36 @@ def test_verified_matches_the_reference_on_random_gapped_topics(seed: int) -> No
         assert t.method in (TranslationMethod.VERIFIED_DELTA, TranslationMethod.VERIFIED_SEARCH), (c, t)
         assert t.offset == truth, (c, t, truth)
         assert cons.offset <= truth  # the conservative rule never skips a record
+
+
+# --- the planner's read-ahead record source ---
+
+
+def test_read_ahead_serves_increasing_windows_from_few_reads_and_never_reads_past_the_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mm2core.records import RawRecord
+    from plans.planners import failover
+
+    present = [o for o in range(0, 30_000) if o % 7 != 3]  # gaps, as compaction and markers leave
+    calls: list[tuple[int, int]] = []
+
+    def fake_read(conf: object, topic: str, partitions: list[int], *, start: dict[int, int],
+                  end: dict[int, int]) -> list[RawRecord]:
+        lo, hi = start[partitions[0]], end[partitions[0]]
+        calls.append((lo, hi))
+        return [RawRecord(topic, partitions[0], o, o, b"k", b"v%d" % o) for o in present if lo <= o < hi]
+
+    monkeypatch.setattr(failover, "read_partitions", fake_read)
+    limit = 25_000
+    source = failover._KafkaRecords({}, "t", 0, limit, chunk=5_000)
+    rng = random.Random(7)
+    starts = sorted(rng.randrange(0, limit) for _ in range(300))
+    for s in starts:
+        for lo, hi in ((s - 64, s), (s, s + 64), (s - 10, s + 3_000)):
+            got = [r.offset for r in source.read(lo, hi)]
+            assert got == [o for o in present if lo <= o < min(hi, limit)], (lo, hi)
+    assert all(hi <= limit for _, hi in calls)
+    assert len(calls) <= 2 * limit // 5_000 + 2  # a read per chunk (plus restarts), not per request
+    # a window below what is held starts over and is still exact
+    assert [r.offset for r in source.read(10, 30)] == [o for o in present if 10 <= o < 30]
