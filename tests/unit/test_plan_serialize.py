@@ -328,3 +328,23 @@ def test_unreadable_files_are_plan_errors(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(PlanError, match="not a UTF-8 text file"):
         load_plan(binary)
+
+
+def test_a_large_plan_is_written_in_flow_syntax_that_is_still_yaml(monkeypatch: pytest.MonkeyPatch) -> None:
+    from plans import serialize
+
+    plan = sample_plan()
+    block = dump_plan(plan)
+    monkeypatch.setattr(serialize, "FLOW_STYLE_MIN_BYTES", 1)  # every plan counts as large now
+    flow = dump_plan(plan)
+    assert flow != block and flow.startswith("# mm2ctl plan (schema_version 1)")
+    body = flow[flow.index("\n{") + 1:]
+    assert json.loads(body) == plan_to_json(plan)  # strict JSON after the comment header ...
+    assert yaml.safe_load(flow) == plan_to_json(plan)  # ... and YAML to any YAML parser
+    assert load_plan(flow) == plan
+    assert dump_plan(load_plan(flow)) == flow
+
+
+def test_flow_syntax_that_is_not_strict_json_is_read_as_yaml() -> None:
+    text = dump_plan_json(sample_plan()).replace('"schema_version": 1', "schema_version: 1", 1)
+    assert load_plan(text) == sample_plan()
