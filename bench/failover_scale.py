@@ -300,7 +300,7 @@ def mm2ctl(args: list[str], state: Path, log: Path) -> float:
     cmd = [str(Path(sys.executable).with_name("mm2ctl")), *args]
     profile_dir = os.environ.get("FOBENCH_PROFILE_DIR")  # cProfile each mm2ctl run (changes the timings)
     if profile_dir:
-        out = Path(profile_dir) / f"{args[0]}-{args[1] if len(args) > 1 else ''}-{time.time_ns()}.prof"
+        out = Path(profile_dir) / f"{args[0]}-{Path(args[1]).name if len(args) > 1 else ''}-{time.time_ns()}.prof"
         cmd = [sys.executable, "-m", "cProfile", "-o", str(out), *cmd]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=7200)

@@ -46,7 +46,7 @@ from types import MappingProxyType, TracebackType
 from typing import Any
 
 from mm2core.errors import JournalError, PlanError
-from plans.fingerprint import FrozenJSON, JSONable, canonical_json, freeze_json
+from plans.fingerprint import FrozenJSON, JSONable, canonical_json, digest_of, freeze_json
 from plans.model import Plan, redact_json, redact_text, tool_version
 from plans.serialize import plan_document_digest, plan_from_json, plan_to_json
 
@@ -273,7 +273,9 @@ class _Builder:
             raise self._err(entry, f"index {i!r} is not a step of the plan")
         return i
 
-    def apply(self, entry: Mapping[str, Any]) -> None:
+    def apply(self, entry: Mapping[str, Any], *, plan: Plan | None = None) -> None:
+        """Fold one entry into the state. ``plan``: the header's plan already decoded (a new journal's
+        writer has it in memory), so a 100,000-row plan is not decoded and digested a second time."""
         seq = entry.get("seq")
         if seq != self.last_seq + 1:
             raise self._err(entry, f"sequence number {seq} where {self.last_seq + 1} was expected")
@@ -282,26 +284,29 @@ class _Builder:
         except ValueError:
             raise self._err(entry, "unknown entry type") from None
         if kind is EntryType.HEADER:
-            self._header(entry)
+            self._header(entry, plan)
         elif self.header is None:
             raise self._err(entry, "the first entry must be the header")
         else:
             getattr(self, f"_on_{kind.value}")(entry)
         self.last_seq = seq
 
-    def _header(self, entry: Mapping[str, Any]) -> None:
+    def _header(self, entry: Mapping[str, Any], decoded: Plan | None) -> None:
         if self.header is not None:
             raise self._err(entry, "a second header")
         if entry.get("format") != JOURNAL_FORMAT:
             raise self._err(entry, "not an mm2ctl journal")
         if entry.get("format_version") != JOURNAL_FORMAT_VERSION:
             raise self._err(entry, f"journal format version {entry.get('format_version')!r} is not supported")
-        try:
-            plan = plan_from_json(entry.get("plan"), source="journal header plan")
-        except PlanError as exc:
-            raise self._err(entry, str(exc)) from exc
-        if plan_document_digest(plan) != entry.get("plan_sha256"):
-            raise self._err(entry, "the embedded plan does not match its recorded digest")
+        if decoded is not None:
+            plan = decoded
+        else:
+            try:
+                plan = plan_from_json(entry.get("plan"), source="journal header plan")
+            except PlanError as exc:
+                raise self._err(entry, str(exc)) from exc
+            if plan_document_digest(plan) != entry.get("plan_sha256"):
+                raise self._err(entry, "the embedded plan does not match its recorded digest")
         self.header = dict(entry)
         self.plan = plan
 
@@ -558,6 +563,7 @@ class Journal:
         except OSError as exc:
             raise JournalError(f"{p}: cannot create journal: {exc.strerror or exc}") from exc
         journal = cls(path=p, _fd=fd, _builder=_Builder(p))
+        doc = plan_to_json(plan)
         try:
             journal._append(
                 {
@@ -566,14 +572,15 @@ class Journal:
                     "format_version": JOURNAL_FORMAT_VERSION,
                     "plan_id": plan.plan_id,
                     "plan_fingerprint": plan.fingerprint.digest,
-                    "plan_sha256": plan_document_digest(plan),
+                    "plan_sha256": digest_of(doc),  # = plan_document_digest(plan), without encoding it twice
                     "plan_path": None if plan_path is None else os.fspath(plan_path),
-                    "plan": plan_to_json(plan),
+                    "plan": doc,
                     "started_at": _now(),
                     "host": socket.gethostname(),
                     "pid": os.getpid(),
                     "tool_version": tool_version(),
-                }
+                },
+                plan=plan,
             )
             _fsync_dir(p.parent)
         except BaseException:
@@ -626,12 +633,12 @@ class Journal:
         return self.path.parent / f"{self.path.stem}.{name}"
 
     # -- entries
-    def _append(self, fields: Mapping[str, JSONable]) -> None:
+    def _append(self, fields: Mapping[str, JSONable], *, plan: Plan | None = None) -> None:
         if self._fd < 0:
             raise JournalError(f"{self.path}: the journal is closed (or a write to it failed)")
         entry = {"seq": self._builder.last_seq + 1, "at": _now(), **fields}
         line = encode_line(entry)  # canonical JSON first: a non-JSON value fails before any state changes
-        self._builder.apply(entry)  # refuses an impossible transition before it reaches the disk
+        self._builder.apply(entry, plan=plan)  # refuses an impossible transition before it reaches the disk
         try:
             _write_all(self._fd, line)
             os.fsync(self._fd)
