@@ -85,7 +85,7 @@ class MalformedCounter:
 
 @dataclass(slots=True)
 class InspectResult:
-    rows: DataFrame  # CLASSIFIED_SCHEMA, cached, in no particular order (see ``ordered``)
+    rows: DataFrame  # CLASSIFIED_SCHEMA, cached, in no particular order (writers that print sort it)
     summary: DataFrame  # SUMMARY_SCHEMA
     notes: list[TopicNote]
     pairs: list[str]

@@ -123,7 +123,7 @@ def latest_syncs(decoded_syncs: DataFrame) -> DataFrame:
     partition; before the cleaner runs it holds many, and every one of them is a valid translation point, so
     all are kept (that is how the inspector sees more than MM2's sparse in-memory store). Dropped:
 
-    * malformed records (counted by the job through ``decode.malformed_counts``);
+    * malformed records (the job counts them: ``inspector.job.MalformedCounter``);
     * records outside partition 0 (MM2 writes and reads partition 0 only, DESIGN §3);
     * everything of a partition written before a tombstone: the tombstone deletes the key;
     * everything of a partition written before an *upstream rewind* (a sync whose upstream offset is lower

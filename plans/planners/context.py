@@ -50,9 +50,10 @@ class PlanBuilder:
 
     def read_many(self, parts: Iterable[str]) -> dict[str, Any]:
         """``read`` of many parts, batched where the reader can (``LiveState.read_parts``)."""
-        missing = [p for p in parts if p not in self.parts]
+        wanted = list(parts)
+        missing = [p for p in wanted if p not in self.parts]
         self.parts.update(self.live.read_parts(missing))
-        return {p: self.parts[p] for p in parts}
+        return {p: self.parts[p] for p in wanted}
 
     def add(
         self,
