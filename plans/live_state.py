@@ -157,11 +157,16 @@ class LiveState:
             return None
 
     def connector_offsets(self, name: str) -> list[dict[str, Any]]:
-        """``GET /connectors/{c}/offsets`` as sorted JSON ([] for an unknown connector)."""
+        """``GET /connectors/{c}/offsets`` as sorted JSON ([] for an unknown connector).
+
+        A partition listed with a null offset has none: right after ``DELETE …/offsets`` a worker can still
+        list the deleted partitions that way for a moment, so they are dropped here, where every reader
+        (planners, preconditions, fingerprints) sees them the same way."""
         try:
-            return offsets_json(self.require_connect().get_offsets(name))
+            got = offsets_json(self.require_connect().get_offsets(name))
         except ConnectNotFoundError:
             return []
+        return [o for o in got if o.get("offset") is not None]
 
     def stored_offsets(self, cluster: str, topic: str, connector: str) -> list[StoredOffset]:
         """The live (non-tombstoned) records of ``connector`` in an offsets topic, exact bytes."""
