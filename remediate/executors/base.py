@@ -64,6 +64,20 @@ class Executor(Protocol):
     def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]: ...
 
 
+class ReadOnlyStep:
+    """The simulate/undo half of an executor whose step changes nothing (a backup, a read-back, a wait):
+    nothing to simulate, nothing that could block a rollback, nothing to undo."""
+
+    def simulate(self, step: Step, view: StateView) -> None:
+        return None
+
+    def undo_problems(self, step: Step, undo: UndoContext, ctx: ExecContext) -> list[str]:
+        return []
+
+    def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]:
+        return "nothing_to_undo", None
+
+
 def as_dict(value: FrozenJSON) -> dict[str, Any]:
     """A journaled JSON object as a plain dict ({} for anything else)."""
     from plans.fingerprint import thaw_json

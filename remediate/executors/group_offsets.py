@@ -16,7 +16,7 @@ from typing import Any
 from mm2core.errors import ApplyError, KafkaError
 from plans.fingerprint import JSONable
 from plans.model import GroupOffsetsVerify, GroupOffsetsWrite, GroupTarget, Step, WaitForCatchUp
-from remediate.executors.base import ExecContext, UndoContext, as_dict
+from remediate.executors.base import ExecContext, ReadOnlyStep, UndoContext, as_dict
 from remediate.preconditions import StateView
 
 TP = tuple[str, int]
@@ -112,7 +112,7 @@ class WriteGroupOffsets:
         return "restored", {"restored": _offsets_json(restore)}
 
 
-class VerifyGroupOffsets:
+class VerifyGroupOffsets(ReadOnlyStep):
     def _expected(self, step: Step) -> dict[TP, int | None]:
         assert isinstance(step.payload, GroupOffsetsVerify)
         return {(o.topic, o.partition): o.offset for o in step.payload.expected}
@@ -136,17 +136,8 @@ class VerifyGroupOffsets:
         ctx.progress(f"group {t.group}: {len(self._expected(step))} offset(s) read back as written")
         return {"verified": len(self._expected(step))}
 
-    def simulate(self, step: Step, view: StateView) -> None:
-        return None
 
-    def undo_problems(self, step: Step, undo: UndoContext, ctx: ExecContext) -> list[str]:
-        return []
-
-    def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]:
-        return "nothing_to_undo", None
-
-
-class WaitForCatchUpExecutor:
+class WaitForCatchUpExecutor(ReadOnlyStep):
     """Polls the MirrorSourceConnector's committed offsets (the last replicated upstream offset per source
     partition) until each reaches the plan's ``upstream_offset`` (the last record the source held)."""
 
@@ -179,12 +170,3 @@ class WaitForCatchUpExecutor:
                 raise ApplyError(f"MM2 did not catch up within {step.payload.timeout_seconds:g}s: "
                                  + "; ".join(lagging[:5]))
             time.sleep(0.5)
-
-    def simulate(self, step: Step, view: StateView) -> None:
-        return None
-
-    def undo_problems(self, step: Step, undo: UndoContext, ctx: ExecContext) -> list[str]:
-        return []
-
-    def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]:
-        return "nothing_to_undo", None

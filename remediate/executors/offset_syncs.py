@@ -33,7 +33,7 @@ from plans.model import (
     TopicPartitionsTarget,
     iter_preconditions,
 )
-from remediate.executors.base import ExecContext, UndoContext
+from remediate.executors.base import ExecContext, ReadOnlyStep, UndoContext
 from remediate.preconditions import StateView, failures
 
 BACKUP_FORMAT = "mm2ctl-offset-syncs-backup"
@@ -73,7 +73,7 @@ def read_backup(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return header, rows
 
 
-class Backup:
+class Backup(ReadOnlyStep):
     def _path(self, step: Step, ctx: ExecContext) -> Path:
         assert isinstance(step.payload, OffsetSyncsBackup)
         return ctx.artifact_path(step.payload.backup_file)
@@ -113,15 +113,6 @@ class Backup:
         os.replace(tmp, path)
         ctx.progress(f"backed up {len(rows)} offset-sync record(s) to {path}")
         return {"backup_file": str(path), "records": len(rows)}
-
-    def simulate(self, step: Step, view: StateView) -> None:
-        return None
-
-    def undo_problems(self, step: Step, undo: UndoContext, ctx: ExecContext) -> list[str]:
-        return []
-
-    def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]:
-        return "nothing_to_undo", None
 
 
 class Truncate:
