@@ -21,9 +21,12 @@ _EMBEDDED_DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
-    # The shuffles here are small joins and aggregates per partition; the default 200 tasks would be overhead.
-    "spark.sql.shuffle.partitions": str(max(4, 2 * (os.cpu_count() or 2))),
+    # Four tasks per core: the offset-sync sort's tasks then even out across the cores (the default 200 would be
+    # overhead). Adaptive coalescing stays off: it merged 4 equal tasks into 3 on 2 cores, one core idle for a
+    # whole task's time.
+    "spark.sql.shuffle.partitions": str(4 * (os.cpu_count() or 2)),
     "spark.sql.adaptive.enabled": "true",
+    "spark.sql.adaptive.coalescePartitions.enabled": "false",
     # Joins on (pair, group, topic, partition) reuse a clustering by (pair, group) instead of reshuffling.
     "spark.sql.requireAllClusterKeysForCoPartition": "false",
     # A window buffers one source partition's syncs (10,000+ rows in an un-compacted topic) in memory.

@@ -32,88 +32,84 @@ _LONG_MIN = -(2**63)
 
 # --- offset syncs ---
 
-# One sort order serves every offset-sync step: per source partition, by position (a sync's upstream offset,
-# a probe's committed offset), syncs before probes at the same position, then by record offset. The source
-# partition leads with a 64-bit hash of its key (``_bucket``), so the sorter's prefix tells partitions apart
-# without comparing strings; the key itself follows it, so a hash collision cannot merge two partitions.
+# One sort order serves every offset-sync step: per source partition (``_part``), by position (a sync's
+# upstream offset, a probe's committed offset), syncs before probes at the same position, then by record
+# offset. Tombstones have no position and sort first. The windows below are all over this one order.
 _KIND_SYNC, _KIND_PROBE = 0, 1
-_PART = ["_bucket", *SYNC_KEY]
+_PART = "_part"
 _ORDER = ["_pos", "_kind", "record_offset"]
-_SYNC_FIELDS = ["record_offset", "upstream_offset", "downstream_offset", "record_timestamp"]
-
-
-def _bucket() -> Column:
-    return F.xxhash64(*SYNC_KEY).alias("_bucket")
 
 
 def _sync_rows(decoded_syncs: DataFrame) -> DataFrame:
-    """The well-formed records of partition 0 (MM2 writes and reads no other, DESIGN §3) as sort rows."""
-    return decoded_syncs.where(F.col("malformed_reason").isNull() & (F.col("record_partition") == 0)).select(
-        _bucket(),
-        *SYNC_KEY,
-        F.col("upstream_offset").alias("_pos"),
-        F.lit(_KIND_SYNC).alias("_kind"),
-        *_SYNC_FIELDS,
-        "is_tombstone",
-    )
+    """The well-formed records of partition 0 (MM2 writes and reads no other, DESIGN §3)."""
+    return decoded_syncs.where(F.col("malformed_reason").isNull() & (F.col("record_partition") == 0))
+
+
+def _sort_row(part: Column, pos: Column, kind: int, rec: Column, down: Column, tombstone: Column) -> list[Column]:
+    return [
+        part.alias(_PART),
+        pos.alias("_pos"),
+        F.lit(kind).alias("_kind"),
+        rec.alias("record_offset"),
+        down.alias("_down"),
+        tombstone.alias("_tombstone"),
+    ]
+
+
+def _sorted(rows: DataFrame) -> DataFrame:
+    """One shuffle by source partition and one sort; every window below reuses both."""
+    return rows.repartition(_PART).sortWithinPartitions(_PART, *_ORDER)
+
+
+def _ordered() -> WindowSpec:
+    return Window.partitionBy(_PART).orderBy(*_ORDER)
 
 
 def _with_liveness(rows: DataFrame) -> DataFrame:
-    """Mark the syncs that still count (``_live``) and give every row its partition's ``sync_count`` and
-    newest live sync (``_latest``), without leaving the one sort order.
+    """Mark the syncs that still count and give every row its partition's facts, in the one sort order.
 
     A sync is dead when a tombstone of its key or an *upstream rewind* comes after it in the topic. MM2's
     OffsetSyncStore drops its whole history on a rewind (a sync whose upstream is below the previous one's):
     the source partition was truncated, recreated or re-replicated. The live syncs of a partition are thus the
     longest tombstone-free suffix of its records whose upstream never decreases, and the last rewind sits
-    right after the last record ``a`` that some later record ``b`` undercuts (``up_b < up_a``). In upstream
-    order that is a running maximum: ``a`` is undercut when a record of strictly lower upstream has a higher
-    record offset. So the cut is found in the same sort the as-of join needs; no sort by record offset.
+    right after the last record ``a`` that some later record ``b`` undercuts (``up_b < up_a``). In position
+    order that is a running maximum: ``a`` is undercut when a row before it (a lower position, or the same
+    position and a lower record offset, which cannot undercut it) has a higher record offset. So the cut is
+    found in the sort the as-of join needs, and no sort by record offset is needed.
 
-    The newest live sync needs no cut: it is the partition's last record unless a tombstone came after it
-    (a live suffix never decreases in upstream, so its last record also has the greatest upstream).
-    Three window passes in all over the one sort (the last is shared with ``translate``'s as-of window).
+    Columns added: ``_cut`` (the first record offset that counts; null when all do), ``_live`` (a sync at or
+    after the cut), and ``_newest`` (the partition's newest live sync as (record, upstream, downstream), null
+    when a tombstone came after it: a live suffix never decreases in upstream, so its last record is also the
+    one of greatest upstream). Two window passes, one whole-partition aggregate of the first's result.
     """
-    by_pos = Window.partitionBy(*_PART).orderBy("_pos")
-    below = by_pos.rangeBetween(Window.unboundedPreceding, -1)
-    whole_by_pos = by_pos.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    is_sync = (F.col("_kind") == _KIND_SYNC) & ~F.col("is_tombstone")
-    is_tombstone = (F.col("_kind") == _KIND_SYNC) & F.col("is_tombstone")
+    ordered = _ordered()
+    before = ordered.rowsBetween(Window.unboundedPreceding, -1)
+    whole = ordered.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    sync = (F.col("_kind") == _KIND_SYNC) & ~F.col("_tombstone")
+    tombstone = (F.col("_kind") == _KIND_SYNC) & F.col("_tombstone")
     rec = F.col("record_offset")
-    newest = F.max(F.when(is_sync, F.struct("record_offset", "upstream_offset", "downstream_offset")))
-    last_tombstone = F.max(F.when(is_tombstone, rec)).over(whole_by_pos)
+    newest = F.max(F.when(sync, F.struct(rec.alias("rec"), F.col("_pos").alias("up"), F.col("_down").alias("down"))))
     staged = rows.select(
         "*",
-        F.when(is_sync & (F.max(F.when(is_sync, rec)).over(below) > rec), rec).alias("_undercut"),
-        last_tombstone.alias("_last_tombstone"),
-        newest.over(whole_by_pos).alias("_newest"),
+        F.when(sync & (F.max(F.when(sync, rec)).over(before) > rec), rec).alias("_undercut"),
+        F.max(F.when(tombstone, rec)).over(whole).alias("_last_tombstone"),
+        newest.over(whole).alias("_newest_any"),
     )
-    cut = F.greatest(F.max("_undercut").over(Window.partitionBy(*_PART)) + 1, F.col("_last_tombstone") + 1)
-    newest_live = F.coalesce(F.col("_newest.record_offset") > F.col("_last_tombstone"), F.lit(True))
-    live = is_sync & (rec >= F.coalesce(cut, F.lit(_LONG_MIN)))
+    last_undercut = F.max("_undercut").over(Window.partitionBy(_PART))
+    cut = F.greatest(last_undercut + 1, F.col("_last_tombstone") + 1)
+    staged = staged.select("*", cut.alias("_cut"))
+    newest_live = F.coalesce(F.col("_newest_any.rec") > F.col("_last_tombstone"), F.lit(True))
     return staged.select(
         "*",
-        live.alias("_live"),
-        F.when(live, F.struct("upstream_offset", "downstream_offset")).alias("_live_sync"),
-        F.when(F.col("_newest").isNotNull() & newest_live, F.col("_newest")).alias("_latest"),
+        (sync & (rec >= F.coalesce(F.col("_cut"), F.lit(_LONG_MIN)))).alias("_live"),
+        F.when(newest_live, F.col("_newest_any")).alias("_newest"),
     )
 
 
 def _sync_count() -> Column:
-    """The partition's live sync count, in the ordered window pass (selected with ``translate``'s as-of
-    window, Spark evaluates both in one pass)."""
+    """The partition's live sync count (evaluated in the same pass as a window of the same order)."""
     whole = _ordered().rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     return F.sum(F.col("_live").cast("long")).over(whole).alias("sync_count")
-
-
-def _ordered() -> WindowSpec:
-    """The window over the one sort order, per source partition."""
-    return Window.partitionBy(*_PART).orderBy(*_ORDER)
-
-
-def _sorted(rows: DataFrame) -> DataFrame:
-    """One shuffle by source partition and one sort; every window below reuses both."""
-    return rows.repartition("_bucket").sortWithinPartitions(*_PART, *_ORDER)
 
 
 def latest_syncs(decoded_syncs: DataFrame) -> DataFrame:
@@ -133,15 +129,35 @@ def latest_syncs(decoded_syncs: DataFrame) -> DataFrame:
     ``translate`` applies the same rules itself, fused into its one sort; this is the same step on its own,
     for looking at the live syncs. Output: ``schemas.SYNCS_SCHEMA``.
     """
-    marked = _with_liveness(_sorted(_sync_rows(decoded_syncs))).select("*", _sync_count())
+    rows = _sync_rows(decoded_syncs).select(
+        *SYNC_KEY,
+        "upstream_offset",
+        "record_timestamp",
+        *_sort_row(
+            F.struct(*SYNC_KEY),
+            F.col("upstream_offset"),
+            _KIND_SYNC,
+            F.col("record_offset"),
+            F.col("downstream_offset"),
+            F.col("is_tombstone"),
+        ),
+    )
+    marked = _with_liveness(_sorted(rows))
+    marked = marked.select("*", _sync_count())
     return marked.where("_live").select(
         *SYNC_KEY,
         "upstream_offset",
-        "downstream_offset",
+        F.col("_down").alias("downstream_offset"),
         "record_offset",
         "record_timestamp",
         "sync_count",
     )
+
+
+def _partition_numbers(group_offsets: DataFrame) -> DataFrame:
+    """A small int per source partition that has a group offset, in key order (deterministic)."""
+    keys = group_offsets.select(*SYNC_KEY).where(F.col("topic").isNotNull() & F.col("partition").isNotNull())
+    return keys.distinct().select("*", F.row_number().over(Window.orderBy(*SYNC_KEY)).alias(_PART))
 
 
 def translate(group_offsets: DataFrame, decoded_syncs: DataFrame) -> DataFrame:
@@ -163,39 +179,63 @@ def translate(group_offsets: DataFrame, decoded_syncs: DataFrame) -> DataFrame:
     offset with every sync of its partition, quadratic in an un-compacted topic (MM2 3.7+ writes a sync per
     partition on every offset commit).
 
+    The sort rows are kept narrow, because there are as many as there are records in the topic: the source
+    partition is a small int (numbered from the group offsets' partitions, broadcast), a sync row carries
+    four longs, and a probe row carries its group-offset row as one struct. Syncs of partitions no group has
+    an offset on cannot translate anything and are dropped by that broadcast join.
+
     ``group_offsets`` needs (cluster_pair, topic, partition, committed_offset) and keeps all its columns.
     """
-    own = [c for c in group_offsets.columns if c not in SYNC_KEY]
-    sync_rows = _sync_rows(decoded_syncs)
-    probe_rows = group_offsets.select(
-        _bucket(),
-        *SYNC_KEY,
-        F.col("committed_offset").alias("_pos"),
-        F.lit(_KIND_PROBE).alias("_kind"),
-        *[F.lit(None).cast(sync_rows.schema[c].dataType).alias(c) for c in _SYNC_FIELDS],
-        F.lit(False).alias("is_tombstone"),
-        *own,
+    numbers = F.broadcast(_partition_numbers(group_offsets))
+    probe = F.struct(*group_offsets.columns)
+    probe_type = group_offsets.select(probe.alias("p")).schema["p"].dataType
+    no_long = F.lit(None).cast("long")
+    sync_rows = (
+        _sync_rows(decoded_syncs)
+        .join(numbers, on=SYNC_KEY)
+        .select(
+            *_sort_row(
+                F.col(_PART),
+                F.col("upstream_offset"),
+                _KIND_SYNC,
+                F.col("record_offset"),
+                F.col("downstream_offset"),
+                F.col("is_tombstone"),
+            ),
+            F.lit(None).cast(probe_type).alias("_probe"),
+        )
     )
-    sync_rows = sync_rows.select(
-        "*", *[F.lit(None).cast(group_offsets.schema[c].dataType).alias(c) for c in own]
+    probe_rows = group_offsets.join(numbers, on=SYNC_KEY, how="left").select(
+        *_sort_row(F.col(_PART), F.col("committed_offset"), _KIND_PROBE, no_long, no_long, F.lit(False)),
+        probe.alias("_probe"),
     )
     marked = _with_liveness(_sorted(sync_rows.unionByName(probe_rows)))
     as_of = _ordered().rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    prev = F.col("_prev")
+    live = F.col("_live")
+    prev_up = F.last(F.when(live, F.col("_pos")), ignorenulls=True).over(as_of)
+    prev_down = F.last(F.when(live, F.col("_down")), ignorenulls=True).over(as_of)
     c = F.col("committed_offset")
-    translated = F.when(prev["upstream_offset"] == c, prev["downstream_offset"]).otherwise(
-        F.try_add(prev["downstream_offset"], F.lit(1))
-    )
+    up, down = F.col("_prev_up"), F.col("_prev_down")
+    translated = F.when(up == c, down).otherwise(F.try_add(down, F.lit(1)))
     return (
-        marked.select("*", F.last("_live_sync", ignorenulls=True).over(as_of).alias("_prev"), _sync_count())
+        marked.select(
+            "_kind", "_probe", "_newest", prev_up.alias("_prev_up"), prev_down.alias("_prev_down"), _sync_count()
+        )
         .where(F.col("_kind") == _KIND_PROBE)
+        .select(
+            *[F.col(f"_probe.{col}").alias(col) for col in group_offsets.columns],
+            "_prev_up",
+            "_prev_down",
+            "_newest",
+            "sync_count",
+        )
         .select(
             *[F.col(col) for col in group_offsets.columns],
             F.when(c.isNotNull(), translated).alias("translated_offset"),
-            F.when(c.isNotNull(), prev["upstream_offset"]).alias("sync_upstream"),
-            F.when(c.isNotNull(), prev["downstream_offset"]).alias("sync_downstream"),
-            F.col("_latest.upstream_offset").alias("latest_sync_upstream"),
-            F.col("_latest.downstream_offset").alias("latest_sync_downstream"),
+            F.when(c.isNotNull(), up).alias("sync_upstream"),
+            F.when(c.isNotNull(), down).alias("sync_downstream"),
+            F.col("_newest.up").alias("latest_sync_upstream"),
+            F.col("_newest.down").alias("latest_sync_downstream"),
             "sync_count",
         )
     )
