@@ -80,7 +80,7 @@ def _with_liveness(rows: DataFrame) -> DataFrame:
     Columns added: ``_cut`` (the first record offset that counts; null when all do), ``_live`` (a sync at or
     after the cut), and ``_newest`` (the partition's newest live sync as (record, upstream, downstream), null
     when a tombstone came after it: a live suffix never decreases in upstream, so its last record is also the
-    one of greatest upstream). Two window passes, one whole-partition aggregate of the first's result.
+    one of greatest upstream). Two window passes: the ordered one, then a whole-partition maximum of its result.
     """
     ordered = _ordered()
     before = ordered.rowsBetween(Window.unboundedPreceding, -1)
