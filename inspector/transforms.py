@@ -131,7 +131,6 @@ def latest_syncs(decoded_syncs: DataFrame) -> DataFrame:
     """
     rows = _sync_rows(decoded_syncs).select(
         *SYNC_KEY,
-        "upstream_offset",
         "record_timestamp",
         *_sort_row(
             F.struct(*SYNC_KEY),
@@ -146,7 +145,7 @@ def latest_syncs(decoded_syncs: DataFrame) -> DataFrame:
     marked = marked.select("*", _sync_count())
     return marked.where("_live").select(
         *SYNC_KEY,
-        "upstream_offset",
+        F.col("_pos").alias("upstream_offset"),
         F.col("_down").alias("downstream_offset"),
         "record_offset",
         "record_timestamp",
@@ -214,7 +213,7 @@ def translate(group_offsets: DataFrame, decoded_syncs: DataFrame) -> DataFrame:
     live = F.col("_live")
     prev_up = F.last(F.when(live, F.col("_pos")), ignorenulls=True).over(as_of)
     prev_down = F.last(F.when(live, F.col("_down")), ignorenulls=True).over(as_of)
-    c = F.col("committed_offset")
+    c = F.col("_probe.committed_offset")
     up, down = F.col("_prev_up"), F.col("_prev_down")
     translated = F.when(up == c, down).otherwise(F.try_add(down, F.lit(1)))
     return (
@@ -224,13 +223,6 @@ def translate(group_offsets: DataFrame, decoded_syncs: DataFrame) -> DataFrame:
         .where(F.col("_kind") == _KIND_PROBE)
         .select(
             *[F.col(f"_probe.{col}").alias(col) for col in group_offsets.columns],
-            "_prev_up",
-            "_prev_down",
-            "_newest",
-            "sync_count",
-        )
-        .select(
-            *[F.col(col) for col in group_offsets.columns],
             F.when(c.isNotNull(), translated).alias("translated_offset"),
             F.when(c.isNotNull(), up).alias("sync_upstream"),
             F.when(c.isNotNull(), down).alias("sync_downstream"),
