@@ -46,7 +46,6 @@ from confluent_kafka import Producer
 from inspector.admin_state import Selection, collect_pair_state
 from inspector.job import InspectOptions, run_inspection
 from inspector.kafka_read import read_topic
-from inspector.report import write_parquet
 from inspector.session import build_session
 from lab import lab
 from lab.mm2_setup import POLICY_CLASSES
@@ -458,9 +457,9 @@ def measure(info: lab.LabInfo, args: argparse.Namespace, spec: LoadSpec, out_dir
     floors = [measure_floor(spark, config, pair, options.read_tasks)]
 
     def end_to_end() -> Any:
-        result = run_inspection(spark, config, options, progress=lambda m: say(f"  inspect: {m}"))
-        write_parquet(result.rows, out_dir / "rows.parquet")
-        return result
+        return run_inspection(
+            spark, config, options, progress=lambda m: say(f"  inspect: {m}"), parquet_output=out_dir / "rows.parquet"
+        )
 
     e2e_s, result = timed("end to end: run_inspection + Parquet", end_to_end)
     if args.floor_twice:

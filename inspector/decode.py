@@ -87,11 +87,81 @@ def _record_coordinates() -> list[Column]:
     ]
 
 
-def decode_offset_syncs(records: DataFrame) -> DataFrame:
+def _hex_bytes(value: Column, width: int) -> Column:
+    """The low ``width`` bytes of an integer, big-endian (two's complement), as binary."""
+    digits = 2 * width
+    return F.unhex(F.lpad(F.substr(F.hex(value), F.lit(-digits), F.lit(digits)), digits, "0"))
+
+
+def offset_sync_key(topic: Column, partition: Column) -> Column:
+    """The exact key bytes MM2 writes for (topic, partition): INT16 length, UTF-8 topic, INT32 partition.
+
+    Null when the topic cannot be encoded (longer than an INT16 length allows), so it matches no record.
+    """
+    length = F.octet_length(topic)
+    encoded = F.concat(_hex_bytes(length, 2), F.encode(topic, "UTF-8"), _hex_bytes(partition, 4))
+    return F.when(length <= 32767, encoded)
+
+
+def decode_offset_syncs(records: DataFrame, known: DataFrame | None = None) -> DataFrame:
     """Decode ``mm2-offset-syncs.<alias>.internal`` records into ``schemas.DECODED_OFFSET_SYNC_SCHEMA``.
 
     Key: ``topic`` STRING, ``partition`` INT32. Value: ``upstreamOffset`` INT64, ``offset`` INT64 (16 bytes).
+
+    ``known`` (``cluster_pair``, ``topic``, ``partition`` and any other columns; small, it is broadcast) names
+    the source partitions the caller cares about. A record whose key is byte for byte one of theirs is
+    well-formed in its key by construction, so its key is not parsed: the record is matched by its raw key
+    bytes and takes the topic and partition from ``known``, and only its value is checked and decoded. It
+    also carries ``known``'s other columns (null on every other record). Every other record is decoded in
+    full, as without ``known``. The output is the same either way; at ten million records the key parse is
+    most of the decode's cost, and a topic holds few distinct keys.
     """
+    if known is None:
+        return _decode_offset_syncs(records)
+    extra = [c for c in known.columns if c not in ("cluster_pair", "topic", "partition")]
+    keys = known.select(
+        F.col("cluster_pair").alias("_k_pair"),
+        offset_sync_key(F.col("topic"), F.col("partition")).alias("_k_key"),
+        F.col("topic").alias("_k_topic"),
+        F.col("partition").alias("_k_partition"),
+        *extra,
+    )
+    on = (F.col("cluster_pair") == F.col("_k_pair")) & (F.col("key") == F.col("_k_key"))
+    hit = F.col("_k_key").isNotNull()
+    v, vl = F.col("value"), F.octet_length(F.col("value"))
+    fast = records.join(F.broadcast(keys), on=on, how="left").select(
+        "*",
+        F.when(hit & (vl == 16), _int64(v, 1)).alias("_k_upstream"),
+        F.when(hit & (vl == 16), _int64(v, 9)).alias("_k_downstream"),
+        F.when(hit, F.when(vl < 16, F.lit(VALUE_TRUNCATED)).when(vl > 16, F.lit(VALUE_TRAILING))).alias("_k_reason"),
+    )
+    full = _decode_offset_syncs(fast)
+
+    def either(name: str, fast_value: Column) -> Column:
+        # CASE WHEN evaluates one branch per row: a known key never reaches the full key parse.
+        return F.when(hit, fast_value).otherwise(F.col(name)).alias(name)
+
+    return full.select(
+        *[F.col(c) for c in full.columns if c not in _SYNC_DECODED and not c.startswith("_k_")],
+        either("topic", F.when(F.col("_k_reason").isNull(), F.col("_k_topic"))),
+        either("partition", F.when(F.col("_k_reason").isNull(), F.col("_k_partition"))),
+        either("upstream_offset", F.col("_k_upstream")),
+        either("downstream_offset", F.col("_k_downstream")),
+        either("is_tombstone", F.col("_k_upstream").isNull() & F.col("_k_reason").isNull()),
+        either("malformed_reason", F.col("_k_reason")),
+        "record_partition",
+        "record_offset",
+        "record_timestamp",
+    )
+
+
+_SYNC_DECODED = frozenset(
+    {"topic", "partition", "upstream_offset", "downstream_offset", "is_tombstone", "malformed_reason"}
+    | {"record_partition", "record_offset", "record_timestamp"}
+)
+
+
+def _decode_offset_syncs(records: DataFrame) -> DataFrame:
     k, v = F.col("key"), F.col("value")
     kl, vl = F.octet_length(k), F.octet_length(v)
     tl = F.col("_tl")

@@ -85,7 +85,7 @@ class MalformedCounter:
 
 @dataclass(slots=True)
 class InspectResult:
-    rows: DataFrame  # CLASSIFIED_SCHEMA, cached, in no particular order (writers that print sort it)
+    rows: DataFrame  # CLASSIFIED_SCHEMA, cached or read from Parquet, in no order (writers that print sort it)
     summary: DataFrame  # SUMMARY_SCHEMA
     notes: list[TopicNote]
     pairs: list[str]
@@ -132,6 +132,12 @@ def _inspect_pair(
     notes: list[TopicNote],
     counter: MalformedCounter,
 ) -> DataFrame:
+    def frame(table: pa.Table, schema: StructType) -> DataFrame:
+        # Spark makes one partition per Arrow batch (10,000 rows): 100 tasks for a million group offsets, each
+        # mostly scheduling overhead. One partition per core reads the same rows.
+        df = spark.createDataFrame(table, schema=schema)  # type: ignore[call-overload]
+        return df.coalesce(spark.sparkContext.defaultParallelism)
+
     syncs_alias = pair.offset_syncs_cluster
     syncs_existing = state.source_topics if syncs_alias == pair.source else state.target_topics
     raw_syncs = _read_internal(
@@ -154,20 +160,18 @@ def _inspect_pair(
         tasks=options.read_tasks,
         notes=notes,
     )
+    group_offsets = frame(state.source_group_offsets, schemas.SOURCE_GROUP_OFFSETS_SCHEMA)
+    # The syncs are matched to the inspected partitions by their raw key bytes, so their keys are not parsed.
+    numbers = transforms.partition_numbers(group_offsets)
     # No cache: each topic is read once, in the same pass that classifies, and its malformed records are
     # counted on the way (an observation, read after the job ran) instead of in a second read.
     decoded_syncs = counter.watch(
-        decode.decode_offset_syncs(raw_syncs), pair.name, pair.offset_syncs_topic, syncs_alias
+        decode.decode_offset_syncs(raw_syncs, known=numbers), pair.name, pair.offset_syncs_topic, syncs_alias
     )
     decoded_checkpoints = counter.watch(
         decode.decode_checkpoints(raw_checkpoints), pair.name, pair.checkpoints_topic, pair.target
     )
-
-    def frame(table: pa.Table, schema: StructType) -> DataFrame:
-        return spark.createDataFrame(table, schema=schema)  # type: ignore[call-overload]
-
-    group_offsets = frame(state.source_group_offsets, schemas.SOURCE_GROUP_OFFSETS_SCHEMA)
-    translated = transforms.translate(group_offsets, decoded_syncs)
+    translated = transforms.translate(group_offsets, decoded_syncs, numbers=numbers)
     joined = transforms.join_target_state(
         translated,
         source_partitions=frame(state.source_partitions, schemas.SOURCE_PARTITIONS_SCHEMA),
@@ -204,8 +208,14 @@ def run_inspection(
     options: InspectOptions,
     *,
     progress: Progress | None = None,
+    parquet_output: Path | None = None,
 ) -> InspectResult:
-    """Classify every group partition of the selected pairs; the result's frames are cached for reuse."""
+    """Classify every group partition of the selected pairs.
+
+    The rows are computed once. With ``parquet_output`` that one pass writes them there (Spark's writer, a
+    folder of part files) and the result reads them back, so a large run is not also cached in memory;
+    otherwise they are cached. Either way every writer and the summary reuse them without recomputing.
+    """
     say = progress or (lambda _m: None)
     pairs = select_pairs(config, options.pairs)
     notes: list[TopicNote] = []
@@ -221,9 +231,15 @@ def run_inspection(
     rows = functools.reduce(DataFrame.unionByName, classified)
     if options.only_problems:
         rows = rows.where("NOT is_ok")
-    rows = rows.cache()
-    say("classifying")
-    rows.count()  # materialize once; every writer and the summary reuse it (those that print sort then)
+    rows = rows.select(*schemas.CLASSIFIED_SCHEMA.fieldNames())
+    if parquet_output is not None:
+        say(f"classifying into {parquet_output}")
+        rows.write.mode("overwrite").parquet(str(parquet_output))
+        rows = spark.read.schema(schemas.CLASSIFIED_SCHEMA).parquet(str(parquet_output))
+    else:
+        rows = rows.cache()
+        say("classifying")
+        rows.count()  # materialize once; every writer and the summary reuse it (those that print sort then)
     notes.extend(counter.notes())
     summary = transforms.summarize(rows).orderBy("cluster_pair", "status").cache()
     return InspectResult(

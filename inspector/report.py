@@ -1,7 +1,8 @@
 """Render an inspection: a readable table, RFC 4180 CSV, JSON Lines, or Parquet.
 
 CSV and JSON stream the rows to one file (or stdout) through ``toLocalIterator``, so the driver never holds
-the whole report. Parquet is Spark's own writer, a folder of part files, for runs too large for one file.
+the whole report. Parquet is written by the job itself (``run_inspection(parquet_output=…)``): Spark's own
+writer, a folder of part files, for runs too large for one file.
 Columns come in ``schemas.CLASSIFIED_SCHEMA`` order: Aiven's first, then ours.
 """
 
@@ -66,10 +67,6 @@ def write_json_lines(frame: DataFrame, out: TextIO) -> int:
         out.write("\n")
         count += 1
     return count
-
-
-def write_parquet(frame: DataFrame, path: Path) -> None:
-    frame.select(*COLUMNS).write.mode("overwrite").parquet(str(path))
 
 
 def write_distributed(frame: DataFrame, fmt: str, path: Path) -> None:

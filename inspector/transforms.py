@@ -153,13 +153,17 @@ def latest_syncs(decoded_syncs: DataFrame) -> DataFrame:
     )
 
 
-def _partition_numbers(group_offsets: DataFrame) -> DataFrame:
-    """A small int per source partition that has a group offset, in key order (deterministic)."""
+def partition_numbers(group_offsets: DataFrame) -> DataFrame:
+    """A small int (``_part``) per source partition that has a group offset, in key order (deterministic).
+
+    ``translate`` numbers the partitions so; pass the same frame to ``decode.decode_offset_syncs`` as
+    ``known`` and to ``translate`` as ``numbers`` to match the syncs to them by their raw key bytes instead.
+    """
     keys = group_offsets.select(*SYNC_KEY).where(F.col("topic").isNotNull() & F.col("partition").isNotNull())
     return keys.distinct().select("*", F.row_number().over(Window.orderBy(*SYNC_KEY)).alias(_PART))
 
 
-def translate(group_offsets: DataFrame, decoded_syncs: DataFrame) -> DataFrame:
+def translate(group_offsets: DataFrame, decoded_syncs: DataFrame, *, numbers: DataFrame | None = None) -> DataFrame:
     """Append DESIGN §5's translation of ``committed_offset`` to every row of ``group_offsets``.
 
     ``decoded_syncs`` is ``decode.decode_offset_syncs``'s output; only the syncs that still count are used
@@ -184,14 +188,20 @@ def translate(group_offsets: DataFrame, decoded_syncs: DataFrame) -> DataFrame:
     an offset on cannot translate anything and are dropped by that broadcast join.
 
     ``group_offsets`` needs (cluster_pair, topic, partition, committed_offset) and keeps all its columns.
+    ``numbers`` is ``partition_numbers(group_offsets)`` when the syncs were decoded with it as ``known``: they
+    then carry their partition's number already and are not joined with it again.
     """
-    numbers = F.broadcast(_partition_numbers(group_offsets))
+    if numbers is None:
+        numbers = partition_numbers(group_offsets)
+        numbered = _sync_rows(decoded_syncs).join(F.broadcast(numbers), on=SYNC_KEY)
+    else:
+        numbered = _sync_rows(decoded_syncs).where(F.col(_PART).isNotNull())
+    numbers = F.broadcast(numbers)
     probe = F.struct(*group_offsets.columns)
     probe_type = group_offsets.select(probe.alias("p")).schema["p"].dataType
     no_long = F.lit(None).cast("long")
     sync_rows = (
-        _sync_rows(decoded_syncs)
-        .join(numbers, on=SYNC_KEY)
+        numbered
         .select(
             *_sort_row(
                 F.col(_PART),

@@ -73,7 +73,7 @@ def inspect(
 
     from inspector.admin_state import Selection
     from inspector.job import InspectOptions, run_inspection
-    from inspector.report import summary_lines, write_csv, write_json_lines, write_parquet
+    from inspector.report import summary_lines, write_csv, write_json_lines
     from inspector.session import build_session
     from mm2core.config import load_mm2_config
 
@@ -95,12 +95,11 @@ def inspect(
         selection=Selection(groups=groups, topics=topics, active_only=active_only),
         only_problems=only_problems,
     )
-    result = run_inspection(spark, config, options, progress=say)
+    parquet_output = output if fmt is Format.parquet else None
+    result = run_inspection(spark, config, options, progress=say, parquet_output=parquet_output)
     problems = result.problem_count()
-    if fmt is Format.parquet:
-        assert output is not None
-        write_parquet(result.rows, output)
-        say(f"wrote {output}")
+    if parquet_output is not None:
+        say(f"wrote {parquet_output}")
     else:
         target: TextIO
         with output.open("w", newline="", encoding="utf-8") if output else nullcontext(sys.stdout) as target:

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from inspector import decode
@@ -318,3 +319,54 @@ def test_property_checkpoint_mutations_match_reference(spark: Any, data: st.Data
             )
         elif verdict == "tombstone":
             assert (row.group, row.topic, row.partition) == (ref.group, ref.topic, ref.partition)
+
+
+# --- offset syncs matched by their raw key (decode_offset_syncs(..., known=...)) ---
+
+
+def _known(spark: Any, keys: list[tuple[str, int]]) -> Any:
+    rows = [("a->b", t, p, i + 1) for i, (t, p) in enumerate(keys)]
+    return spark.createDataFrame(rows, "cluster_pair string, topic string, partition int, _part int")
+
+
+@PROPERTY
+@given(st.lists(st.tuples(names, int32s), min_size=1, max_size=20))
+def test_property_offset_sync_key_is_the_codecs_bytes(spark: Any, keys: list[tuple[str, int]]) -> None:
+    frame = _known(spark, keys).select(decode.offset_sync_key(F.col("topic"), F.col("partition")).alias("k"))
+    assert [bytes(r.k) for r in frame.collect()] == [codecs.encode_offset_sync_key(t, p) for t, p in keys]
+
+
+@PROPERTY
+@given(st.data())
+def test_property_offset_sync_known_keys_decode_the_same(spark: Any, data: st.DataObject) -> None:
+    """Matching by raw key is a shortcut only: every column equals the full decode, malformed records too."""
+    cases, keys = [], []
+    for _ in range(data.draw(st.integers(1, 30))):
+        sync = codecs.OffsetSync(data.draw(names), data.draw(int32s), data.draw(int64s), data.draw(int64s))
+        key, value = codecs.encode_offset_sync(sync)
+        if data.draw(st.booleans()):
+            keys.append((sync.topic, sync.partition))
+        mutate_key = data.draw(st.booleans())
+        cases.append((_mutate(data, key) if mutate_key else key, _mutate(data, value)))
+    records = _records(spark, cases)
+    known = _known(spark, sorted(set(keys)))
+    full = sorted(decode.decode_offset_syncs(records).collect(), key=lambda r: r.record_offset)
+    fast_frame = decode.decode_offset_syncs(records, known=known)
+    assert fast_frame.columns == ["cluster_pair", "_part", *DECODED_OFFSET_SYNC_SCHEMA.names[1:]]
+    fast = sorted(fast_frame.collect(), key=lambda r: r.record_offset)
+    assert [r.asDict() | {"_part": None} for r in fast] == [r.asDict() | {"_part": None} for r in full]
+    encoded = {codecs.encode_offset_sync_key(t, p) for t, p in keys}
+    for (key, _value), row in zip(cases, fast, strict=True):
+        assert (row._part is not None) == (key in encoded)
+
+
+def test_offset_sync_known_key_with_malformed_values(spark: Any) -> None:
+    key = codecs.encode_offset_sync_key("orders", 3)
+    records = _records(spark, [(key, b"\x00" * 15), (key, b"\x00" * 17), (key, None), (key, GOOD_SYNC_VALUE)])
+    decoded = decode.decode_offset_syncs(records, known=_known(spark, [("orders", 3)]))
+    rows = sorted(decoded.collect(), key=lambda r: r.record_offset)
+    assert [r.malformed_reason for r in rows] == [decode.VALUE_TRUNCATED, decode.VALUE_TRAILING, None, None]
+    assert [r.is_tombstone for r in rows] == [False, False, True, False]
+    assert [(r.topic, r.partition, r._part) for r in rows] == [(None, None, 1)] * 2 + [("orders", 3, 1)] * 2
+    assert (rows[3].upstream_offset, rows[3].downstream_offset) == (10, 20)
+    assert rows[0].upstream_offset is None and rows[2].upstream_offset is None

@@ -12,13 +12,14 @@ from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StructType
 
-from inspector import transforms
+from inspector import decode, transforms
 from inspector.schemas import (
     CHECKPOINTS_SCHEMA,
     DECODED_CHECKPOINT_SCHEMA,
     DECODED_OFFSET_SYNC_SCHEMA,
     GROUP_STATES_SCHEMA,
     JOINED_SCHEMA,
+    KAFKA_RECORD_SCHEMA,
     SOURCE_GROUP_OFFSETS_SCHEMA,
     SOURCE_PARTITIONS_SCHEMA,
     SUMMARY_SCHEMA,
@@ -26,6 +27,7 @@ from inspector.schemas import (
     TARGET_GROUP_OFFSETS_SCHEMA,
     TARGET_PARTITIONS_SCHEMA,
 )
+from mm2core import codecs
 
 pytestmark = pytest.mark.spark
 
@@ -291,6 +293,17 @@ def test_property_latest_syncs_then_translate_match_model(
         row = got[group]
         assert {k: getattr(row, k) for k in expected} == expected, (partition, c, live.get(partition))
         assert row.sync_count == len(live.get(partition, []))
+    # The job's path: the same records as raw Kafka bytes, matched to the partitions by their raw key.
+    raw = []
+    for offset, (partition, kind, up, down) in enumerate(records):
+        key = codecs.encode_offset_sync_key("t", partition)
+        value = None if kind == "tombstone" else codecs.encode_offset_sync_value(up or 0, down or 0)
+        raw.append((PAIR, key[:3] if kind == "bad" else key, value, "syncs", 0, offset, T0, 0))
+    group_offsets = _group_offsets(spark, offset_rows)
+    numbers = transforms.partition_numbers(group_offsets)
+    known = decode.decode_offset_syncs(spark.createDataFrame(raw, KAFKA_RECORD_SCHEMA), known=numbers)
+    by_key = {r.group: r for r in transforms.translate(group_offsets, known, numbers=numbers).collect()}
+    assert by_key == got
 
 
 # --- latest_checkpoints ---
