@@ -8,7 +8,7 @@ It starts a lab (or reuses one), loads a bench MM2 pair ``isobenchsrc->isobenchd
 * Spark start-up: session build plus a first trivial job;
 * the floor: merely reading the same inputs — Spark's Kafka source over the offset-syncs and checkpoints
   topics (forced with a count) and the admin-state collection (``collect_pair_state``) for the pair;
-* end to end: ``run_inspection`` plus writing the rows as Parquet;
+* end to end: ``run_inspection`` writing the rows as Parquet (``parquet_output``, as ``--format parquet`` does);
 * peak memory of the Python driver and of Spark's JVM.
 
 At ``--scale 1`` the load is 10 topics x 100 partitions (1,000 source partitions, 10,000 records each, and
@@ -457,9 +457,8 @@ def measure(info: lab.LabInfo, args: argparse.Namespace, spec: LoadSpec, out_dir
     floors = [measure_floor(spark, config, pair, options.read_tasks)]
 
     def end_to_end() -> Any:
-        return run_inspection(
-            spark, config, options, progress=lambda m: say(f"  inspect: {m}"), parquet_output=out_dir / "rows.parquet"
-        )
+        out = str(out_dir / "rows.parquet")
+        return run_inspection(spark, config, options, progress=lambda m: say(f"  inspect: {m}"), parquet_output=out)
 
     e2e_s, result = timed("end to end: run_inspection + Parquet", end_to_end)
     if args.floor_twice:

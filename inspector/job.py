@@ -20,7 +20,6 @@ import sys
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -208,13 +207,14 @@ def run_inspection(
     options: InspectOptions,
     *,
     progress: Progress | None = None,
-    parquet_output: Path | None = None,
+    parquet_output: str | None = None,
 ) -> InspectResult:
     """Classify every group partition of the selected pairs.
 
-    The rows are computed once. With ``parquet_output`` that one pass writes them there (Spark's writer, a
-    folder of part files) and the result reads them back, so a large run is not also cached in memory;
-    otherwise they are cached. Either way every writer and the summary reuse them without recomputing.
+    The rows are computed once. With ``parquet_output`` (a path or URI Spark can write) that one pass writes
+    them there (Spark's writer, a folder of part files) and the result reads them back, so a large run is not
+    also cached in memory; otherwise they are cached. Either way every writer and the summary reuse them
+    without recomputing.
     """
     say = progress or (lambda _m: None)
     pairs = select_pairs(config, options.pairs)
@@ -234,8 +234,8 @@ def run_inspection(
     rows = rows.select(*schemas.CLASSIFIED_SCHEMA.fieldNames())
     if parquet_output is not None:
         say(f"classifying into {parquet_output}")
-        rows.write.mode("overwrite").parquet(str(parquet_output))
-        rows = spark.read.schema(schemas.CLASSIFIED_SCHEMA).parquet(str(parquet_output))
+        rows.write.mode("overwrite").parquet(parquet_output)
+        rows = spark.read.schema(schemas.CLASSIFIED_SCHEMA).parquet(parquet_output)
     else:
         rows = rows.cache()
         say("classifying")
@@ -275,14 +275,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         selection=Selection(groups=args.groups, topics=args.topics, active_only=args.active_only),
         only_problems=args.only_problems,
     )
+    parquet_output = args.output if args.format == "parquet" else None
     try:
         result = run_inspection(
-            spark, load_mm2_config(args.mm2_config), options, progress=lambda m: print(m, file=sys.stderr)
+            spark,
+            load_mm2_config(args.mm2_config),
+            options,
+            progress=lambda m: print(m, file=sys.stderr),
+            parquet_output=parquet_output,
         )
     except Mm2ctlError as exc:
         print(f"inspector.job: error: {exc}", file=sys.stderr)
         return int(exc.exit_code)
-    write_distributed(result.rows, args.format, Path(args.output))
+    if parquet_output is None:
+        write_distributed(result.rows, args.format, args.output)
     return int(ExitCode.PROBLEMS_FOUND if result.problem_count() else ExitCode.OK)
 
 

@@ -12,7 +12,6 @@ import csv
 import datetime as dt
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, TextIO
 
 from pyspark.sql import DataFrame, Row
@@ -69,15 +68,15 @@ def write_json_lines(frame: DataFrame, out: TextIO) -> int:
     return count
 
 
-def write_distributed(frame: DataFrame, fmt: str, path: Path) -> None:
-    """Spark's own writers (folders of part files), for ``spark-submit`` on a cluster."""
+def write_distributed(frame: DataFrame, fmt: str, path: str) -> None:
+    """Spark's own writers (folders of part files at a path or URI), for ``spark-submit`` on a cluster."""
     writer = frame.select(*COLUMNS).write.mode("overwrite")
     if fmt == "parquet":
-        writer.parquet(str(path))
+        writer.parquet(path)
     elif fmt == "csv":
-        writer.option("header", "true").option("quoteAll", "true").csv(str(path))
+        writer.option("header", "true").option("quoteAll", "true").csv(path)
     else:
-        writer.json(str(path))
+        writer.json(path)
 
 
 def summary_lines(result: InspectResult, *, max_problem_rows: int = 40) -> list[str]:

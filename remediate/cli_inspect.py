@@ -95,7 +95,7 @@ def inspect(
         selection=Selection(groups=groups, topics=topics, active_only=active_only),
         only_problems=only_problems,
     )
-    parquet_output = output if fmt is Format.parquet else None
+    parquet_output = str(output) if fmt is Format.parquet and output is not None else None
     result = run_inspection(spark, config, options, progress=say, parquet_output=parquet_output)
     problems = result.problem_count()
     if parquet_output is not None:
