@@ -58,27 +58,27 @@ class MalformedCounter:
     """Counts the malformed records of each decoded topic while the job runs, through Spark observations.
 
     ``watch`` wraps a decoded frame; once an action has run the plan, ``notes`` gives one note per topic and
-    reason with a non-zero count. Counting this way costs no second read of the topic and no cache of it.
+    reason with a non-zero count. The pass that classifies counts them with one aggregate (no second read of
+    the topic, no cache of it); only a topic that has malformed records is read once more, by ``notes``, to
+    break its count down by reason.
     """
 
     def __init__(self) -> None:
-        self._watched: list[tuple[str, str, str, Observation]] = []
+        self._watched: list[tuple[str, str, str, Observation, DataFrame]] = []
 
     def watch(self, decoded: DataFrame, cluster_pair: str, topic: str, cluster: str) -> DataFrame:
         observation = Observation(f"malformed-{uuid.uuid4().hex}")  # names are unique per session
-        self._watched.append((cluster_pair, topic, cluster, observation))
-        reason = F.col("malformed_reason")
-        return decoded.observe(
-            observation, *[F.count(F.when(reason == r, True)).alias(r) for r in decode.MALFORMED_REASONS]
-        )
+        self._watched.append((cluster_pair, topic, cluster, observation, decoded))
+        return decoded.observe(observation, F.count("malformed_reason").alias("malformed"))
 
     def notes(self) -> list[TopicNote]:
         out = []
-        for cluster_pair, topic, cluster, observation in self._watched:
-            for reason, count in (observation.get or {}).items():
-                if count:
-                    message = f"{count} malformed record(s) skipped: {reason}"
-                    out.append(TopicNote(cluster_pair, topic, cluster, message))
+        for cluster_pair, topic, cluster, observation, decoded in self._watched:
+            if not (observation.get or {}).get("malformed"):
+                continue
+            for row in decode.malformed_counts(decoded).orderBy("malformed_reason").collect():
+                message = f"{row['records']} malformed record(s) skipped: {row['malformed_reason']}"
+                out.append(TopicNote(cluster_pair, topic, cluster, message))
         return out
 
 
@@ -161,7 +161,7 @@ def _inspect_pair(
     )
     group_offsets = frame(state.source_group_offsets, schemas.SOURCE_GROUP_OFFSETS_SCHEMA)
     # The syncs are matched to the inspected partitions by their raw key bytes, so their keys are not parsed.
-    numbers = transforms.partition_numbers(group_offsets)
+    numbers = partition_numbers(spark, state.source_group_offsets)
     # No cache: each topic is read once, in the same pass that classifies, and its malformed records are
     # counted on the way (an observation, read after the job ran) instead of in a second read.
     decoded_syncs = counter.watch(
@@ -187,6 +187,18 @@ def _inspect_pair(
         as_of=state.read_at,
         fresh_checkpoint_age=fresh_checkpoint_age(pair),
     )
+
+
+def partition_numbers(spark: SparkSession, group_offsets: pa.Table) -> DataFrame:
+    """``transforms.partition_numbers`` of the group offsets, built on the driver from their Arrow table.
+
+    A thousand rows or so, and no Spark job: the offset-syncs read, which joins them, starts at once instead
+    of waiting for a job over the million group offsets.
+    """
+    keys = group_offsets.select(transforms.SYNC_KEY).group_by(transforms.SYNC_KEY).aggregate([])
+    keys = keys.sort_by([(k, "ascending") for k in transforms.SYNC_KEY])
+    numbered = keys.append_column("_part", pa.array(range(1, keys.num_rows + 1), pa.int32()))
+    return spark.createDataFrame(numbered, schema=schemas.PARTITION_NUMBERS_SCHEMA)  # type: ignore[call-overload]
 
 
 def fresh_checkpoint_age(pair: PairConfig) -> dt.timedelta:

@@ -122,6 +122,16 @@ CHECKPOINTS_SCHEMA = StructType(
     ]
 )
 
+#: ``transforms.partition_numbers``: a small int per source partition that has a group offset.
+PARTITION_NUMBERS_SCHEMA = StructType(
+    [
+        _f("cluster_pair", StringType(), False),
+        _f("topic", StringType(), False),
+        _f("partition", IntegerType(), False),
+        _f("_part", IntegerType(), False),
+    ]
+)
+
 # --- Admin state the job collects ---
 
 #: Committed offsets of the *source* groups MM2 mirrors: one row per (group, source topic, partition) the

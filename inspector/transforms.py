@@ -158,6 +158,7 @@ def partition_numbers(group_offsets: DataFrame) -> DataFrame:
 
     ``translate`` numbers the partitions so; pass the same frame to ``decode.decode_offset_syncs`` as
     ``known`` and to ``translate`` as ``numbers`` to match the syncs to them by their raw key bytes instead.
+    Output: ``schemas.PARTITION_NUMBERS_SCHEMA`` (the job builds the same numbering on the driver).
     """
     keys = group_offsets.select(*SYNC_KEY).where(F.col("topic").isNotNull() & F.col("partition").isNotNull())
     return keys.distinct().select("*", F.row_number().over(Window.orderBy(*SYNC_KEY)).alias(_PART))
@@ -188,8 +189,9 @@ def translate(group_offsets: DataFrame, decoded_syncs: DataFrame, *, numbers: Da
     an offset on cannot translate anything and are dropped by that broadcast join.
 
     ``group_offsets`` needs (cluster_pair, topic, partition, committed_offset) and keeps all its columns.
-    ``numbers`` is ``partition_numbers(group_offsets)`` when the syncs were decoded with it as ``known``: they
-    then carry their partition's number already and are not joined with it again.
+    ``numbers`` is ``partition_numbers(group_offsets)`` (or any numbering of the same partitions, one distinct
+    ``_part`` each) when the syncs were decoded with it as ``known``: they then carry their partition's
+    number already and are not joined with it again.
     """
     if numbers is None:
         numbers = partition_numbers(group_offsets)
@@ -249,37 +251,29 @@ def translate(group_offsets: DataFrame, decoded_syncs: DataFrame, *, numbers: Da
 def latest_checkpoints(decoded_checkpoints: DataFrame) -> DataFrame:
     """The live checkpoint per (pair, group, target topic, partition): compacted-topic semantics.
 
-    The newest record of a key (by Kafka offset) wins; if that record is a tombstone the key is gone. A
-    struct-max aggregate picks it without a window sort. Malformed records are ignored (the job counts them).
-    Output: ``schemas.CHECKPOINTS_SCHEMA``.
+    The newest record of a key (by Kafka offset) wins; if that record is a tombstone the key is gone.
+    Malformed records are ignored (the job counts them). Output: ``schemas.CHECKPOINTS_SCHEMA``.
+
+    The newest record is found with a window over the key, not an aggregate: a ``max(struct)`` cannot be
+    hash-aggregated, so Spark sorts the records twice for it (before and after the shuffle), while the
+    window sorts them once, after the shuffle, by (pair, group, topic, partition), which is also the order
+    ``join_target_state`` joins them in, so that join does not sort them again.
     """
-    newest = (
+    key = [PAIR, "group", "topic", "partition"]
+    record = F.struct("record_offset", "record_partition")  # a record's identity, should the topic have partitions
+    return (
         decoded_checkpoints.where(F.col("malformed_reason").isNull())
         .repartition(PAIR, "group")  # the clustering join_target_state joins on: no second shuffle there
-        .groupBy(PAIR, "group", "topic", "partition")
-        .agg(
-            F.max(
-                F.struct(
-                    "record_offset",
-                    "is_tombstone",
-                    "upstream_offset",
-                    "downstream_offset",
-                    "metadata",
-                    "record_timestamp",
-                )
-            ).alias("_c")
+        .select("*", F.max(record).over(Window.partitionBy(*key)).alias("_newest"))
+        .where((record == F.col("_newest")) & ~F.col("is_tombstone"))
+        .select(
+            *key,
+            "upstream_offset",
+            "downstream_offset",
+            "metadata",
+            "record_offset",
+            "record_timestamp",
         )
-    )
-    return newest.where(~F.col("_c.is_tombstone")).select(
-        PAIR,
-        "group",
-        "topic",
-        "partition",
-        F.col("_c.upstream_offset").alias("upstream_offset"),
-        F.col("_c.downstream_offset").alias("downstream_offset"),
-        F.col("_c.metadata").alias("metadata"),
-        F.col("_c.record_offset").alias("record_offset"),
-        F.col("_c.record_timestamp").alias("record_timestamp"),
     )
 
 

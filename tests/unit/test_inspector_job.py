@@ -1,0 +1,83 @@
+"""The job's malformed-record counting, through the actions the job runs (a Parquet write, a cached count)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from inspector import decode, transforms
+from inspector.job import MalformedCounter, partition_numbers
+from inspector.schemas import KAFKA_RECORD_SCHEMA, SOURCE_GROUP_OFFSETS_SCHEMA
+from mm2core import codecs
+
+pytestmark = pytest.mark.spark
+
+TS = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+
+
+def _records(spark: Any, pairs: list[tuple[bytes | None, bytes | None]]) -> Any:
+    rows = [("a->b", k, v, "syncs", 0, i, TS, 0) for i, (k, v) in enumerate(pairs)]
+    dicts = [dict(zip(KAFKA_RECORD_SCHEMA.names, r, strict=True)) for r in rows]
+    table = pa.Table.from_pylist(dicts, schema=to_arrow_schema(KAFKA_RECORD_SCHEMA))
+    return spark.createDataFrame(table, KAFKA_RECORD_SCHEMA)
+
+
+def _watched(spark: Any) -> tuple[MalformedCounter, Any]:
+    key = codecs.encode_offset_sync_key("orders", 0)
+    value = codecs.encode_offset_sync_value(5, 4)
+    records = _records(
+        spark,
+        [(key, value), (key, b"\x00\x01"), (key, b"\x00\x02"), (None, value), (key[:3], value), (key, None)],
+    )
+    counter = MalformedCounter()
+    return counter, counter.watch(decode.decode_offset_syncs(records), "a->b", "syncs", "src")
+
+
+EXPECTED = [
+    "1 malformed record(s) skipped: key truncated",
+    "1 malformed record(s) skipped: null key",
+    "2 malformed record(s) skipped: value truncated",
+]
+
+
+def test_malformed_counter_counts_in_a_parquet_write(spark: Any, tmp_path: Path) -> None:
+    counter, decoded = _watched(spark)
+    decoded.where("malformed_reason IS NULL").write.parquet(str(tmp_path / "rows"))
+    assert sorted(n.message for n in counter.notes()) == EXPECTED
+    assert {(n.cluster_pair, n.topic, n.cluster) for n in counter.notes()} == {("a->b", "syncs", "src")}
+
+
+def test_malformed_counter_counts_in_a_cached_count(spark: Any) -> None:
+    counter, decoded = _watched(spark)
+    good = decoded.where("malformed_reason IS NULL").cache()
+    assert good.count() == 2  # the sync and the tombstone
+    assert sorted(n.message for n in counter.notes()) == EXPECTED
+    good.unpersist()
+
+
+def test_malformed_counter_has_no_note_for_a_clean_topic(spark: Any) -> None:
+    key = codecs.encode_offset_sync_key("orders", 0)
+    records = _records(spark, [(key, codecs.encode_offset_sync_value(1, 1))])
+    counter = MalformedCounter()
+    counter.watch(decode.decode_offset_syncs(records), "a->b", "syncs", "src").count()
+    assert counter.notes() == []
+
+
+def test_driver_partition_numbers_match_the_spark_ones(spark: Any) -> None:
+    rows = [
+        {"cluster_pair": pair, "group": g, "topic": t, "partition": p, "committed_offset": 1, "error": None}
+        for pair in ("a->b", "b->a")
+        for g in ("g1", "g2")
+        for t, p in (("orders", 1), ("orders", 0), ("Ärger", 3), ("zeta", 0), ("orders", 10))
+    ]
+    table = pa.Table.from_pylist(rows, schema=to_arrow_schema(SOURCE_GROUP_OFFSETS_SCHEMA))
+    on_driver = partition_numbers(spark, table)
+    in_spark = transforms.partition_numbers(spark.createDataFrame(table, SOURCE_GROUP_OFFSETS_SCHEMA))
+    assert on_driver.schema == in_spark.schema
+    assert sorted(on_driver.collect()) == sorted(in_spark.collect())
+    assert on_driver.count() == 10
