@@ -37,18 +37,6 @@ NEGATIVE_STRING_LENGTH = "negative string length"
 INVALID_UTF8 = "string is not UTF-8"
 UNKNOWN_CHECKPOINT_VERSION = "unknown checkpoint version"
 
-#: Every reason a decoder can give, for reports that list zero counts too.
-MALFORMED_REASONS = (
-    NULL_KEY,
-    KEY_TRUNCATED,
-    KEY_TRAILING,
-    VALUE_TRUNCATED,
-    VALUE_TRAILING,
-    NEGATIVE_STRING_LENGTH,
-    INVALID_UTF8,
-    UNKNOWN_CHECKPOINT_VERSION,
-)
-
 
 def _lit(value: int | Column) -> Column:
     return value if isinstance(value, Column) else F.lit(value)

@@ -161,7 +161,7 @@ def _inspect_pair(
     )
     group_offsets = frame(state.source_group_offsets, schemas.SOURCE_GROUP_OFFSETS_SCHEMA)
     # The syncs are matched to the inspected partitions by their raw key bytes, so their keys are not parsed.
-    numbers = partition_numbers(spark, state.source_group_offsets)
+    numbers = partition_numbers_on_driver(spark, state.source_group_offsets)
     # No cache: each topic is read once, in the same pass that classifies, and its malformed records are
     # counted on the way (an observation, read after the job ran) instead of in a second read.
     decoded_syncs = counter.watch(
@@ -189,7 +189,7 @@ def _inspect_pair(
     )
 
 
-def partition_numbers(spark: SparkSession, group_offsets: pa.Table) -> DataFrame:
+def partition_numbers_on_driver(spark: SparkSession, group_offsets: pa.Table) -> DataFrame:
     """``transforms.partition_numbers`` of the group offsets, built on the driver from their Arrow table.
 
     A thousand rows or so, and no Spark job: the offset-syncs read, which joins them, starts at once instead

@@ -202,19 +202,16 @@ def translate(group_offsets: DataFrame, decoded_syncs: DataFrame, *, numbers: Da
     probe = F.struct(*group_offsets.columns)
     probe_type = group_offsets.select(probe.alias("p")).schema["p"].dataType
     no_long = F.lit(None).cast("long")
-    sync_rows = (
-        numbered
-        .select(
-            *_sort_row(
-                F.col(_PART),
-                F.col("upstream_offset"),
-                _KIND_SYNC,
-                F.col("record_offset"),
-                F.col("downstream_offset"),
-                F.col("is_tombstone"),
-            ),
-            F.lit(None).cast(probe_type).alias("_probe"),
-        )
+    sync_rows = numbered.select(
+        *_sort_row(
+            F.col(_PART),
+            F.col("upstream_offset"),
+            _KIND_SYNC,
+            F.col("record_offset"),
+            F.col("downstream_offset"),
+            F.col("is_tombstone"),
+        ),
+        F.lit(None).cast(probe_type).alias("_probe"),
     )
     probe_rows = group_offsets.join(numbers, on=SYNC_KEY, how="left").select(
         *_sort_row(F.col(_PART), F.col("committed_offset"), _KIND_PROBE, no_long, no_long, F.lit(False)),

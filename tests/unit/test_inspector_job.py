@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from inspector import decode, transforms
-from inspector.job import MalformedCounter, partition_numbers
+from inspector.job import MalformedCounter, partition_numbers_on_driver
 from inspector.schemas import KAFKA_RECORD_SCHEMA, SOURCE_GROUP_OFFSETS_SCHEMA
 from mm2core import codecs
 
@@ -76,7 +76,7 @@ def test_driver_partition_numbers_match_the_spark_ones(spark: Any) -> None:
         for t, p in (("orders", 1), ("orders", 0), ("Ärger", 3), ("zeta", 0), ("orders", 10))
     ]
     table = pa.Table.from_pylist(rows, schema=to_arrow_schema(SOURCE_GROUP_OFFSETS_SCHEMA))
-    on_driver = partition_numbers(spark, table)
+    on_driver = partition_numbers_on_driver(spark, table)
     in_spark = transforms.partition_numbers(spark.createDataFrame(table, SOURCE_GROUP_OFFSETS_SCHEMA))
     assert on_driver.schema == in_spark.schema
     assert sorted(on_driver.collect()) == sorted(in_spark.collect())
