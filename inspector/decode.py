@@ -37,6 +37,18 @@ NEGATIVE_STRING_LENGTH = "negative string length"
 INVALID_UTF8 = "string is not UTF-8"
 UNKNOWN_CHECKPOINT_VERSION = "unknown checkpoint version"
 
+#: Every reason a decoder can give, for reports that list zero counts too.
+MALFORMED_REASONS = (
+    NULL_KEY,
+    KEY_TRUNCATED,
+    KEY_TRAILING,
+    VALUE_TRUNCATED,
+    VALUE_TRAILING,
+    NEGATIVE_STRING_LENGTH,
+    INVALID_UTF8,
+    UNKNOWN_CHECKPOINT_VERSION,
+)
+
 
 def _lit(value: int | Column) -> Column:
     return value if isinstance(value, Column) else F.lit(value)
@@ -96,11 +108,11 @@ def decode_offset_syncs(records: DataFrame, known: DataFrame | None = None) -> D
 
     Key: ``topic`` STRING, ``partition`` INT32. Value: ``upstreamOffset`` INT64, ``offset`` INT64 (16 bytes).
 
-    ``known`` (``cluster_pair``, ``topic``, ``partition`` and any other columns; small, it is broadcast) names
-    the source partitions the caller cares about. A record whose key is byte for byte one of theirs is
-    well-formed in its key by construction, so its key is not parsed: the record is matched by its raw key
-    bytes and takes the topic and partition from ``known``, and only its value is checked and decoded. It
-    also carries ``known``'s other columns (null on every other record). Every other record is decoded in
+    ``known`` (``cluster_pair``, ``topic``, ``partition`` and any other columns, one row per partition; small,
+    it is broadcast) names the source partitions the caller cares about. A record whose key is byte for byte
+    one of theirs is well-formed in its key by construction, so its key is not parsed: the record is matched
+    by its raw key bytes and takes the topic and partition from ``known``, and only its value is checked and
+    decoded. It also carries ``known``'s other columns (null on every other record). Every other record is decoded in
     full, as without ``known``. The output is the same either way; at ten million records the key parse is
     most of the decode's cost, and a topic holds few distinct keys.
     """
@@ -111,7 +123,7 @@ def decode_offset_syncs(records: DataFrame, known: DataFrame | None = None) -> D
         F.col("cluster_pair").alias("_k_pair"),
         offset_sync_key(F.col("topic"), F.col("partition")).alias("_k_key"),
         F.col("topic").alias("_k_topic"),
-        F.col("partition").alias("_k_partition"),
+        F.col("partition").cast("int").alias("_k_partition"),
         *extra,
     )
     on = (F.col("cluster_pair") == F.col("_k_pair")) & (F.col("key") == F.col("_k_key"))
@@ -123,7 +135,7 @@ def decode_offset_syncs(records: DataFrame, known: DataFrame | None = None) -> D
         F.when(hit & (vl == 16), _int64(v, 9)).alias("_k_downstream"),
         F.when(hit, F.when(vl < 16, F.lit(VALUE_TRUNCATED)).when(vl > 16, F.lit(VALUE_TRAILING))).alias("_k_reason"),
     )
-    full = _decode_offset_syncs(fast)
+    full = _decode_offset_syncs(fast, parse_key=~hit)
 
     def either(name: str, fast_value: Column) -> Column:
         # CASE WHEN evaluates one branch per row: a known key never reaches the full key parse.
@@ -149,7 +161,9 @@ _SYNC_DECODED = frozenset(
 )
 
 
-def _decode_offset_syncs(records: DataFrame) -> DataFrame:
+def _decode_offset_syncs(records: DataFrame, parse_key: Column | None = None) -> DataFrame:
+    """The full decode; with ``parse_key``, the key is parsed only where it is true (elsewhere the key
+    columns and the key's malformed reason come out null, for the caller to replace)."""
     k, v = F.col("key"), F.col("value")
     kl, vl = F.octet_length(k), F.octet_length(v)
     tl = F.col("_tl")
@@ -166,7 +180,8 @@ def _decode_offset_syncs(records: DataFrame) -> DataFrame:
         .when(vl < 16, F.lit(VALUE_TRUNCATED))
         .when(vl > 16, F.lit(VALUE_TRAILING))
     )
-    staged = records.withColumn("_tl", _signed(k, 1, 2)).withColumn("_topic", _utf8(k, F.lit(3), tl))
+    length = _signed(k, 1, 2) if parse_key is None else F.when(parse_key, _signed(k, 1, 2))
+    staged = records.withColumn("_tl", length).withColumn("_topic", _utf8(k, F.lit(3), tl))
     staged = staged.withColumn("_reason", F.coalesce(key_reason, value_reason))
     good = F.col("_reason").isNull()
     tombstone = good & v.isNull()

@@ -58,27 +58,27 @@ class MalformedCounter:
     """Counts the malformed records of each decoded topic while the job runs, through Spark observations.
 
     ``watch`` wraps a decoded frame; once an action has run the plan, ``notes`` gives one note per topic and
-    reason with a non-zero count. The pass that classifies counts them with one aggregate (no second read of
-    the topic, no cache of it); only a topic that has malformed records is read once more, by ``notes``, to
-    break its count down by reason.
+    reason with a non-zero count. Counting this way costs no second read of the topic and no cache of it.
     """
 
     def __init__(self) -> None:
-        self._watched: list[tuple[str, str, str, Observation, DataFrame]] = []
+        self._watched: list[tuple[str, str, str, Observation]] = []
 
     def watch(self, decoded: DataFrame, cluster_pair: str, topic: str, cluster: str) -> DataFrame:
         observation = Observation(f"malformed-{uuid.uuid4().hex}")  # names are unique per session
-        self._watched.append((cluster_pair, topic, cluster, observation, decoded))
-        return decoded.observe(observation, F.count("malformed_reason").alias("malformed"))
+        self._watched.append((cluster_pair, topic, cluster, observation))
+        reason = F.col("malformed_reason")
+        return decoded.observe(
+            observation, *[F.count(F.when(reason == r, True)).alias(r) for r in decode.MALFORMED_REASONS]
+        )
 
     def notes(self) -> list[TopicNote]:
         out = []
-        for cluster_pair, topic, cluster, observation, decoded in self._watched:
-            if not (observation.get or {}).get("malformed"):
-                continue
-            for row in decode.malformed_counts(decoded).orderBy("malformed_reason").collect():
-                message = f"{row['records']} malformed record(s) skipped: {row['malformed_reason']}"
-                out.append(TopicNote(cluster_pair, topic, cluster, message))
+        for cluster_pair, topic, cluster, observation in self._watched:
+            for reason, count in (observation.get or {}).items():
+                if count:
+                    message = f"{count} malformed record(s) skipped: {reason}"
+                    out.append(TopicNote(cluster_pair, topic, cluster, message))
         return out
 
 

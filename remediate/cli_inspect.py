@@ -54,7 +54,9 @@ def inspect(
             "parquet (a folder; needs --output)."
         ),
     ),
-    output: Path | None = typer.Option(None, "--output", help="Write the rows here instead of stdout."),
+    output: str | None = typer.Option(
+        None, "--output", help="Write the rows here instead of stdout (parquet: a folder, path or URI)."
+    ),
     spark_master: str | None = typer.Option(
         None, "--spark-master", help="Spark master URL (default: local[*], embedded)."
     ),
@@ -95,14 +97,14 @@ def inspect(
         selection=Selection(groups=groups, topics=topics, active_only=active_only),
         only_problems=only_problems,
     )
-    parquet_output = str(output) if fmt is Format.parquet and output is not None else None
+    parquet_output = output if fmt is Format.parquet else None
     result = run_inspection(spark, config, options, progress=say, parquet_output=parquet_output)
     problems = result.problem_count()
     if parquet_output is not None:
         say(f"wrote {parquet_output}")
     else:
         target: TextIO
-        with output.open("w", newline="", encoding="utf-8") if output else nullcontext(sys.stdout) as target:
+        with Path(output).open("w", newline="", encoding="utf-8") if output else nullcontext(sys.stdout) as target:
             if fmt is Format.table:
                 for line in summary_lines(result):
                     target.write(line + "\n")
