@@ -33,11 +33,29 @@ _LONG_MIN = -(2**63)
 # --- offset syncs ---
 
 # One sort order serves every offset-sync step: per source partition (``_part``), by position (a sync's
-# upstream offset, a probe's committed offset), syncs before probes at the same position, then by record
-# offset. Tombstones have no position and sort first. The windows below are all over this one order.
-_KIND_SYNC, _KIND_PROBE = 0, 1
+# upstream offset, a probe's committed offset), then by record offset. The rows are kept narrow, because there
+# are as many as there are records in the topic, so a row's kind is not a column of its own but told by which
+# of the two is null:
+#
+# * a sync has a position and a record offset;
+# * a tombstone has a record offset and no position (it has no upstream offset), so it sorts first;
+# * a probe (a group offset, ``translate``) has no record offset, so it sorts after the syncs at its position.
+#
+# Every window below is over this one order.
 _PART = "_part"
-_ORDER = ["_pos", "_kind", "record_offset"]
+_POS, _REC, _DOWN = "_pos", "record_offset", "_down"
+
+
+def _order() -> list[Column]:
+    return [F.col(_POS).asc_nulls_first(), F.col(_REC).asc_nulls_last()]
+
+
+def _is_sync() -> Column:
+    return F.col(_POS).isNotNull() & F.col(_REC).isNotNull()
+
+
+def _is_tombstone() -> Column:
+    return F.col(_POS).isNull() & F.col(_REC).isNotNull()
 
 
 def _sync_rows(decoded_syncs: DataFrame) -> DataFrame:
@@ -45,28 +63,33 @@ def _sync_rows(decoded_syncs: DataFrame) -> DataFrame:
     return decoded_syncs.where(F.col("malformed_reason").isNull() & (F.col("record_partition") == 0))
 
 
-def _sort_row(part: Column, pos: Column, kind: int, rec: Column, down: Column, tombstone: Column) -> list[Column]:
+def _record_row(part: Column) -> list[Column]:
+    """A well-formed sync or tombstone record as a sort row. The decoder leaves a tombstone's offsets null
+    and a sync's set, so the upstream offset is the position as it stands."""
     return [
         part.alias(_PART),
-        pos.alias("_pos"),
-        F.lit(kind).alias("_kind"),
-        rec.alias("record_offset"),
-        down.alias("_down"),
-        tombstone.alias("_tombstone"),
+        F.col("upstream_offset").alias(_POS),
+        F.col("record_offset").alias(_REC),
+        F.col("downstream_offset").alias(_DOWN),
     ]
 
 
 def _sorted(rows: DataFrame) -> DataFrame:
     """One shuffle by source partition and one sort; every window below reuses both."""
-    return rows.repartition(_PART).sortWithinPartitions(_PART, *_ORDER)
+    return rows.repartition(_PART).sortWithinPartitions(F.col(_PART), *_order())
 
 
 def _ordered() -> WindowSpec:
-    return Window.partitionBy(_PART).orderBy(*_ORDER)
+    return Window.partitionBy(_PART).orderBy(*_order())
+
+
+def _whole() -> WindowSpec:
+    """The whole partition, in the one order (evaluated in the same pass as the ordered frames)."""
+    return _ordered().rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
 
 
 def _with_liveness(rows: DataFrame) -> DataFrame:
-    """Mark the syncs that still count and give every row its partition's facts, in the one sort order.
+    """Mark the syncs that still count (``_live``), in the one sort order.
 
     A sync is dead when a tombstone of its key or an *upstream rewind* comes after it in the topic. MM2's
     OffsetSyncStore drops its whole history on a rewind (a sync whose upstream is below the previous one's):
@@ -77,39 +100,33 @@ def _with_liveness(rows: DataFrame) -> DataFrame:
     position and a lower record offset, which cannot undercut it) has a higher record offset. So the cut is
     found in the sort the as-of join needs, and no sort by record offset is needed.
 
-    Columns added: ``_cut`` (the first record offset that counts; null when all do), ``_live`` (a sync at or
-    after the cut), and ``_newest`` (the partition's newest live sync as (record, upstream, downstream), null
-    when a tombstone came after it: a live suffix never decreases in upstream, so its last record is also the
-    one of greatest upstream). Two window passes: the ordered one, then a whole-partition maximum of its result.
+    Two window passes: the running maximum, then the partition's last undercut and last tombstone, whose
+    successor is the first record offset that counts. Only ``_live`` is added; the partition's other facts
+    (its newest live sync, its live count) are taken by the caller's next pass, which needs ``_live``.
     """
-    ordered = _ordered()
-    before = ordered.rowsBetween(Window.unboundedPreceding, -1)
-    whole = ordered.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    sync = (F.col("_kind") == _KIND_SYNC) & ~F.col("_tombstone")
-    tombstone = (F.col("_kind") == _KIND_SYNC) & F.col("_tombstone")
-    rec = F.col("record_offset")
-    newest = F.max(F.when(sync, F.struct(rec.alias("rec"), F.col("_pos").alias("up"), F.col("_down").alias("down"))))
-    staged = rows.select(
-        "*",
-        F.when(sync & (F.max(F.when(sync, rec)).over(before) > rec), rec).alias("_undercut"),
-        F.max(F.when(tombstone, rec)).over(whole).alias("_last_tombstone"),
-        newest.over(whole).alias("_newest_any"),
-    )
-    last_undercut = F.max("_undercut").over(Window.partitionBy(_PART))
-    cut = F.greatest(last_undercut + 1, F.col("_last_tombstone") + 1)
-    staged = staged.select("*", cut.alias("_cut"))
-    newest_live = F.coalesce(F.col("_newest_any.rec") > F.col("_last_tombstone"), F.lit(True))
-    return staged.select(
-        "*",
-        (sync & (rec >= F.coalesce(F.col("_cut"), F.lit(_LONG_MIN)))).alias("_live"),
-        F.when(newest_live, F.col("_newest_any")).alias("_newest"),
-    )
+    before = _ordered().rowsBetween(Window.unboundedPreceding, -1)
+    rec = F.col(_REC)
+    sync = _is_sync()
+    staged = rows.select("*", F.when(sync & (F.max(F.when(sync, rec)).over(before) > rec), rec).alias("_undercut"))
+    partition = Window.partitionBy(_PART)
+    last_dead = F.greatest(F.max("_undercut").over(partition), F.max(F.when(_is_tombstone(), rec)).over(partition))
+    live = sync & (rec > F.coalesce(last_dead, F.lit(_LONG_MIN)))
+    return staged.select(*rows.columns, live.alias("_live"))
+
+
+def _live_facts(frame: WindowSpec, up: str, down: str) -> list[Column]:
+    """The last live sync of ``frame`` as its (upstream, downstream): a live sync has both set, so the two
+    ``last``s come from the same row."""
+    live = F.col("_live")
+    return [
+        F.last(F.when(live, F.col(_POS)), ignorenulls=True).over(frame).alias(up),
+        F.last(F.when(live, F.col(_DOWN)), ignorenulls=True).over(frame).alias(down),
+    ]
 
 
 def _sync_count() -> Column:
     """The partition's live sync count (evaluated in the same pass as a window of the same order)."""
-    whole = _ordered().rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    return F.sum(F.col("_live").cast("long")).over(whole).alias("sync_count")
+    return F.sum(F.col("_live").cast("long")).over(_whole()).alias("sync_count")
 
 
 def latest_syncs(decoded_syncs: DataFrame) -> DataFrame:
@@ -129,24 +146,12 @@ def latest_syncs(decoded_syncs: DataFrame) -> DataFrame:
     ``translate`` applies the same rules itself, fused into its one sort; this is the same step on its own,
     for looking at the live syncs. Output: ``schemas.SYNCS_SCHEMA``.
     """
-    rows = _sync_rows(decoded_syncs).select(
-        *SYNC_KEY,
-        "record_timestamp",
-        *_sort_row(
-            F.struct(*SYNC_KEY),
-            F.col("upstream_offset"),
-            _KIND_SYNC,
-            F.col("record_offset"),
-            F.col("downstream_offset"),
-            F.col("is_tombstone"),
-        ),
-    )
-    marked = _with_liveness(_sorted(rows))
-    marked = marked.select("*", _sync_count())
+    rows = _sync_rows(decoded_syncs).select(*SYNC_KEY, "record_timestamp", *_record_row(F.struct(*SYNC_KEY)))
+    marked = _with_liveness(_sorted(rows)).select("*", _sync_count())
     return marked.where("_live").select(
         *SYNC_KEY,
-        F.col("_pos").alias("upstream_offset"),
-        F.col("_down").alias("downstream_offset"),
+        F.col(_POS).alias("upstream_offset"),
+        F.col(_DOWN).alias("downstream_offset"),
         "record_offset",
         "record_timestamp",
         "sync_count",
@@ -184,9 +189,11 @@ def translate(group_offsets: DataFrame, decoded_syncs: DataFrame, *, numbers: Da
     partition on every offset commit).
 
     The sort rows are kept narrow, because there are as many as there are records in the topic: the source
-    partition is a small int (numbered from the group offsets' partitions, broadcast), a sync row carries
-    four longs, and a probe row carries its group-offset row as one struct. Syncs of partitions no group has
-    an offset on cannot translate anything and are dropped by that broadcast join.
+    partition is a small int (numbered from the group offsets' partitions, broadcast); a sync row is that int
+    and three longs, with no kind or flag column (see the sort order above); a probe row carries its
+    group-offset row as one struct, less the source partition's key, which its number gives back (from the
+    broadcast numbering) once the probes are translated. Syncs of partitions no group has an offset on cannot
+    translate anything and are dropped by that broadcast join.
 
     ``group_offsets`` needs (cluster_pair, topic, partition, committed_offset) and keeps all its columns.
     ``numbers`` is ``partition_numbers(group_offsets)`` (or any numbering of the same partitions, one distinct
@@ -198,47 +205,55 @@ def translate(group_offsets: DataFrame, decoded_syncs: DataFrame, *, numbers: Da
         numbered = _sync_rows(decoded_syncs).join(F.broadcast(numbers), on=SYNC_KEY)
     else:
         numbered = _sync_rows(decoded_syncs).where(F.col(_PART).isNotNull())
-    numbers = F.broadcast(numbers)
-    probe = F.struct(*group_offsets.columns)
+    numbers = F.broadcast(numbers.select(*SYNC_KEY, _PART))
+    carried = [c for c in group_offsets.columns if c not in SYNC_KEY]
+    probe = F.struct(*carried)
     probe_type = group_offsets.select(probe.alias("p")).schema["p"].dataType
+    key_type = group_offsets.select(F.struct(*SYNC_KEY).alias("k")).schema["k"].dataType
     no_long = F.lit(None).cast("long")
     sync_rows = numbered.select(
-        *_sort_row(
-            F.col(_PART),
-            F.col("upstream_offset"),
-            _KIND_SYNC,
-            F.col("record_offset"),
-            F.col("downstream_offset"),
-            F.col("is_tombstone"),
-        ),
+        *_record_row(F.col(_PART)),
         F.lit(None).cast(probe_type).alias("_probe"),
+        F.lit(None).cast(key_type).alias("_key"),
     )
     probe_rows = group_offsets.join(numbers, on=SYNC_KEY, how="left").select(
-        *_sort_row(F.col(_PART), F.col("committed_offset"), _KIND_PROBE, no_long, no_long, F.lit(False)),
+        F.col(_PART),
+        F.col("committed_offset").alias(_POS),
+        no_long.alias(_REC),
+        no_long.alias(_DOWN),
         probe.alias("_probe"),
+        # The key rides along only where no number can give it back (a partition the numbering lacks).
+        F.when(F.col(_PART).isNull(), F.struct(*SYNC_KEY)).alias("_key"),
     )
     marked = _with_liveness(_sorted(sync_rows.unionByName(probe_rows)))
     as_of = _ordered().rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    live = F.col("_live")
-    prev_up = F.last(F.when(live, F.col("_pos")), ignorenulls=True).over(as_of)
-    prev_down = F.last(F.when(live, F.col("_down")), ignorenulls=True).over(as_of)
+    translated_rows = marked.select(
+        _PART,
+        _REC,
+        "_probe",
+        "_key",
+        *_live_facts(as_of, "_prev_up", "_prev_down"),
+        *_live_facts(_whole(), "latest_sync_upstream", "latest_sync_downstream"),
+        _sync_count(),
+    ).where(F.col(_REC).isNull())
     c = F.col("_probe.committed_offset")
     up, down = F.col("_prev_up"), F.col("_prev_down")
     translated = F.when(up == c, down).otherwise(F.try_add(down, F.lit(1)))
-    return (
-        marked.select(
-            "_kind", "_probe", "_newest", prev_up.alias("_prev_up"), prev_down.alias("_prev_down"), _sync_count()
-        )
-        .where(F.col("_kind") == _KIND_PROBE)
-        .select(
-            *[F.col(f"_probe.{col}").alias(col) for col in group_offsets.columns],
-            F.when(c.isNotNull(), translated).alias("translated_offset"),
-            F.when(c.isNotNull(), up).alias("sync_upstream"),
-            F.when(c.isNotNull(), down).alias("sync_downstream"),
-            F.col("_newest.up").alias("latest_sync_upstream"),
-            F.col("_newest.down").alias("latest_sync_downstream"),
-            "sync_count",
-        )
+    keys = numbers.select(*[F.col(k).alias(f"_n_{k}") for k in SYNC_KEY], _PART)
+
+    def column(name: str) -> Column:
+        if name in SYNC_KEY:
+            return F.coalesce(F.col(f"_n_{name}"), F.col(f"_key.{name}")).alias(name)
+        return F.col(f"_probe.{name}").alias(name)
+
+    return translated_rows.join(keys, on=_PART, how="left").select(
+        *[column(name) for name in group_offsets.columns],
+        F.when(c.isNotNull(), translated).alias("translated_offset"),
+        F.when(c.isNotNull(), up).alias("sync_upstream"),
+        F.when(c.isNotNull(), down).alias("sync_downstream"),
+        "latest_sync_upstream",
+        "latest_sync_downstream",
+        "sync_count",
     )
 
 

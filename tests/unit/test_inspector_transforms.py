@@ -173,6 +173,28 @@ def test_translate_keeps_input_columns_and_rows(spark: Any) -> None:
     assert sorted((r.group, r.translated_offset) for r in got.collect()) == [("g1", 7), ("g2", 7)]
 
 
+def test_translate_keeps_the_key_of_a_partition_the_numbering_lacks(spark: Any) -> None:
+    """A probe's key comes back from its partition's number; a probe of a partition the numbering has no number
+    for keeps its own key (and has no sync to translate by) rather than coming out keyless."""
+    offsets = _group_offsets(spark, [("g1", "t", 0, 5), ("g2", "u", 3, 5)])
+    numbers = transforms.partition_numbers(offsets).where("topic = 't'")
+    syncs = decode.decode_offset_syncs(
+        spark.createDataFrame(
+            [
+                (PAIR, codecs.encode_offset_sync_key(t, p), codecs.encode_offset_sync_value(5, 7), "s", 0, 0, T0, 0)
+                for t, p in (("t", 0), ("u", 3))
+            ],
+            KAFKA_RECORD_SCHEMA,
+        ),
+        known=numbers,
+    )
+    got = transforms.translate(offsets, syncs, numbers=numbers).collect()
+    assert sorted(((r.group, r.cluster_pair, r.topic, r.partition, r.translated_offset) for r in got), key=str) == [
+        ("g1", PAIR, "t", 0, 7),
+        ("g2", PAIR, "u", 3, None),  # its sync is not the numbering's, so it is not used
+    ]
+
+
 def transforms_fields() -> list[Any]:
     from inspector.schemas import TRANSLATION_FIELDS
 
