@@ -164,9 +164,10 @@ def _inspect_pair(
     numbers = partition_numbers_on_driver(spark, state.source_group_offsets)
     # No cache: each topic is read once, in the same pass that classifies, and its malformed records are
     # counted on the way (an observation, read after the job ran) instead of in a second read.
-    decoded_syncs = counter.watch(
-        decode.decode_offset_syncs(raw_syncs, known=numbers), pair.name, pair.offset_syncs_topic, syncs_alias
-    )
+    # Spark cannot prune columns through the malformed-record observation, so only what translate reads is
+    # observed: the rows it materializes are narrow (no topic or pair strings).
+    decoded_syncs = decode.decode_offset_syncs(raw_syncs, known=numbers).select(*transforms.NUMBERED_SYNC_COLUMNS)
+    decoded_syncs = counter.watch(decoded_syncs, pair.name, pair.offset_syncs_topic, syncs_alias)
     decoded_checkpoints = counter.watch(
         decode.decode_checkpoints(raw_checkpoints), pair.name, pair.checkpoints_topic, pair.target
     )

@@ -58,6 +58,19 @@ def _is_tombstone() -> Column:
     return F.col(_POS).isNull() & F.col(_REC).isNotNull()
 
 
+#: The columns ``translate`` reads of syncs decoded with ``known`` (and numbered by it): a caller that puts an
+#: operator Spark cannot prune through (an ``observe``) between the decode and ``translate`` selects these first,
+#: so the rows materialized there are narrow.
+NUMBERED_SYNC_COLUMNS = (
+    "_part",
+    "upstream_offset",
+    "downstream_offset",
+    "record_offset",
+    "record_partition",
+    "malformed_reason",
+)
+
+
 def _sync_rows(decoded_syncs: DataFrame) -> DataFrame:
     """The well-formed records of partition 0 (MM2 writes and reads no other, DESIGN §3)."""
     return decoded_syncs.where(F.col("malformed_reason").isNull() & (F.col("record_partition") == 0))
@@ -204,7 +217,7 @@ def translate(group_offsets: DataFrame, decoded_syncs: DataFrame, *, numbers: Da
         numbers = partition_numbers(group_offsets)
         numbered = _sync_rows(decoded_syncs).join(F.broadcast(numbers), on=SYNC_KEY)
     else:
-        numbered = _sync_rows(decoded_syncs).where(F.col(_PART).isNotNull())
+        numbered = _sync_rows(decoded_syncs.select(*NUMBERED_SYNC_COLUMNS)).where(F.col(_PART).isNotNull())
     numbers = F.broadcast(numbers.select(*SYNC_KEY, _PART))
     carried = [c for c in group_offsets.columns if c not in SYNC_KEY]
     probe = F.struct(*carried)
