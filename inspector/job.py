@@ -163,9 +163,9 @@ def _inspect_pair(
     # The syncs are matched to the inspected partitions by their raw key bytes, so their keys are not parsed.
     numbers = partition_numbers_on_driver(spark, state.source_group_offsets)
     # No cache: each topic is read once, in the same pass that classifies, and its malformed records are
-    # counted on the way (an observation, read after the job ran) instead of in a second read.
-    # Spark cannot prune columns through the malformed-record observation, so only what translate reads is
-    # observed: the rows it materializes are narrow (no topic or pair strings).
+    # counted on the way (an observation, read after the job ran) instead of in a second read. Spark cannot
+    # prune columns through an observation, so the syncs are narrowed to what translate reads first: the rows
+    # materialized there carry no pair or topic strings.
     decoded_syncs = decode.decode_offset_syncs(raw_syncs, known=numbers).select(*transforms.NUMBERED_SYNC_COLUMNS)
     decoded_syncs = counter.watch(decoded_syncs, pair.name, pair.offset_syncs_topic, syncs_alias)
     decoded_checkpoints = counter.watch(

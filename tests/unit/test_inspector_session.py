@@ -1,0 +1,15 @@
+"""The session mm2ctl builds for the inspection (the shared fixture is built by ``build_session``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+
+def test_kafka_is_read_through_spark_v2_source_and_other_v1_sources_stay(spark: Any) -> None:
+    listed = [s.strip().lower() for s in spark.conf.get("spark.sql.sources.useV1SourceList").split(",")]
+    assert "kafka" not in listed
+    assert "parquet" in listed and "csv" in listed  # only Kafka is taken off Spark's list
