@@ -43,15 +43,16 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def _read_kafka_through_v2(spark: SparkSession) -> None:
-    """Take ``kafka`` off Spark's V1 source list, unless the user set that list themselves.
+def _read_kafka_through_v2(spark: SparkSession, conf: Mapping[str, str] | None) -> None:
+    """Take ``kafka`` off Spark's V1 source list, unless the user set that list themselves (``--spark-conf``,
+    or ``spark-submit --conf``).
 
     Spark reads Kafka in batch through its V1 relation by default, which hands every record to the scan as an
     external ``Row`` and converts it back (a copy of its key and value each way); the V2 ``KafkaTable`` reads
     the same options into ``UnsafeRow`` directly. The offset-syncs read is then about a quarter faster
     (``tests/integration/test_spark_read.py`` proves the V2 read against a compacted topic as before).
     """
-    if spark.sparkContext.getConf().contains(_V1_SOURCES):
+    if _V1_SOURCES in (conf or {}) or spark.sparkContext.getConf().contains(_V1_SOURCES):
         return
     listed = [s.strip() for s in str(spark.conf.get(_V1_SOURCES)).split(",")]
     spark.conf.set(_V1_SOURCES, ",".join(s for s in listed if s and s.lower() != "kafka"))
@@ -64,7 +65,7 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
         for key, value in (conf or {}).items():
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
-        _read_kafka_through_v2(spark)
+        _read_kafka_through_v2(spark, conf)
         return spark
     master = master or DEFAULT_MASTER
     settings = dict(_EMBEDDED_DEFAULTS)
@@ -80,5 +81,5 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    _read_kafka_through_v2(spark)
+    _read_kafka_through_v2(spark, conf)
     return spark

@@ -27,7 +27,6 @@ from inspector.statuses import Blocking, Status
 
 PAIR = "cluster_pair"
 SYNC_KEY = [PAIR, "topic", "partition"]
-_LONG_MIN = -(2**63)
 
 
 # --- offset syncs ---
@@ -123,7 +122,7 @@ def _with_liveness(rows: DataFrame) -> DataFrame:
     staged = rows.select("*", F.when(sync & (F.max(F.when(sync, rec)).over(before) > rec), rec).alias("_undercut"))
     partition = Window.partitionBy(_PART)
     last_dead = F.greatest(F.max("_undercut").over(partition), F.max(F.when(_is_tombstone(), rec)).over(partition))
-    live = sync & (rec > F.coalesce(last_dead, F.lit(_LONG_MIN)))
+    live = sync & (last_dead.isNull() | (rec > last_dead))
     return staged.select(*rows.columns, live.alias("_live"))
 
 
@@ -197,9 +196,9 @@ def translate(group_offsets: DataFrame, decoded_syncs: DataFrame, *, numbers: Da
     records are unioned, shuffled once by source partition and sorted once by position; liveness, the
     partition's facts and a running ``last(live sync, ignorenulls)`` are windows over that same order, so
     every probe is handed the sync at or below it in O((groups + syncs) log) per partition, and the probe
-    rows come out already translated: no join back. A range join (``upstream <= c``) would pair every group
-    offset with every sync of its partition, quadratic in an un-compacted topic (MM2 3.7+ writes a sync per
-    partition on every offset commit).
+    rows come out already translated: no join back to the group offsets (only their partition's key, from the
+    broadcast numbering). A range join (``upstream <= c``) would pair every group offset with every sync of its
+    partition, quadratic in an un-compacted topic (MM2 3.7+ writes a sync per partition on every offset commit).
 
     The sort rows are kept narrow, because there are as many as there are records in the topic: the source
     partition is a small int (numbered from the group offsets' partitions, broadcast); a sync row is that int

@@ -13,3 +13,16 @@ def test_kafka_is_read_through_spark_v2_source_and_other_v1_sources_stay(spark: 
     listed = [s.strip().lower() for s in spark.conf.get("spark.sql.sources.useV1SourceList").split(",")]
     assert "kafka" not in listed
     assert "parquet" in listed and "csv" in listed  # only Kafka is taken off Spark's list
+
+
+def test_a_v1_source_list_the_user_gave_is_left_as_given(spark: Any) -> None:
+    from inspector.session import _read_kafka_through_v2
+
+    key = "spark.sql.sources.useV1SourceList"
+    before = spark.conf.get(key)
+    try:
+        spark.conf.set(key, "kafka,parquet")
+        _read_kafka_through_v2(spark, {key: "kafka,parquet"})  # as --spark-conf gives it to an existing context
+        assert spark.conf.get(key) == "kafka,parquet"
+    finally:
+        spark.conf.set(key, before)

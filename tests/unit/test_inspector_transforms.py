@@ -120,6 +120,20 @@ def test_latest_syncs_upstream_rewind_discards_the_history_before_it(spark: Any)
 # --- translate: examples ---
 
 
+def test_latest_syncs_keeps_syncs_at_the_extreme_record_offsets(spark: Any) -> None:
+    """No sentinel stands in for "nothing dead": a sync at record offset -2^63 is live, and a tombstone at
+    2^63 - 1 deletes every sync before it without overflowing."""
+    long_min, long_max = -(2**63), 2**63 - 1
+
+    def record(offset: int, up: int | None) -> dict:
+        return _sync_record(0, "t", 0, up, up) | {"record_offset": offset}  # its timestamp stays T0
+
+    live = _df(spark, DECODED_OFFSET_SYNC_SCHEMA, [record(long_min, 5)])
+    assert [(r.upstream_offset, r.sync_count) for r in transforms.latest_syncs(live).collect()] == [(5, 1)]
+    deleted = _df(spark, DECODED_OFFSET_SYNC_SCHEMA, [record(0, 5), record(long_max, None)])
+    assert transforms.latest_syncs(deleted).collect() == []
+
+
 def _syncs(spark: Any, syncs: list[tuple[str, int, int, int, int]]) -> Any:
     """(topic, partition, upstream, downstream, record_offset) → a decoded offset-syncs frame."""
     return _df(
