@@ -112,9 +112,9 @@ def _with_liveness(rows: DataFrame) -> DataFrame:
     position and a lower record offset, which cannot undercut it) has a higher record offset. So the cut is
     found in the sort the as-of join needs, and no sort by record offset is needed.
 
-    Two window passes: the running maximum, then the partition's last undercut and last tombstone, whose
-    successor is the first record offset that counts. Only ``_live`` is added; the partition's other facts
-    (its newest live sync, its live count) are taken by the caller's next pass, which needs ``_live``.
+    Two window passes: the running maximum, then the partition's last undercut and last tombstone; the syncs
+    recorded after both (all of them, when there is neither) count. Only ``_live`` is added; the partition's
+    other facts (its newest live sync, its live count) are taken by the caller's next pass, which needs it.
     """
     before = _ordered().rowsBetween(Window.unboundedPreceding, -1)
     rec = F.col(_REC)
@@ -201,11 +201,11 @@ def translate(group_offsets: DataFrame, decoded_syncs: DataFrame, *, numbers: Da
     partition, quadratic in an un-compacted topic (MM2 3.7+ writes a sync per partition on every offset commit).
 
     The sort rows are kept narrow, because there are as many as there are records in the topic: the source
-    partition is a small int (numbered from the group offsets' partitions, broadcast); a sync row is that int
-    and three longs, with no kind or flag column (see the sort order above); a probe row carries its
-    group-offset row as one struct, less the source partition's key, which its number gives back (from the
-    broadcast numbering) once the probes are translated. Syncs of partitions no group has an offset on cannot
-    translate anything and are dropped by that broadcast join.
+    partition is a small int (numbered from the group offsets' partitions, broadcast); a sync row is that int,
+    three longs and the probe columns' null slots, with no kind or flag column (see the sort order above); a
+    probe row carries its group-offset row as one struct, less the source partition's key, which its number
+    gives back (from the broadcast numbering) once the probes are translated. Syncs of partitions no group has
+    an offset on cannot translate anything and are dropped by that broadcast join.
 
     ``group_offsets`` needs (cluster_pair, topic, partition, committed_offset) and keeps all its columns.
     ``numbers`` is ``partition_numbers(group_offsets)`` (or any numbering of the same partitions, one distinct
