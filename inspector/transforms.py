@@ -398,7 +398,7 @@ def join_target_state(
         _prefixed("_e_sg", "source group"),
         _prefixed("_e_tg", "target group"),
     )
-    return joined.select(
+    columns = [
         PAIR,
         "group",
         "topic",
@@ -422,8 +422,11 @@ def join_target_state(
         "checkpoint_upstream",
         "checkpoint_offset",
         "checkpoint_timestamp",
-        F.when(errors != "", errors).alias("error"),
-    )
+    ]
+    # The errors are joined once, in a step of their own: Spark does not merge two steps when that would
+    # compute a costly expression twice, as ``when(errors != "", errors)`` in one step does.
+    errors_joined = joined.select(*columns, errors.alias("_errors"))
+    return errors_joined.select(*columns, F.when(F.col("_errors") != "", F.col("_errors")).alias("error"))
 
 
 # --- classification ---
@@ -463,7 +466,7 @@ def classify(
     def known(col: Column) -> Column:
         return F.coalesce(col, F.lit(False))
 
-    state = F.upper(F.regexp_replace(F.col("target_group_state"), "[_ ]", ""))
+    state = F.upper(F.translate(F.col("target_group_state"), "_ ", ""))  # Stable, STABLE, PREPARING_REBALANCE…
     active = F.lit(sync_group_offsets_enabled) & (
         known(F.col("target_group_members") > 0) | known(state.isin(*sorted(statuses.ACTIVE_GROUP_STATES)))
     )
@@ -497,35 +500,31 @@ def classify(
     others_synced = (F.sum(synced_here).over(Window.partitionBy(PAIR, "group")) - synced_here) > 0
     staged = staged.withColumn("_others_synced", others_synced)
 
-    message = F.lit(None).cast("string")
-    for code in Status:
-        aiven = statuses.aiven_message(code, True)
-        if aiven is not None:
-            text = F.when(F.col("_others_synced"), F.lit(aiven)).otherwise(
-                F.lit(statuses.aiven_message(code, False))
-            )
-        else:
-            text = F.lit(statuses.OWN_MESSAGES[code])
-        message = F.when(F.col("status") == code.value, text).otherwise(message)
+    def lookup(table: dict[Status, str]) -> Column:
+        """``table[status]``, as one literal map (the status precedence above already chose the row's one)."""
+        return F.create_map(*[F.lit(x) for item in table.items() for x in item])[F.col("status")]
+
+    def message_table(others_synced: bool) -> dict[Status, str]:
+        return {code: statuses.aiven_message(code, others_synced) or statuses.OWN_MESSAGES[code] for code in Status}
+
+    message = F.when(F.col("_others_synced"), lookup(message_table(True))).otherwise(lookup(message_table(False)))
 
     ahead_blocker = Blocking.TARGET_GROUP if sync_group_offsets_enabled else Blocking.CHECKPOINT_CONNECTOR
-    blocking = (
-        F.when(F.col("status") == Status.ERROR.value, F.lit(Blocking.INSPECTOR.value))
-        .when(
-            F.col("status") == Status.REMOTE_TOPIC_MISSING.value,
-            F.lit(Blocking.MIRROR_SOURCE_CONNECTOR.value),
-        )
-        .when(F.col("status") == Status.TARGET_GROUP_ACTIVE.value, F.lit(Blocking.TARGET_GROUP.value))
-        .when(F.col("status") == Status.TARGET_AHEAD.value, F.lit(ahead_blocker.value))
-        .when(F.col("status") == Status.STALE_SYNC.value, F.lit(Blocking.CHECKPOINT_CONNECTOR.value))
-        .when(F.col("status") == Status.SOURCE_PARTITION_EMPTY.value, F.lit(Blocking.SOURCE_PARTITION.value))
-        .when(F.col("status") == Status.SOURCE_GROUP_TOO_OLD.value, F.lit(Blocking.SOURCE_GROUP.value))
-        .when(F.col("status") == Status.NO_OFFSET_SYNCS.value, F.lit(Blocking.MIRROR_SOURCE_CONNECTOR.value))
-        .when(
-            (F.col("status") == Status.NOT_SYNCED.value) & translated.isNull(),
-            F.lit(Blocking.MIRROR_SOURCE_CONNECTOR.value),
-        )
-        .when(F.col("status") == Status.NOT_SYNCED.value, F.lit(Blocking.CHECKPOINT_CONNECTOR.value))
+    blockers = {
+        Status.ERROR: Blocking.INSPECTOR,
+        Status.REMOTE_TOPIC_MISSING: Blocking.MIRROR_SOURCE_CONNECTOR,
+        Status.TARGET_GROUP_ACTIVE: Blocking.TARGET_GROUP,
+        Status.TARGET_AHEAD: ahead_blocker,
+        Status.STALE_SYNC: Blocking.CHECKPOINT_CONNECTOR,
+        Status.SOURCE_PARTITION_EMPTY: Blocking.SOURCE_PARTITION,
+        Status.SOURCE_GROUP_TOO_OLD: Blocking.SOURCE_GROUP,
+        Status.NO_OFFSET_SYNCS: Blocking.MIRROR_SOURCE_CONNECTOR,
+        Status.NOT_SYNCED: Blocking.CHECKPOINT_CONNECTOR,
+    }
+    # Not synced and untranslatable: MM2 wrote no sync the group could be translated with.
+    untranslatable = (F.col("status") == Status.NOT_SYNCED.value) & translated.isNull()
+    blocking = F.when(untranslatable, F.lit(Blocking.MIRROR_SOURCE_CONNECTOR.value)).otherwise(
+        lookup({code: b.value for code, b in blockers.items()})
     )
     zero = F.lit(0).cast("long")
     lag_to_source = F.try_subtract(

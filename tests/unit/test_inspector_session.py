@@ -26,3 +26,13 @@ def test_a_v1_source_list_the_user_gave_is_left_as_given(spark: Any) -> None:
         assert spark.conf.get(key) == "kafka,parquet"
     finally:
         spark.conf.set(key, before)
+
+
+def test_pyspark_call_site_capture_is_off(spark: Any) -> None:
+    from pyspark.errors.utils import is_debugging_enabled
+    from pyspark.sql import functions as F
+
+    assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == "false"
+    spark.range(1).select(F.col("id") + 1).collect()  # a DataFrame call: PySpark reads the setting by now
+    assert not is_debugging_enabled()
+
