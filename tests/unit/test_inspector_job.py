@@ -81,3 +81,18 @@ def test_driver_partition_numbers_match_the_spark_ones(spark: Any) -> None:
     assert on_driver.schema == in_spark.schema
     assert sorted(on_driver.collect()) == sorted(in_spark.collect())
     assert on_driver.count() == 10
+
+
+def test_parquet_rows_skip_the_dictionary_on_near_unique_columns_only(spark: Any, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from inspector.job import PARQUET_PLAIN_COLUMNS, parquet_writer_options
+
+    rows = spark.range(2000).selectExpr("id AS source_offset", "IF(id % 2 = 0, 'synced', 'stale_sync') AS status")
+    out = tmp_path / "rows.parquet"
+    rows.coalesce(1).write.options(**parquet_writer_options()).parquet(str(out))
+    (part,) = out.glob("part-*.parquet")
+    chunks = pq.ParquetFile(part).metadata.row_group(0)
+    dictionary = {chunks.column(i).path_in_schema: chunks.column(i).has_dictionary_page for i in range(2)}
+    assert "source_offset" in PARQUET_PLAIN_COLUMNS and "status" not in PARQUET_PLAIN_COLUMNS
+    assert dictionary == {"source_offset": False, "status": True}
