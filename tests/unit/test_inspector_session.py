@@ -36,3 +36,11 @@ def test_pyspark_call_site_capture_is_off(spark: Any) -> None:
     spark.range(1).select(F.col("id") + 1).collect()  # a DataFrame call: PySpark reads the setting by now
     assert not is_debugging_enabled()
 
+
+
+def test_the_embedded_driver_runs_the_throughput_collector(spark: Any) -> None:
+    # The JVM's own collectors, not the setting: a flag Spark dropped on the way to `java` would fail here.
+    beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    names = {bean.getName() for bean in beans}
+    assert names == {"PS Scavenge", "PS MarkSweep"}, names
+    assert "-XX:+UseParallelGC" in spark.sparkContext.getConf().get("spark.driver.extraJavaOptions")
