@@ -44,9 +44,10 @@ _DATAFRAME_DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"
 
 #: The embedded driver's JVM options: Java's throughput collector instead of its default G1. With ``local[*]``
 #: the driver JVM is also the executor, and a batch job of short-lived rows wants throughput, not pause times:
-#: on two cores G1's concurrent threads and write barriers compete with the task threads. The bench
-#: (``bench/inspect_scale.py``, a million group partitions) ran its first job 12-17 s faster with it and the
-#: next one 0-7 s faster. A ``--spark-conf spark.driver.extraJavaOptions=…`` replaces it.
+#: on two cores G1's concurrent threads and write barriers compete with the task threads. In six alternated
+#: pairs of runs at a million group partitions (``bench/inspect_scale.py``), a process's first job took 67-76 s
+#: with it against 71-93 s with G1 (it lost one pair, by 2 s), the next job 47-54 s against 48-61 s. A
+#: ``--spark-conf spark.driver.extraJavaOptions=…`` replaces it.
 _LOCAL_DRIVER_JAVA_OPTIONS = ("spark.driver.extraJavaOptions", "-XX:+UseParallelGC")
 
 
