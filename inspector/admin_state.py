@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -76,6 +76,24 @@ def _groups_table(name: str, described: dict[str, GroupDescription], groups: lis
             "error": pa.array([_err(d.error) if d else "not described" for d in rows], pa.string()),
         }
     )
+
+
+def reach_clusters(pairs: Sequence[PairConfig], *, timeout_s: float = 15.0) -> None:
+    """Fail fast when a cluster of ``pairs`` cannot be reached: one describe-cluster call per cluster, side by
+    side. ``mm2ctl inspect`` calls it before it starts Spark, so a dead broker or a mistyped address costs
+    seconds, not Spark's start-up plus the admin calls' longer timeout. Raises the first cluster's
+    ``KafkaError``."""
+    clusters: dict[str, dict[str, str]] = {}
+    for pair in pairs:
+        clusters.setdefault(pair.source, dict(pair.source_kafka_config))
+        clusters.setdefault(pair.target, dict(pair.target_kafka_config))
+
+    def reach(alias: str) -> None:
+        KafkaAdmin.connect(clusters[alias], name=alias, timeout_s=timeout_s).cluster_id()
+
+    with ThreadPoolExecutor(max_workers=len(clusters) or 1, thread_name_prefix="reach") as pool:
+        for future in [pool.submit(reach, alias) for alias in clusters]:
+            future.result()
 
 
 def collect_pair_state(

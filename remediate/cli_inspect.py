@@ -73,8 +73,8 @@ def inspect(
     """
     import re
 
-    from inspector.admin_state import Selection
-    from inspector.job import InspectOptions, run_inspection
+    from inspector.admin_state import Selection, reach_clusters
+    from inspector.job import InspectOptions, run_inspection, select_pairs
     from inspector.report import summary_lines, write_csv, write_json_lines
     from inspector.session import build_session
     from mm2core.config import load_mm2_config
@@ -90,6 +90,8 @@ def inspect(
     config = load_mm2_config(mm2_config)
     conf = _spark_conf(spark_conf)
     say = (lambda _m: None) if quiet else (lambda m: typer.echo(f"inspect: {m}", err=True))
+    say("reaching the clusters")
+    reach_clusters(select_pairs(config, pair))
     say("starting Spark")
     spark = build_session(spark_master, conf)
     options = InspectOptions(

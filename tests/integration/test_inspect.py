@@ -303,3 +303,30 @@ def test_the_same_job_runs_under_spark_submit(scenario: Scenario, tmp_path: Path
     table = pq.read_table(out)
     assert table.num_rows == len(scenario.rows)
     assert sorted(table.column("status").to_pylist()) == sorted(r["status"] for r in scenario.rows)
+
+
+def test_a_dead_broker_fails_inspect_with_one_line_and_the_kafka_exit_code(tmp_path: Path) -> None:
+    from lab.process import free_port
+
+    config = tmp_path / "dead.properties"
+    config.write_text(
+        "clusters = gone, away\n"
+        f"gone.bootstrap.servers = 127.0.0.1:{free_port()}\n"
+        f"away.bootstrap.servers = 127.0.0.1:{free_port()}\n"
+        "gone->away.enabled = true\n"
+    )
+    out = tmp_path / "rows.jsonl"
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "remediate.cli", "inspect",
+            "--mm2-config", str(config), "--format", "json", "--output", str(out),
+        ],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == ExitCode.KAFKA, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("mm2ctl: error:")]
+    assert len(errors) == 1, proc.stderr
+    assert "gone" in errors[0], errors[0]
+    assert "Traceback" not in proc.stderr
+    assert "starting Spark" not in proc.stderr  # it failed before paying for Spark
+    assert not out.exists()  # no half-written report
