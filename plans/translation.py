@@ -111,20 +111,35 @@ def newest_sync_at_or_below(syncs: Sequence[Sync], committed: int) -> int | None
 
 
 def normalize_syncs(syncs: Sequence[Sync]) -> list[Sync]:
-    """Syncs sorted by upstream, one per upstream offset (the newest record wins, as compaction would).
+    """The syncs that describe the partition's current mapping, sorted by upstream, one per upstream offset.
 
-    A downstream rewind (the target topic was truncated and re-filled) leaves older syncs that point at
-    records no longer there; only syncs written after the last rewind are kept.
+    ``syncs`` come in the order MM2 wrote them. Two valid syncs always agree: a higher upstream offset has a
+    higher downstream offset, and one upstream offset has one downstream offset. MM2 writes its syncs
+    asynchronously and can write two of them out of order (the lab's failover drill caught ``254->159``
+    followed by ``252->158``); such a pair agrees, so both are kept. MM2's own ``OffsetSyncStore`` clears
+    its history on any upstream decrease, which is why MM2 may stop checkpointing offsets these syncs still
+    translate.
+
+    A sync that disagrees with the syncs kept so far starts a new mapping (the target topic was truncated or
+    recreated and re-filled, or the source was re-replicated): the syncs written before it point at records
+    that are no longer where they were, so only it and the syncs written after it are kept.
     """
-    by_upstream: dict[int, Sync] = {}
-    last_rewind = 0
-    seq = list(syncs)
-    for i in range(1, len(seq)):
-        if seq[i].downstream < seq[i - 1].downstream and seq[i].upstream <= seq[i - 1].upstream:
-            last_rewind = i
-    for s in seq[last_rewind:]:
-        by_upstream[s.upstream] = s
-    return sorted(by_upstream.values())
+    ups: list[int] = []
+    kept: list[Sync] = []
+    for s in syncs:
+        i = bisect.bisect_left(ups, s.upstream)
+        if i < len(kept) and ups[i] == s.upstream:
+            if kept[i].downstream != s.downstream:
+                ups, kept = [s.upstream], [s]
+            continue
+        below_agrees = i == 0 or kept[i - 1].downstream < s.downstream
+        above_agrees = i == len(kept) or kept[i].downstream > s.downstream
+        if not (below_agrees and above_agrees):
+            ups, kept = [s.upstream], [s]
+            continue
+        ups.insert(i, s.upstream)
+        kept.insert(i, s)
+    return kept
 
 
 def conservative(syncs: Sequence[Sync], committed: int) -> Translation | None:

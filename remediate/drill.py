@@ -34,6 +34,7 @@ This module never prints: it reports through ``progress`` and returns a ``DrillR
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import re
@@ -57,9 +58,9 @@ from mm2core.errors import ConfigError, KafkaError, Mm2ctlError
 from plans.live_state import LiveState, open_live_state
 from plans.model import PlanKind
 from plans.planners.context import PlanBuilder
-from plans.planners.failover import FailoverOptions, Source, plan_failover, read_checkpoints, read_syncs
+from plans.planners.failover import FailoverOptions, Source, plan_failover, read_checkpoints, read_written_syncs
 from plans.serialize import write_plan_file
-from plans.translation import Sync
+from plans.translation import Sync, normalize_syncs
 from remediate import engine
 
 if TYPE_CHECKING:
@@ -414,6 +415,19 @@ def sync_intervals(
     return out
 
 
+def upstream_decreases(written: Mapping[tuple[str, int], Sequence[Sync]], topic: str) -> dict[int, tuple[Sync, Sync]]:
+    """Per partition of ``topic``, the first pair of syncs (in write order) whose upstream offset decreases:
+    where MM2's own OffsetSyncStore forgets every earlier sync of the partition."""
+    out: dict[int, tuple[Sync, Sync]] = {}
+    for (t, p), syncs in written.items():
+        if t != topic:
+            continue
+        pair = next(((a, b) for a, b in itertools.pairwise(syncs) if b.upstream < a.upstream), None)
+        if pair is not None:
+            out[p] = pair
+    return out
+
+
 # ------------------------------------------------------------------------------------------ running
 
 
@@ -565,7 +579,14 @@ def run_drill(
     offsets[Strategy.CONSERVATIVE] = {p: after_c.get((remote, p)) for p in committed}
 
     source_end = {p: (source_log[p][-1][0] + 1 if source_log[p] else 0) for p in committed}
-    intervals = sync_intervals(read_syncs(live, flow), topic, committed, source_end)
+    written = read_written_syncs(live, flow)
+    intervals = sync_intervals({tp: normalize_syncs(v) for tp, v in written.items()}, topic, committed, source_end)
+    for p, (a, b) in sorted(upstream_decreases(written, topic).items()):
+        notes.append(
+            f"MM2 wrote the syncs of p{p} out of order ({a.upstream}->{a.downstream}, then "
+            f"{b.upstream}->{b.downstream}); MM2's OffsetSyncStore drops a partition's history at an upstream "
+            "decrease, mm2ctl keeps every sync that agrees with the others"
+        )
     wide = {p: i for p, i in intervals.items() if i is not None and i > flow.offset_lag_max}
     if wide:
         notes.append(

@@ -181,8 +181,8 @@ def _digest(r: RawRecord) -> str:
     return record_digest(r.timestamp_ms, r.key, r.value, r.headers)
 
 
-def read_syncs(live: LiveState, flow: PairConfig) -> dict[TP, list[Sync]]:
-    """Every sync still in the flow's offset-syncs topic, per source partition, normalized."""
+def read_written_syncs(live: LiveState, flow: PairConfig) -> dict[TP, list[Sync]]:
+    """Every sync still in the flow's offset-syncs topic, per source partition, in the order MM2 wrote them."""
     cluster, topic = flow.offset_syncs_cluster, flow.offset_syncs_topic
     if topic not in live.admin(cluster).list_topics():
         raise PlanError(f"the offset-syncs topic {topic} does not exist on {cluster}: has MM2 run for this flow?")
@@ -193,7 +193,12 @@ def read_syncs(live: LiveState, flow: PairConfig) -> dict[TP, list[Sync]]:
         except RecordDecodeError:
             continue  # a malformed sync maps nothing; `inspect` reports it
         out.setdefault((s.topic, s.partition), []).append(Sync(s.upstream_offset, s.downstream_offset))
-    return {tp: normalize_syncs(v) for tp, v in out.items()}
+    return out
+
+
+def read_syncs(live: LiveState, flow: PairConfig) -> dict[TP, list[Sync]]:
+    """The syncs of each source partition's current mapping (``normalize_syncs``), sorted by upstream."""
+    return {tp: normalize_syncs(v) for tp, v in read_written_syncs(live, flow).items()}
 
 
 def read_checkpoints(live: LiveState, flow: PairConfig) -> dict[str, dict[TP, tuple[int, int]]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from plans.translation import Sync
-from remediate.drill import Strategy, score, sync_intervals
+from remediate.drill import Strategy, score, sync_intervals, upstream_decreases
 
 
 def test_sync_interval_is_the_gap_between_the_syncs_around_the_commit_point() -> None:
@@ -47,3 +47,12 @@ def test_score_counts_lost_and_duplicated_against_the_commit_point() -> None:
         seen={0: [6, 7, 8, 9]}, offset_lag_max=100,
     )  # fmt: skip
     assert (exact.lost, exact.duplicated, exact.met) == (0, 0, True)
+
+
+def test_upstream_decreases_names_the_first_out_of_order_pair_per_partition() -> None:
+    written = {
+        ("t", 0): [Sync(60, 0), Sync(254, 159), Sync(252, 158), Sync(258, 162), Sync(257, 161)],
+        ("t", 1): [Sync(60, 0), Sync(149, 89)],
+        ("other", 2): [Sync(9, 9), Sync(1, 1)],
+    }
+    assert upstream_decreases(written, "t") == {0: (Sync(254, 159), Sync(252, 158))}

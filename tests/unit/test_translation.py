@@ -149,9 +149,48 @@ def test_search_is_bounded() -> None:
     assert t is not None and t.method is TranslationMethod.OFFSET_SYNC_NEXT
 
 
-def test_normalize_keeps_syncs_after_the_last_downstream_rewind() -> None:
-    got = normalize_syncs([Sync(0, 0), Sync(10, 10), Sync(0, 0), Sync(5, 5), Sync(5, 6)])
-    assert got == [Sync(0, 0), Sync(5, 6)]
+def test_normalize_keeps_syncs_after_the_last_contradiction() -> None:
+    # (0,0) again agrees; (5,5) agrees; (5,6) gives upstream 5 a second downstream: a new mapping starts there.
+    got = normalize_syncs([Sync(0, 0), Sync(10, 10), Sync(0, 0), Sync(5, 5), Sync(5, 6), Sync(9, 8)])
+    assert got == [Sync(5, 6), Sync(9, 8)]
+
+
+def test_normalize_keeps_syncs_mm2_wrote_out_of_order() -> None:
+    """The CI run that failed the drill: MM2 wrote 254->159 before 252->158. Both describe one mapping, so
+    60->0, the only sync below the group's commit point 126, must survive (MM2's own store dropped it)."""
+    written = [Sync(60, 0), Sync(149, 89), Sync(251, 157), Sync(254, 159), Sync(252, 158), Sync(258, 162)]
+    got = normalize_syncs(written)
+    assert got == sorted(written)
+    assert conservative(got, 126) == conservative([Sync(60, 0)], 126)
+
+
+@pytest.mark.parametrize(("written", "kept"), [
+    # The target topic was recreated and MM2 went on from upstream 11 at downstream 0.
+    ([Sync(0, 0), Sync(10, 10), Sync(11, 0), Sync(15, 4)], [Sync(11, 0), Sync(15, 4)]),
+    # MM2 restarted and copied upstream 5.. again, after the copies it had already written (at-least-once).
+    ([Sync(0, 0), Sync(10, 10), Sync(5, 11), Sync(20, 26)], [Sync(5, 11), Sync(20, 26)]),
+    # The source was recreated: upstream starts again at 0, appended to the same target.
+    ([Sync(0, 0), Sync(10, 10), Sync(0, 11)], [Sync(0, 11)]),
+    # The same sync written twice is one sync.
+    ([Sync(0, 0), Sync(10, 10), Sync(10, 10)], [Sync(0, 0), Sync(10, 10)]),
+    ([], []),
+])
+def test_normalize_starts_a_new_mapping_at_a_contradiction(written: list[Sync], kept: list[Sync]) -> None:
+    assert normalize_syncs(written) == kept
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_normalize_keeps_every_sync_of_one_mapping_in_any_write_order(seed: int) -> None:
+    rng = random.Random(seed)
+    up = down = 0
+    mapping = []
+    for _ in range(rng.randint(1, 60)):
+        up += rng.randint(1, 5)
+        down += rng.randint(1, 5)
+        mapping.append(Sync(up, down))
+    written = mapping[:]
+    rng.shuffle(written)
+    assert normalize_syncs(written) == mapping
 
 
 @pytest.mark.parametrize("seed", range(40))
