@@ -583,9 +583,9 @@ def run_drill(
     intervals = sync_intervals({tp: normalize_syncs(v) for tp, v in written.items()}, topic, committed, source_end)
     for p, (a, b) in sorted(upstream_decreases(written, topic).items()):
         notes.append(
-            f"MM2 wrote the syncs of p{p} out of order ({a.upstream}->{a.downstream}, then "
-            f"{b.upstream}->{b.downstream}); MM2's OffsetSyncStore drops a partition's history at an upstream "
-            "decrease, mm2ctl keeps every sync that agrees with the others"
+            f"the syncs of p{p} go back upstream ({a.upstream}->{a.downstream}, then {b.upstream}->{b.downstream}: "
+            "written out of order, or copied again after a restart); MM2's OffsetSyncStore drops a partition's "
+            "history there, mm2ctl keeps every sync that agrees with the others"
         )
     wide = {p: i for p, i in intervals.items() if i is not None and i > flow.offset_lag_max}
     if wide:
