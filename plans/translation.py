@@ -124,22 +124,22 @@ def normalize_syncs(syncs: Sequence[Sync]) -> list[Sync]:
     recreated and re-filled, or the source was re-replicated): the syncs written before it point at records
     that are no longer where they were, so only it and the syncs written after it are kept.
     """
-    ups: list[int] = []
     kept: list[Sync] = []
     for s in syncs:
-        i = bisect.bisect_left(ups, s.upstream)
-        if i < len(kept) and ups[i] == s.upstream:
-            if kept[i].downstream != s.downstream:
-                ups, kept = [s.upstream], [s]
-            continue
+        i = bisect.bisect_left(kept, s.upstream, key=_upstream)
+        if i < len(kept) and kept[i] == s:
+            continue  # written twice
         below_agrees = i == 0 or kept[i - 1].downstream < s.downstream
-        above_agrees = i == len(kept) or kept[i].downstream > s.downstream
-        if not (below_agrees and above_agrees):
-            ups, kept = [s.upstream], [s]
-            continue
-        ups.insert(i, s.upstream)
-        kept.insert(i, s)
+        above_agrees = i == len(kept) or (kept[i].upstream > s.upstream and kept[i].downstream > s.downstream)
+        if below_agrees and above_agrees:
+            kept.insert(i, s)
+        else:
+            kept = [s]
     return kept
+
+
+def _upstream(s: Sync) -> int:
+    return s.upstream
 
 
 def conservative(syncs: Sequence[Sync], committed: int) -> Translation | None:
