@@ -58,9 +58,16 @@ from mm2core.errors import ConfigError, KafkaError, Mm2ctlError
 from plans.live_state import LiveState, open_live_state
 from plans.model import PlanKind
 from plans.planners.context import PlanBuilder
-from plans.planners.failover import FailoverOptions, Source, plan_failover, read_checkpoints, read_written_syncs
+from plans.planners.failover import (
+    FailoverOptions,
+    Source,
+    normalize_each,
+    plan_failover,
+    read_checkpoints,
+    read_written_syncs,
+)
 from plans.serialize import write_plan_file
-from plans.translation import Sync, normalize_syncs
+from plans.translation import Sync
 from remediate import engine
 
 if TYPE_CHECKING:
@@ -580,7 +587,7 @@ def run_drill(
 
     source_end = {p: (source_log[p][-1][0] + 1 if source_log[p] else 0) for p in committed}
     written = read_written_syncs(live, flow)
-    intervals = sync_intervals({tp: normalize_syncs(v) for tp, v in written.items()}, topic, committed, source_end)
+    intervals = sync_intervals(normalize_each(written), topic, committed, source_end)
     for p, (a, b) in sorted(upstream_decreases(written, topic).items()):
         notes.append(
             f"the syncs of p{p} go back upstream ({a.upstream}->{a.downstream}, then {b.upstream}->{b.downstream}: "

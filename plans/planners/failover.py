@@ -196,9 +196,14 @@ def read_written_syncs(live: LiveState, flow: PairConfig) -> dict[TP, list[Sync]
     return out
 
 
+def normalize_each(written: Mapping[TP, Sequence[Sync]]) -> dict[TP, list[Sync]]:
+    """``normalize_syncs`` of each source partition of ``read_written_syncs``'s result."""
+    return {tp: normalize_syncs(v) for tp, v in written.items()}
+
+
 def read_syncs(live: LiveState, flow: PairConfig) -> dict[TP, list[Sync]]:
     """The syncs of each source partition's current mapping (``normalize_syncs``), sorted by upstream."""
-    return {tp: normalize_syncs(v) for tp, v in read_written_syncs(live, flow).items()}
+    return normalize_each(read_written_syncs(live, flow))
 
 
 def read_checkpoints(live: LiveState, flow: PairConfig) -> dict[str, dict[TP, tuple[int, int]]]:
