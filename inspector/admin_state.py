@@ -13,7 +13,6 @@ requests in flight. A failed lookup becomes the ``error`` of the rows it concern
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -121,9 +120,6 @@ def collect_pair_state(
         committed = source.committed_offsets(candidates)
         described = described_f.result()
 
-        # A million group partitions name a few thousand topics: MM2's topic rules (regexes, the policy's
-        # internal-topic and cycle checks) run once per topic, not once per group partition.
-        wanted = functools.cache(lambda topic: pair.replicates_topic(topic) and selection.topic_ok(topic))
         groups: list[str] = []
         go_rows: dict[str, list[object]] = {k: [] for k in ("group", "topic", "partition", "committed_offset", "error")}
         partitions: set[tuple[str, int]] = set()
@@ -133,7 +129,11 @@ def collect_pair_state(
             state = described.get(group)
             if selection.active_only and (state is None or state.state not in ACTIVE_STATES):
                 continue
-            kept = [(tp, off) for tp, off in offsets.offsets.items() if wanted(tp[0])]
+            kept = [
+                (tp, off)
+                for tp, off in offsets.offsets.items()
+                if pair.replicates_topic(tp[0]) and selection.topic_ok(tp[0])
+            ]
             if not kept and offsets.error is None:
                 continue  # no committed offset on a mirrored topic: nothing to inspect for this group
             groups.append(group)

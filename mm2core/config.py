@@ -282,13 +282,24 @@ class PairConfig:
         return self.replication_policy.upstream_topic(topic)
 
     def replicates_topic(self, topic: str) -> bool:
-        """True when MM2 would replicate source topic ``topic`` in this flow (filter and internal topics)."""
-        policy = self.replication_policy
-        return (
-            (self.topic_filter.matches(topic) or policy.is_heartbeats_topic(topic))
-            and not policy.is_internal_topic(topic)
-            and not self._is_cycle(topic)
-        )
+        """True when MM2 would replicate source topic ``topic`` in this flow (filter and internal topics).
+
+        Answered once per topic (the flow is immutable): callers ask it for every group partition, a million
+        times for the few topics of a large inspection.
+        """
+        known = self._replicated_topics.get(topic)
+        if known is None:
+            policy = self.replication_policy
+            known = self._replicated_topics[topic] = (
+                (self.topic_filter.matches(topic) or policy.is_heartbeats_topic(topic))
+                and not policy.is_internal_topic(topic)
+                and not self._is_cycle(topic)
+            )
+        return known
+
+    @cached_property
+    def _replicated_topics(self) -> dict[str, bool]:
+        return {}
 
     def _is_cycle(self, topic: str) -> bool:
         """MirrorSourceConnector.isCycle: the topic already came from the target, at any hop."""
