@@ -8,8 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from lab import lab
-from lab.lab import LabInfo
+from mm2ctl.lab import lab
+from mm2ctl.lab.lab import LabInfo
 
 
 def say(message: str) -> None:

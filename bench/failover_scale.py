@@ -44,11 +44,11 @@ from typing import Any
 from bench_lab import loadavg, open_lab, say
 from confluent_kafka import Producer
 
-from lab import lab
-from lab.jars import kafka_classpath
-from mm2core import records
-from mm2core.admin import KafkaAdmin
-from mm2core.codecs import decode_offset_sync
+from mm2ctl.core import records
+from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.codecs import decode_offset_sync
+from mm2ctl.lab import lab
+from mm2ctl.lab.jars import kafka_classpath
 
 DEFAULT_LAB_DIR = "/tmp/mm2ctl-failover-bench-lab"
 STOCK_MAIN = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"

@@ -23,13 +23,13 @@ from typing import Any
 from bench_lab import say
 from inspect_scale import MM2_FILE, PAIR  # the sibling script (bench/ is on sys.path when run)
 
-from inspector import decode, schemas, transforms
-from inspector.admin_state import Selection, collect_pair_state
-from inspector.job import InspectOptions, fresh_checkpoint_age
-from inspector.kafka_read import read_topic
-from inspector.session import build_session
-from lab import lab
-from mm2core.config import load_mm2_config
+from mm2ctl.core.config import load_mm2_config
+from mm2ctl.inspector import decode, schemas, transforms
+from mm2ctl.inspector.admin_state import Selection, collect_pair_state
+from mm2ctl.inspector.job import InspectOptions, fresh_checkpoint_age
+from mm2ctl.inspector.kafka_read import read_topic
+from mm2ctl.inspector.session import build_session
+from mm2ctl.lab import lab
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,15 +43,15 @@ from typing import Any
 from bench_lab import loadavg, open_lab, say
 from confluent_kafka import Producer
 
-from inspector.admin_state import Selection, collect_pair_state
-from inspector.job import InspectOptions, run_inspection
-from inspector.kafka_read import read_topic
-from inspector.session import build_session
-from lab import lab
-from lab.mm2_setup import POLICY_CLASSES
-from mm2core.admin import KafkaAdmin
-from mm2core.codecs import encode_checkpoint_key, encode_checkpoint_value, encode_offset_sync_key
-from mm2core.config import MM2Config, PairConfig, load_mm2_config
+from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.codecs import encode_checkpoint_key, encode_checkpoint_value, encode_offset_sync_key
+from mm2ctl.core.config import MM2Config, PairConfig, load_mm2_config
+from mm2ctl.inspector.admin_state import Selection, collect_pair_state
+from mm2ctl.inspector.job import InspectOptions, run_inspection
+from mm2ctl.inspector.kafka_read import read_topic
+from mm2ctl.inspector.session import build_session
+from mm2ctl.lab import lab
+from mm2ctl.lab.mm2_setup import POLICY_CLASSES
 
 SOURCE_ALIAS = "isobenchsrc"
 TARGET_ALIAS = "isobenchdst"

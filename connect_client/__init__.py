@@ -1,20 +1,20 @@
 """Kafka Connect REST client for mm2ctl (requests + tenacity).
 
-Sits at the bottom of the import graph with mm2core: it knows Connect's endpoints and payloads, never
-plans. Errors are mm2core's ``ConnectError`` family; see :mod:`connect_client.transport` for the mapping
+Sits at the bottom of the import graph with ``mm2ctl.core``: it knows Connect's endpoints and payloads, never
+plans. Errors are the core's ``ConnectError`` family; see :mod:`mm2ctl.connect_client.transport` for the mapping
 and the single retry policy.
 """
 
 from __future__ import annotations
 
-from connect_client.client import ConnectClient, connector_path
-from connect_client.factory import (
+from mm2ctl.connect_client.client import ConnectClient, connector_path
+from mm2ctl.connect_client.factory import (
     CONNECT_URL_ENV,
     build_connect_client,
     connect_urls_from_env,
     split_urls,
 )
-from connect_client.models import (
+from mm2ctl.connect_client.models import (
     STATES,
     ConnectorInfo,
     ConnectorOffset,
@@ -24,7 +24,7 @@ from connect_client.models import (
     ServerInfo,
     TaskStatus,
 )
-from connect_client.transport import (
+from mm2ctl.connect_client.transport import (
     DEFAULT_TIMEOUT,
     LOGGER,
     ConnectTransport,
@@ -32,7 +32,7 @@ from connect_client.transport import (
     Timeout,
     is_retryable,
 )
-from connect_client.versions import apache_kafka_version, parse_version
+from mm2ctl.connect_client.versions import apache_kafka_version, parse_version
 
 __all__ = [
     "CONNECT_URL_ENV",

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import requests
 
-from connect_client.models import (
+from mm2ctl.connect_client.models import (
     ConnectorInfo,
     ConnectorOffset,
     ConnectorOffsets,
@@ -24,9 +24,9 @@ from connect_client.models import (
     ConnectorStatus,
     ServerInfo,
 )
-from connect_client.transport import ConnectTransport, RetryPolicy, Timeout
-from connect_client.versions import OFFSETS_ALTER_SINCE, OFFSETS_READ_SINCE, STOP_SINCE, Version
-from mm2core.errors import ConnectError, ConnectNotFoundError
+from mm2ctl.connect_client.transport import ConnectTransport, RetryPolicy, Timeout
+from mm2ctl.connect_client.versions import OFFSETS_ALTER_SINCE, OFFSETS_READ_SINCE, STOP_SINCE, Version
+from mm2ctl.core.errors import ConnectError, ConnectNotFoundError
 
 T = TypeVar("T")
 

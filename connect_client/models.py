@@ -14,7 +14,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from connect_client.versions import (
+from mm2ctl.connect_client.versions import (
     OFFSETS_ALTER_SINCE,
     OFFSETS_READ_SINCE,
     STOP_SINCE,

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 import tenacity
 
-from mm2core.errors import (
+from mm2ctl.core.errors import (
     ConfigError,
     ConnectConflictError,
     ConnectError,

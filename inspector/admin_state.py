@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from mm2core.admin import GroupDescription, ItemError, KafkaAdmin
-from mm2core.config import MM2Config, PairConfig
+from mm2ctl.core.admin import GroupDescription, ItemError, KafkaAdmin
+from mm2ctl.core.config import MM2Config, PairConfig
 
 ACTIVE_STATES = frozenset({"Stable", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"})
 

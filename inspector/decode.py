@@ -2,7 +2,7 @@
 
 The offset-syncs and checkpoints topics can hold millions of records, so decoding runs as native Spark SQL
 (``octet_length``, ``substr``, ``hex``/``conv``, ``is_valid_utf8``) rather than a Python UDF: no row crosses
-into Python, and Catalyst can prune what a caller does not select. ``mm2core.codecs`` is the reference these
+into Python, and Catalyst can prune what a caller does not select. ``mm2ctl.core.codecs`` is the reference these
 expressions are property-tested against; where the two could differ (signedness, UTF-8 validity, trailing
 bytes) the Python codec wins.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mm2core.maven import packaged_pom, resolve_jars
+from mm2ctl.core.maven import packaged_pom, resolve_jars
 
 _VERSION_SUFFIX = re.compile(r"-\d[\w.\-]*\.jar$")
 
@@ -24,7 +24,7 @@ def spark_kafka_jars() -> list[Path]:
 
     version = pyspark.__version__
     folder = resolve_jars(
-        packaged_pom("inspector", "spark-kafka.pom.xml"),
+        packaged_pom("mm2ctl.inspector", "spark-kafka.pom.xml"),
         f"spark-kafka-{version}",
         {"spark.version": version, "scala.binary.version": "2.13"},
     )

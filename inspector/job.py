@@ -26,11 +26,11 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from inspector import decode, schemas, transforms
-from inspector.admin_state import PairState, Selection, collect_pair_state
-from inspector.kafka_read import empty_records, read_topic
-from mm2core.config import MM2Config, PairConfig, load_mm2_config
-from mm2core.errors import ConfigError, Mm2ctlError
+from mm2ctl.core.config import MM2Config, PairConfig, load_mm2_config
+from mm2ctl.core.errors import ConfigError, Mm2ctlError
+from mm2ctl.inspector import decode, schemas, transforms
+from mm2ctl.inspector.admin_state import PairState, Selection, collect_pair_state
+from mm2ctl.inspector.kafka_read import empty_records, read_topic
 
 Progress = Callable[[str], None]
 
@@ -297,11 +297,11 @@ def _parse_args(argv: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """``spark-submit inspector/job.py --mm2-config F --output PATH``: writes the rows with Spark's writers
     (a folder of part files, as a cluster job should) and exits 10 when any row is a problem."""
-    from inspector.report import write_distributed
-    from mm2core.exit_codes import ExitCode
+    from mm2ctl.core.exit_codes import ExitCode
+    from mm2ctl.inspector.report import write_distributed
 
     args = _parse_args(sys.argv[1:] if argv is None else argv)
-    from inspector.session import build_session
+    from mm2ctl.inspector.session import build_session
 
     spark = build_session()
     options = InspectOptions(

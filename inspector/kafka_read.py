@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from inspector.schemas import KAFKA_RECORD_SCHEMA
+from mm2ctl.inspector.schemas import KAFKA_RECORD_SCHEMA
 
 #: Java client settings Spark's Kafka source may be given (``kafka.``-prefixed); everything else a client
 #: config holds (deserializers, group ids, offsets reset) is Spark's to set and it refuses them.

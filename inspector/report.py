@@ -16,8 +16,8 @@ from typing import Any, TextIO
 
 from pyspark.sql import DataFrame, Row
 
-from inspector.job import InspectResult, parquet_writer_options
-from inspector.schemas import CLASSIFIED_SCHEMA
+from mm2ctl.inspector.job import InspectResult, parquet_writer_options
+from mm2ctl.inspector.schemas import CLASSIFIED_SCHEMA
 
 COLUMNS: tuple[str, ...] = tuple(CLASSIFIED_SCHEMA.fieldNames())
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
-from inspector.jars import spark_kafka_jars
+from mm2ctl.inspector.jars import spark_kafka_jars
 
 DEFAULT_MASTER = "local[*]"
 

@@ -22,8 +22,8 @@ import datetime as dt
 from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
-from inspector import statuses
-from inspector.statuses import Blocking, Status
+from mm2ctl.inspector import statuses
+from mm2ctl.inspector.statuses import Blocking, Status
 
 PAIR = "cluster_pair"
 SYNC_KEY = [PAIR, "topic", "partition"]

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import requests
 
-from lab.logging_config import logging_properties
-from lab.process import JvmSpec, free_port, is_alive, start_jvm, wait_until
-from lab.versions import KafkaRelease
-from mm2core.errors import LabError
+from mm2ctl.core.errors import LabError
+from mm2ctl.lab.logging_config import logging_properties
+from mm2ctl.lab.process import JvmSpec, free_port, is_alive, start_jvm, wait_until
+from mm2ctl.lab.versions import KafkaRelease
 
 WORKER_GROUP = "mm2ctl-lab-connect"
 OFFSETS_TOPIC = "connect-offsets"

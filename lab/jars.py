@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from lab.versions import release
-from mm2core.maven import packaged_pom, resolve_jars
+from mm2ctl.core.maven import packaged_pom, resolve_jars
+from mm2ctl.lab.versions import release
 
 
 def kafka_jars(version: str) -> Path:
@@ -14,7 +14,7 @@ def kafka_jars(version: str) -> Path:
     rel = release(version)
     group, artifact, binding_version = rel.slf4j_binding.split(":")
     return resolve_jars(
-        packaged_pom("lab", "kafka.pom.xml"),
+        packaged_pom("mm2ctl.lab", "kafka.pom.xml"),
         f"kafka-{version}",
         {
             "kafka.version": version,

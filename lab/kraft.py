@@ -9,9 +9,9 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from lab.logging_config import logging_properties
-from lab.process import JvmSpec, free_port, is_alive, run_java_tool, start_jvm, wait_until
-from lab.versions import KafkaRelease
+from mm2ctl.lab.logging_config import logging_properties
+from mm2ctl.lab.process import JvmSpec, free_port, is_alive, run_java_tool, start_jvm, wait_until
+from mm2ctl.lab.versions import KafkaRelease
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,12 +19,12 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
-from lab import connect_worker, kraft
-from lab.jars import kafka_classpath
-from lab.mm2_setup import ISOLATED_PREFIX, ROLES, Mm2Setup
-from lab.process import is_alive, stop_pids, wait_until
-from lab.versions import DEFAULT_KAFKA_VERSION, release
-from mm2core.errors import LabError
+from mm2ctl.core.errors import LabError
+from mm2ctl.lab import connect_worker, kraft
+from mm2ctl.lab.jars import kafka_classpath
+from mm2ctl.lab.mm2_setup import ISOLATED_PREFIX, ROLES, Mm2Setup
+from mm2ctl.lab.process import is_alive, stop_pids, wait_until
+from mm2ctl.lab.versions import DEFAULT_KAFKA_VERSION, release
 
 LAB_FILE = "lab.json"
 MM2_FILE = "mm2.properties"

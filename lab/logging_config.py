@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lab.versions import KafkaRelease
+from mm2ctl.lab.versions import KafkaRelease
 
 _QUIET = (
     "org.apache.kafka.clients.consumer.internals",

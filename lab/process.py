@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mm2core.errors import LabError
+from mm2ctl.core.errors import LabError
 
 
 def free_port() -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mm2core.errors import LabError
+from mm2ctl.core.errors import LabError
 
 
 @dataclass(frozen=True, slots=True)

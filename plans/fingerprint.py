@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from mm2core.errors import ForeignPlanError, PlanError, StalePlanError
+from mm2ctl.core.errors import ForeignPlanError, PlanError, StalePlanError
 
 if TYPE_CHECKING:
-    from plans.model import Plan
+    from mm2ctl.plans.model import Plan
 
 #: A JSON value as the model stores it: dicts frozen to read-only mappings, lists to tuples.
 FrozenJSON: TypeAlias = (

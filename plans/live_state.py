@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
-from connect_client import ConnectClient, ConnectorStatus, ServerInfo, build_connect_client
-from mm2core.admin import KafkaAdmin
-from mm2core.config import MM2Config, load_mm2_config
-from mm2core.connect_offsets import StoredOffset, latest_offsets, live_offsets
-from mm2core.errors import ConfigError, ConnectNotFoundError, KafkaError
-from plans.fingerprint import Fingerprint, JSONable, canonical_json, fingerprint_of
-from plans.model import redact_json
+from mm2ctl.connect_client import ConnectClient, ConnectorStatus, ServerInfo, build_connect_client
+from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.config import MM2Config, load_mm2_config
+from mm2ctl.core.connect_offsets import StoredOffset, latest_offsets, live_offsets
+from mm2ctl.core.errors import ConfigError, ConnectNotFoundError, KafkaError
+from mm2ctl.plans.fingerprint import Fingerprint, JSONable, canonical_json, fingerprint_of
+from mm2ctl.plans.model import redact_json
 
 # ------------------------------------------------------------------------------------------- part names
 
@@ -234,7 +234,7 @@ class LiveState:
             return {"members": self.group_members(f[0], f[1])}
         if kind == "group-offsets" and len(f) == 2:
             return [[t, p, o] for (t, p), o in sorted(self.group_offsets(f[0], f[1]).items())]
-        from mm2core.errors import PlanError
+        from mm2ctl.core.errors import PlanError
 
         raise PlanError(f"fingerprint part {name!r} is not one this mm2ctl can read")
 

@@ -57,10 +57,10 @@ from types import MappingProxyType
 from typing import ClassVar, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
-from mm2core import security as _security
-from mm2core.errors import PlanError, PreconditionError
-from mm2core.security import is_secret_key
-from plans.fingerprint import Fingerprint, FrozenJSON, JSONable, freeze_json, thaw_json
+from mm2ctl.core import security as _security
+from mm2ctl.core.errors import PlanError, PreconditionError
+from mm2ctl.core.security import is_secret_key
+from mm2ctl.plans.fingerprint import Fingerprint, FrozenJSON, JSONable, freeze_json, thaw_json
 
 #: The plan document format this code writes and reads. Bump on any incompatible change; a reader refuses
 #: newer versions rather than guess (an old mm2ctl must never half-understand a plan and apply it).
@@ -75,7 +75,7 @@ REDACTED = "**redacted-by-mm2ctl**"
 
 _CONFIG_PROVIDER_REF = re.compile(r"^\$\{[^}]+\}$")
 
-# Which keys and values are secret is decided in one place, ``mm2core.security`` (re-exported here).
+# Which keys and values are secret is decided in one place, ``mm2ctl.core.security`` (re-exported here).
 
 
 def looks_secret_value(value: str) -> bool:

@@ -30,14 +30,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mm2core.errors import ApplyError, ForeignPlanError, JournalError, Mm2ctlError, PreconditionError
-from plans.fingerprint import check_not_foreign, check_plan_against_live
-from plans.live_state import LiveState
-from plans.model import ConnectorCreate, ConnectorDelete, ConnectorTarget, Plan, SecretSource, Step, StepKind
-from remediate.executors import EXECUTORS, ExecContext, Executor, UndoContext
-from remediate.journal import Journal, JournalState, new_journal_path
-from remediate.lock import lock_for_plan
-from remediate.preconditions import StateView, failures, require
+from mm2ctl.core.errors import ApplyError, ForeignPlanError, JournalError, Mm2ctlError, PreconditionError
+from mm2ctl.plans.fingerprint import check_not_foreign, check_plan_against_live
+from mm2ctl.plans.live_state import LiveState
+from mm2ctl.plans.model import ConnectorCreate, ConnectorDelete, ConnectorTarget, Plan, SecretSource, Step, StepKind
+from mm2ctl.remediate.executors import EXECUTORS, ExecContext, Executor, UndoContext
+from mm2ctl.remediate.journal import Journal, JournalState, new_journal_path
+from mm2ctl.remediate.lock import lock_for_plan
+from mm2ctl.remediate.preconditions import StateView, failures, require
 
 Progress = Callable[[str], None]
 FAULT_ENV = "MM2CTL_FAULT_KILL_AFTER_STEP"

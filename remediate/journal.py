@@ -45,10 +45,10 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any
 
-from mm2core.errors import JournalError, PlanError
-from plans.fingerprint import FrozenJSON, JSONable, canonical_json, digest_of, freeze_json
-from plans.model import Plan, redact_json, redact_text, tool_version
-from plans.serialize import plan_document_digest, plan_from_json, plan_to_json
+from mm2ctl.core.errors import JournalError, PlanError
+from mm2ctl.plans.fingerprint import FrozenJSON, JSONable, canonical_json, digest_of, freeze_json
+from mm2ctl.plans.model import Plan, redact_json, redact_text, tool_version
+from mm2ctl.plans.serialize import plan_document_digest, plan_from_json, plan_to_json
 
 JOURNAL_FORMAT = "mm2ctl-journal"
 JOURNAL_FORMAT_VERSION = 1

@@ -12,10 +12,10 @@ import base64
 from dataclasses import dataclass, field
 from typing import Any
 
-from mm2core.errors import PreconditionError
-from plans.fingerprint import canonical_json, thaw_json
-from plans.live_state import LiveState, offsets_json, stored_json
-from plans.model import (
+from mm2ctl.core.errors import PreconditionError
+from mm2ctl.plans.fingerprint import canonical_json, thaw_json
+from mm2ctl.plans.live_state import LiveState, offsets_json, stored_json
+from mm2ctl.plans.model import (
     AllOf,
     ConnectorAbsent,
     ConnectorOffsetsUnchanged,

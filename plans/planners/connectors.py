@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import StrEnum
 
-from mm2core.errors import PlanError
-from plans.live_state import part_connector_config, part_connector_state
-from plans.model import (
+from mm2ctl.core.errors import PlanError
+from mm2ctl.plans.live_state import part_connector_config, part_connector_state
+from mm2ctl.plans.model import (
     ConnectorAbsent,
     ConnectorConfig,
     ConnectorCreate,
@@ -30,8 +30,8 @@ from plans.model import (
     Step,
     StepKind,
 )
-from plans.planners.context import PlanBuilder
-from plans.planners.mm2_connectors import find_pair_connectors
+from mm2ctl.plans.planners.context import PlanBuilder
+from mm2ctl.plans.planners.mm2_connectors import find_pair_connectors
 
 
 class Action(StrEnum):

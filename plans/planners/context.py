@@ -12,11 +12,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from connect_client import ServerInfo
-from mm2core.errors import ConfigError, PlanError
-from plans.fingerprint import JSONable, fingerprint_of
-from plans.live_state import LiveState
-from plans.model import (
+from mm2ctl.connect_client import ServerInfo
+from mm2ctl.core.errors import ConfigError, PlanError
+from mm2ctl.plans.fingerprint import JSONable, fingerprint_of
+from mm2ctl.plans.live_state import LiveState
+from mm2ctl.plans.model import (
     ConnectTarget,
     Payload,
     Plan,

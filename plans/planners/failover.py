@@ -31,12 +31,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from mm2core.codecs import RecordDecodeError, decode_checkpoint, decode_offset_sync
-from mm2core.config import PairConfig
-from mm2core.errors import ConfigError, PlanError, PreconditionError
-from mm2core.records import RawRecord, read_partitions
-from plans.live_state import LiveState, part_group_offsets
-from plans.model import (
+from mm2ctl.core.codecs import RecordDecodeError, decode_checkpoint, decode_offset_sync
+from mm2ctl.core.config import PairConfig
+from mm2ctl.core.errors import ConfigError, PlanError, PreconditionError
+from mm2ctl.core.records import RawRecord, read_partitions
+from mm2ctl.plans.live_state import LiveState, part_group_offsets
+from mm2ctl.plans.model import (
     AllOf,
     CatchUpTarget,
     ConnectorState,
@@ -57,10 +57,10 @@ from plans.model import (
     TranslationMethod,
     WaitForCatchUp,
 )
-from plans.planners.connectors import Action, lifecycle_step, observed_state
-from plans.planners.context import PlanBuilder
-from plans.planners.mm2_connectors import ALL_ROLES, find_pair_connectors
-from plans.translation import (
+from mm2ctl.plans.planners.connectors import Action, lifecycle_step, observed_state
+from mm2ctl.plans.planners.context import PlanBuilder
+from mm2ctl.plans.planners.mm2_connectors import ALL_ROLES, find_pair_connectors
+from mm2ctl.plans.translation import (
     DEFAULT_WINDOW,
     Bounds,
     Digested,

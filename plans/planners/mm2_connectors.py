@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from mm2core.errors import PlanError
-from plans.live_state import LiveState
+from mm2ctl.core.errors import PlanError
+from mm2ctl.plans.live_state import LiveState
 
 ROLE_CLASSES = {
     "source": "org.apache.kafka.connect.mirror.MirrorSourceConnector",

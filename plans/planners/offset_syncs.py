@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mm2core.errors import PlanError
-from plans.live_state import part_group_members, part_topic_bounds
-from plans.model import (
+from mm2ctl.core.errors import PlanError
+from mm2ctl.plans.live_state import part_group_members, part_topic_bounds
+from mm2ctl.plans.model import (
     AllOf,
     ConnectorAbsent,
     ConnectorState,
@@ -28,7 +28,7 @@ from plans.model import (
     TopicPartitionsTarget,
     WorkerGroupHasNoMembers,
 )
-from plans.planners.connectors import (
+from mm2ctl.plans.planners.connectors import (
     Action,
     create_step,
     delete_step,
@@ -36,9 +36,9 @@ from plans.planners.connectors import (
     observed_state,
     restore_step,
 )
-from plans.planners.context import PlanBuilder, offsets_cluster_for_worker
-from plans.planners.mm2_connectors import ALL_ROLES, find_pair_connectors
-from plans.planners.reset_offsets import (
+from mm2ctl.plans.planners.context import PlanBuilder, offsets_cluster_for_worker
+from mm2ctl.plans.planners.mm2_connectors import ALL_ROLES, find_pair_connectors
+from mm2ctl.plans.planners.reset_offsets import (
     DEFAULT_OFFSETS_TOPIC,
     Method,
     OffsetsLocation,

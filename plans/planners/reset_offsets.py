@@ -23,15 +23,15 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from mm2core.errors import PlanError
-from plans.fingerprint import canonical_json
-from plans.live_state import (
+from mm2ctl.core.errors import PlanError
+from mm2ctl.plans.fingerprint import canonical_json
+from mm2ctl.plans.live_state import (
     part_connector_offsets,
     part_group_members,
     part_stored_offsets,
     part_topic_bounds,
 )
-from plans.model import (
+from mm2ctl.plans.model import (
     AllOf,
     ConnectOffsetsDelete,
     ConnectOffsetsPatch,
@@ -51,7 +51,7 @@ from plans.model import (
     TopicPartitionsTarget,
     WorkerGroupHasNoMembers,
 )
-from plans.planners.connectors import (
+from mm2ctl.plans.planners.connectors import (
     Action,
     create_step,
     delete_step,
@@ -59,8 +59,8 @@ from plans.planners.connectors import (
     observed_state,
     restore_step,
 )
-from plans.planners.context import PlanBuilder, offsets_cluster_for_worker
-from plans.planners.mm2_connectors import DEDICATED_NAMES, find_pair_connectors
+from mm2ctl.plans.planners.context import PlanBuilder, offsets_cluster_for_worker
+from mm2ctl.plans.planners.mm2_connectors import DEDICATED_NAMES, find_pair_connectors
 
 DEFAULT_OFFSETS_TOPIC = "connect-offsets"
 
@@ -345,8 +345,8 @@ def resume_positions(b: PlanBuilder, pair: str) -> dict[tuple[str, int], int]:
     records after u upstream, because MM2 writes a sync at every upstream gap. So the position is
     ``u + (target_end - d)``. A partition with nothing on the target starts at the source's earliest offset.
     """
-    from mm2core.codecs import RecordDecodeError, decode_offset_sync
-    from mm2core.records import read_partitions
+    from mm2ctl.core.codecs import RecordDecodeError, decode_offset_sync
+    from mm2ctl.core.records import read_partitions
 
     flow = b.live.mm2.pair(pair)
     source_admin = b.live.admin(flow.source)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from plans.model import StepKind
-from remediate.executors.base import ExecContext, Executor, UndoContext
-from remediate.executors.connect_offsets import RestDelete, RestPatch, Tombstones
-from remediate.executors.group_offsets import VerifyGroupOffsets, WaitForCatchUpExecutor, WriteGroupOffsets
-from remediate.executors.lifecycle import Create, Delete, StateChange
-from remediate.executors.offset_syncs import Backup, Truncate
+from mm2ctl.plans.model import StepKind
+from mm2ctl.remediate.executors.base import ExecContext, Executor, UndoContext
+from mm2ctl.remediate.executors.connect_offsets import RestDelete, RestPatch, Tombstones
+from mm2ctl.remediate.executors.group_offsets import VerifyGroupOffsets, WaitForCatchUpExecutor, WriteGroupOffsets
+from mm2ctl.remediate.executors.lifecycle import Create, Delete, StateChange
+from mm2ctl.remediate.executors.offset_syncs import Backup, Truncate
 
 EXECUTORS: Mapping[StepKind, Executor] = MappingProxyType(
     {

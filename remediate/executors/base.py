@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from plans.fingerprint import FrozenJSON, JSONable
-from plans.live_state import LiveState
-from plans.model import Step
-from remediate.preconditions import StateView
+from mm2ctl.plans.fingerprint import FrozenJSON, JSONable
+from mm2ctl.plans.live_state import LiveState
+from mm2ctl.plans.model import Step
+from mm2ctl.remediate.preconditions import StateView
 
 Progress = Callable[[str], None]
 
@@ -80,7 +80,7 @@ class ReadOnlyStep:
 
 def as_dict(value: FrozenJSON) -> dict[str, Any]:
     """A journaled JSON object as a plain dict ({} for anything else)."""
-    from plans.fingerprint import thaw_json
+    from mm2ctl.plans.fingerprint import thaw_json
 
     thawed = thaw_json(value)
     return thawed if isinstance(thawed, dict) else {}

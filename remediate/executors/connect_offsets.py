@@ -14,11 +14,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from connect_client import ConnectorOffset as RestOffset
-from mm2core import records
-from mm2core.errors import ApplyError
-from plans.fingerprint import JSONable, canonical_json, thaw_json
-from plans.model import (
+from mm2ctl.connect_client import ConnectorOffset as RestOffset
+from mm2ctl.core import records
+from mm2ctl.core.errors import ApplyError
+from mm2ctl.plans.fingerprint import JSONable, canonical_json, thaw_json
+from mm2ctl.plans.model import (
     ConnectOffsetsPatch,
     ConnectOffsetsTombstone,
     ConnectorTarget,
@@ -28,8 +28,8 @@ from plans.model import (
     WorkerGroupHasNoMembers,
     iter_preconditions,
 )
-from remediate.executors.base import ExecContext, UndoContext, as_dict
-from remediate.preconditions import StateView, failures
+from mm2ctl.remediate.executors.base import ExecContext, UndoContext, as_dict
+from mm2ctl.remediate.preconditions import StateView, failures
 
 
 def _name(step: Step) -> str:

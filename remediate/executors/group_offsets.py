@@ -13,11 +13,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from mm2core.errors import ApplyError, KafkaError
-from plans.fingerprint import JSONable
-from plans.model import GroupOffsetsVerify, GroupOffsetsWrite, GroupTarget, Step, WaitForCatchUp
-from remediate.executors.base import ExecContext, ReadOnlyStep, UndoContext, as_dict
-from remediate.preconditions import StateView
+from mm2ctl.core.errors import ApplyError, KafkaError
+from mm2ctl.plans.fingerprint import JSONable
+from mm2ctl.plans.model import GroupOffsetsVerify, GroupOffsetsWrite, GroupTarget, Step, WaitForCatchUp
+from mm2ctl.remediate.executors.base import ExecContext, ReadOnlyStep, UndoContext, as_dict
+from mm2ctl.remediate.preconditions import StateView
 
 TP = tuple[str, int]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import contextlib
 import time
 
-from connect_client import ConnectorStatus
-from mm2core.errors import ApplyError, ConnectNotFoundError, PreconditionError
-from plans.fingerprint import JSONable
-from plans.model import (
+from mm2ctl.connect_client import ConnectorStatus
+from mm2ctl.core.errors import ApplyError, ConnectNotFoundError, PreconditionError
+from mm2ctl.plans.fingerprint import JSONable
+from mm2ctl.plans.model import (
     ConnectorCreate,
     ConnectorDelete,
     ConnectorRestart,
@@ -21,8 +21,8 @@ from plans.model import (
     StepKind,
     unredact_config,
 )
-from remediate.executors.base import ExecContext, UndoContext, as_dict
-from remediate.preconditions import StateView
+from mm2ctl.remediate.executors.base import ExecContext, UndoContext, as_dict
+from mm2ctl.remediate.preconditions import StateView
 
 _TARGET_STATE = {
     StepKind.CONNECTOR_STOP: "STOPPED",
@@ -129,7 +129,7 @@ class StateChange:
 
 def config_to_send(step_config: object, name: str, ctx: ExecContext) -> dict[str, str]:
     """The saved (redacted) config with its secrets filled back from the live read or the operator."""
-    from plans.model import ConnectorConfig
+    from mm2ctl.plans.model import ConnectorConfig
 
     assert isinstance(step_config, ConnectorConfig)
     secrets = dict(ctx.operator_secrets)

@@ -22,10 +22,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mm2core import records
-from mm2core.errors import ApplyError, KafkaError
-from plans.fingerprint import JSONable
-from plans.model import (
+from mm2ctl.core import records
+from mm2ctl.core.errors import ApplyError, KafkaError
+from mm2ctl.plans.fingerprint import JSONable
+from mm2ctl.plans.model import (
     OffsetSyncsBackup,
     OffsetSyncsTruncate,
     Step,
@@ -33,8 +33,8 @@ from plans.model import (
     TopicPartitionsTarget,
     iter_preconditions,
 )
-from remediate.executors.base import ExecContext, ReadOnlyStep, UndoContext
-from remediate.preconditions import StateView, failures
+from mm2ctl.remediate.executors.base import ExecContext, ReadOnlyStep, UndoContext
+from mm2ctl.remediate.preconditions import StateView, failures
 
 BACKUP_FORMAT = "mm2ctl-offset-syncs-backup"
 _POLICY = "cleanup.policy"

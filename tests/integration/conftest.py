@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import lab as lab_core
-from lab.lab import LabInfo
-from lab.versions import DEFAULT_KAFKA_VERSION
+from mm2ctl.lab import lab as lab_core
+from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab.versions import DEFAULT_KAFKA_VERSION
 
 
 @dataclass(frozen=True, order=True)

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from confluent_kafka import Consumer
 
-from lab.lab import LabInfo
+from mm2ctl.lab.lab import LabInfo
 
 T = TypeVar("T")
 

@@ -7,11 +7,11 @@ import time
 import pytest
 from confluent_kafka import Consumer
 
-from lab.lab import LabInfo
-from lab.process import free_port
-from mm2core import records
-from mm2core.admin import KafkaAdmin
-from mm2core.errors import KafkaError
+from mm2ctl.core import records
+from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.errors import KafkaError
+from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab.process import free_port
 from tests.integration.support import consume_and_commit, eventually, source_conf, uniq
 
 pytestmark = pytest.mark.integration

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from lab.lab import LabInfo
-from remediate.drill import DrillOptions, Strategy, drill_on_lab, render_table
+from mm2ctl.drill.failover_drill import DrillOptions, Strategy, drill_on_lab, render_table
+from mm2ctl.lab.lab import LabInfo
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +41,7 @@ def test_drill_goals(lab: LabInfo, policy: str, tmp_path: Path) -> None:
 def test_drill_cli_json(lab: LabInfo, tmp_path: Path) -> None:
     """The command line: one policy, --json, exit 0 when the goals are met and 17 when not."""
     proc = subprocess.run(
-        [sys.executable, "-m", "remediate.cli", "drill", "--lab-dir", lab.dir, "--replication-policy", "default",
+        [sys.executable, "-m", "mm2ctl", "drill", "--lab-dir", lab.dir, "--replication-policy", "default",
          "--partitions", "2", "--json", "--quiet"],
         capture_output=True, text=True, timeout=300,
         env={**os.environ, "MM2CTL_STATE_DIR": str(tmp_path)},

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from lab import lab as lab_core
-from lab.jars import kafka_classpath
-from lab.lab import Flow, LabInfo
-from mm2core import records
-from mm2core.admin import KafkaAdmin
-from mm2core.codecs import decode_offset_sync
+from mm2ctl.core import records
+from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.codecs import decode_offset_sync
+from mm2ctl.lab import lab as lab_core
+from mm2ctl.lab.jars import kafka_classpath
+from mm2ctl.lab.lab import Flow, LabInfo
 from tests.integration.support import eventually, source_conf, target_conf, uniq
 from tests.integration.test_remediate import mm2ctl
 

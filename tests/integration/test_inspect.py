@@ -22,14 +22,14 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer
 
-from connect_client import build_connect_client
-from lab import lab as lab_core
-from lab.lab import Flow, LabInfo
-from mm2core import records
-from mm2core.admin import KafkaAdmin
-from mm2core.codecs import OffsetSync, encode_offset_sync
-from mm2core.config import load_mm2_config
-from mm2core.exit_codes import ExitCode
+from mm2ctl.connect_client import build_connect_client
+from mm2ctl.core import records
+from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.codecs import OffsetSync, encode_offset_sync
+from mm2ctl.core.config import load_mm2_config
+from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.lab import lab as lab_core
+from mm2ctl.lab.lab import Flow, LabInfo
 from tests.integration.support import eventually
 
 pytestmark = pytest.mark.integration
@@ -166,7 +166,7 @@ def _build(lab: LabInfo, policy: str, tmp: Path) -> Iterator[Scenario]:
         out = tmp / f"{name}.jsonl"
         proc = subprocess.run(
             [
-                sys.executable, "-m", "remediate.cli", "inspect",
+                sys.executable, "-m", "mm2ctl", "inspect",
                 "--mm2-config", flow.mm2_config,
                 "--format", "json", "--output", str(out),
                 "--spark-conf", "spark.sql.shuffle.partitions=4",
@@ -280,7 +280,7 @@ def test_the_same_job_runs_under_spark_submit(scenario: Scenario, tmp_path: Path
     import pyarrow.parquet as pq
     import pyspark
 
-    from inspector.jars import spark_kafka_jars
+    from mm2ctl.inspector.jars import spark_kafka_jars
 
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     job = Path(__file__).resolve().parents[2] / "inspector" / "job.py"
@@ -306,7 +306,7 @@ def test_the_same_job_runs_under_spark_submit(scenario: Scenario, tmp_path: Path
 
 
 def test_a_dead_broker_fails_inspect_with_one_line_and_the_kafka_exit_code(tmp_path: Path) -> None:
-    from lab.process import free_port
+    from mm2ctl.lab.process import free_port
 
     config = tmp_path / "dead.properties"
     config.write_text(
@@ -318,7 +318,7 @@ def test_a_dead_broker_fails_inspect_with_one_line_and_the_kafka_exit_code(tmp_p
     out = tmp_path / "rows.jsonl"
     proc = subprocess.run(
         [
-            sys.executable, "-m", "remediate.cli", "inspect",
+            sys.executable, "-m", "mm2ctl", "inspect",
             "--mm2-config", str(config), "--format", "json", "--output", str(out),
         ],
         capture_output=True, text=True, timeout=300, check=False,

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from lab import lab as lab_core
-from lab.lab import LabInfo
-from lab.process import is_alive
-from mm2core import records
-from mm2core.admin import KafkaAdmin
-from mm2core.codecs import decode_checkpoint, decode_offset_sync
-from mm2core.config import load_mm2_config
+from mm2ctl.core import records
+from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.codecs import decode_checkpoint, decode_offset_sync
+from mm2ctl.core.config import load_mm2_config
+from mm2ctl.lab import lab as lab_core
+from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab.process import is_alive
 from tests.integration.support import (
     consume_and_commit,
     eventually,

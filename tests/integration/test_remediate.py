@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 import requests
 
-from lab import lab as lab_core
-from lab.lab import Flow, LabInfo
-from mm2core import records
-from mm2core.admin import KafkaAdmin
-from remediate.journal import Journal
+from mm2ctl.core import records
+from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.lab import lab as lab_core
+from mm2ctl.lab.lab import Flow, LabInfo
+from mm2ctl.remediate.journal import Journal
 from tests.integration.support import eventually, source_conf
 
 pytestmark = pytest.mark.integration
@@ -33,7 +33,7 @@ def mm2ctl(*args: str, env: dict[str, str] | None = None, state: Path) -> subpro
     full = {**os.environ, "MM2CTL_STATE_DIR": str(state), **(env or {})}
     full.pop("MM2CTL_CONNECT_URL", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "remediate.cli", *args], capture_output=True, text=True, env=full, timeout=300
+        [sys.executable, "-m", "mm2ctl", *args], capture_output=True, text=True, env=full, timeout=300
     )
     log = state / "cli.log"
     with open(log, "a", encoding="utf-8") as fh:

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from lab import dedicated_mm2
-from lab.dedicated_mm2 import DedicatedMm2
-from lab.lab import LabInfo
-from mm2core import records
-from mm2core.admin import KafkaAdmin
-from mm2core.connect_offsets import latest_offsets
+from mm2ctl.core import records
+from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.connect_offsets import latest_offsets
+from mm2ctl.lab import dedicated_mm2
+from mm2ctl.lab.dedicated_mm2 import DedicatedMm2
+from mm2ctl.lab.lab import LabInfo
 from tests.integration.support import eventually, source_conf, target_conf
 from tests.integration.test_remediate import mm2ctl
 

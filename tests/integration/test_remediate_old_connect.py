@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import requests
 
-from lab.lab import LabInfo
-from mm2core import records
-from mm2core.connect_offsets import latest_offsets
-from remediate.journal import Journal
+from mm2ctl.core import records
+from mm2ctl.core.connect_offsets import latest_offsets
+from mm2ctl.lab.lab import LabInfo
+from mm2ctl.remediate.journal import Journal
 from tests.integration.support import eventually, target_conf
 from tests.integration.test_remediate import make_flow, mm2ctl
 

@@ -14,11 +14,11 @@ import pytest
 import requests
 import yaml
 
-from lab import lab as lab_core
-from lab.lab import Flow, LabInfo
-from mm2core import records
-from mm2core.admin import KafkaAdmin
-from mm2core.codecs import decode_offset_sync
+from mm2ctl.core import records
+from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.codecs import decode_offset_sync
+from mm2ctl.lab import lab as lab_core
+from mm2ctl.lab.lab import Flow, LabInfo
 from tests.integration.support import eventually, source_conf, target_conf
 from tests.integration.test_remediate import make_flow, mm2ctl, offsets, syncs
 

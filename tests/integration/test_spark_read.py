@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from inspector.kafka_read import read_topic
-from lab.lab import LabInfo
-from mm2core import records
-from mm2core.admin import KafkaAdmin
+from mm2ctl.core import records
+from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.inspector.kafka_read import read_topic
+from mm2ctl.lab.lab import LabInfo
 from tests.integration.support import eventually, source_conf, uniq
 
 pytestmark = pytest.mark.integration

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from mm2core.exit_codes import ExitCode
+from mm2ctl.core.exit_codes import ExitCode
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "remediate.cli", *args],
+        [sys.executable, "-m", "mm2ctl", *args],
         capture_output=True,
         text=True,
         timeout=120,

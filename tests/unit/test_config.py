@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mm2core.config import (
+from mm2ctl.core.config import (
     MM2Config,
     is_client_setting,
     java_regex_to_python,
@@ -14,9 +14,9 @@ from mm2core.config import (
     mm2_config_from_text,
     parse_list,
 )
-from mm2core.errors import ConfigError
-from mm2core.exit_codes import ExitCode
-from mm2core.naming import OffsetSyncsLocation
+from mm2ctl.core.errors import ConfigError
+from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.core.naming import OffsetSyncsLocation
 
 BASE = """\
 clusters = A, B

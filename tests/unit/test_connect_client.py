@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from connect_client import (
+from mm2ctl.connect_client import (
     ConnectClient,
     ConnectorOffset,
     ConnectorOffsets,
@@ -35,7 +35,7 @@ from connect_client import (
     is_retryable,
     parse_version,
 )
-from mm2core.errors import (
+from mm2ctl.core.errors import (
     ConfigError,
     ConnectConflictError,
     ConnectError,

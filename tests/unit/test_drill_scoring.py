@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from plans.translation import Sync
-from remediate.drill import Strategy, score, sync_intervals, upstream_decreases
+from mm2ctl.drill.failover_drill import Strategy, score, sync_intervals, upstream_decreases
+from mm2ctl.plans.translation import Sync
 
 
 def test_sync_interval_is_the_gap_between_the_syncs_around_the_commit_point() -> None:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from mm2core.config import MM2Config, load_mm2_config
-from mm2core.naming import OffsetSyncsLocation
-from mm2core.security import redact
+from mm2ctl.core.config import MM2Config, load_mm2_config
+from mm2ctl.core.naming import OffsetSyncsLocation
+from mm2ctl.core.security import redact
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

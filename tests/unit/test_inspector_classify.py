@@ -11,9 +11,9 @@ import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from inspector import statuses, transforms
-from inspector.schemas import CLASSIFIED_SCHEMA, JOINED_SCHEMA
-from inspector.statuses import Blocking, Status
+from mm2ctl.inspector import statuses, transforms
+from mm2ctl.inspector.schemas import CLASSIFIED_SCHEMA, JOINED_SCHEMA
+from mm2ctl.inspector.statuses import Blocking, Status
 
 PAIR = "a->b"
 NOW = dt.datetime(2024, 6, 1, 12, 0, tzinfo=dt.UTC)

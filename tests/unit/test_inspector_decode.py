@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from inspector import decode
-from inspector.schemas import DECODED_CHECKPOINT_SCHEMA, DECODED_OFFSET_SYNC_SCHEMA, KAFKA_RECORD_SCHEMA
-from mm2core import codecs
+from mm2ctl.core import codecs
+from mm2ctl.inspector import decode
+from mm2ctl.inspector.schemas import DECODED_CHECKPOINT_SCHEMA, DECODED_OFFSET_SYNC_SCHEMA, KAFKA_RECORD_SCHEMA
 
 pytestmark = pytest.mark.spark
 

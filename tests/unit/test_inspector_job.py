@@ -10,10 +10,10 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from inspector import decode, transforms
-from inspector.job import MalformedCounter, partition_numbers_on_driver
-from inspector.schemas import KAFKA_RECORD_SCHEMA, SOURCE_GROUP_OFFSETS_SCHEMA
-from mm2core import codecs
+from mm2ctl.core import codecs
+from mm2ctl.inspector import decode, transforms
+from mm2ctl.inspector.job import MalformedCounter, partition_numbers_on_driver
+from mm2ctl.inspector.schemas import KAFKA_RECORD_SCHEMA, SOURCE_GROUP_OFFSETS_SCHEMA
 
 pytestmark = pytest.mark.spark
 
@@ -86,7 +86,7 @@ def test_driver_partition_numbers_match_the_spark_ones(spark: Any) -> None:
 def test_parquet_rows_skip_the_dictionary_on_near_unique_columns_only(spark: Any, tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    from inspector.job import PARQUET_PLAIN_COLUMNS, parquet_writer_options
+    from mm2ctl.inspector.job import PARQUET_PLAIN_COLUMNS, parquet_writer_options
 
     rows = spark.range(2000).selectExpr("id AS source_offset", "IF(id % 2 = 0, 'synced', 'stale_sync') AS status")
     out = tmp_path / "rows.parquet"

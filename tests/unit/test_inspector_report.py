@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from inspector.report import COLUMNS, csv_text, write_csv, write_json_lines
-from inspector.schemas import CLASSIFIED_SCHEMA
+from mm2ctl.inspector.report import COLUMNS, csv_text, write_csv, write_json_lines
+from mm2ctl.inspector.schemas import CLASSIFIED_SCHEMA
 
 pytestmark = pytest.mark.spark
 

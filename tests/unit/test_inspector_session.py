@@ -16,7 +16,7 @@ def test_kafka_is_read_through_spark_v2_source_and_other_v1_sources_stay(spark: 
 
 
 def test_a_v1_source_list_the_user_gave_is_left_as_given(spark: Any) -> None:
-    from inspector.session import _read_kafka_through_v2
+    from mm2ctl.inspector.session import _read_kafka_through_v2
 
     key = "spark.sql.sources.useV1SourceList"
     before = spark.conf.get(key)

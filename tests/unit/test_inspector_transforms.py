@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StructType
 
-from inspector import decode, transforms
-from inspector.schemas import (
+from mm2ctl.core import codecs
+from mm2ctl.inspector import decode, transforms
+from mm2ctl.inspector.schemas import (
     CHECKPOINTS_SCHEMA,
     DECODED_CHECKPOINT_SCHEMA,
     DECODED_OFFSET_SYNC_SCHEMA,
@@ -27,7 +28,6 @@ from inspector.schemas import (
     TARGET_GROUP_OFFSETS_SCHEMA,
     TARGET_PARTITIONS_SCHEMA,
 )
-from mm2core import codecs
 
 pytestmark = pytest.mark.spark
 
@@ -210,7 +210,7 @@ def test_translate_keeps_the_key_of_a_partition_the_numbering_lacks(spark: Any) 
 
 
 def transforms_fields() -> list[Any]:
-    from inspector.schemas import TRANSLATION_FIELDS
+    from mm2ctl.inspector.schemas import TRANSLATION_FIELDS
 
     return TRANSLATION_FIELDS
 
@@ -517,7 +517,7 @@ def test_join_target_state_looks_up_the_remote_topic_and_carries_errors(spark: A
 
 
 def test_summarize_counts_per_pair_and_status(spark: Any) -> None:
-    from inspector.schemas import CLASSIFIED_SCHEMA
+    from mm2ctl.inspector.schemas import CLASSIFIED_SCHEMA
 
     def row(pair: str, group: str, partition: int, status: str, ok: bool, replay: int | None) -> dict:
         return {
@@ -556,6 +556,6 @@ def test_summarize_counts_per_pair_and_status(spark: Any) -> None:
 
 
 def test_translation_fields_are_longs() -> None:
-    from inspector.schemas import TRANSLATION_FIELDS
+    from mm2ctl.inspector.schemas import TRANSLATION_FIELDS
 
     assert all(isinstance(f.dataType, LongType) for f in TRANSLATION_FIELDS)

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from mm2core.errors import JournalError
-from plans.model import REDACTED, Plan
-from remediate.journal import (
+from mm2ctl.core.errors import JournalError
+from mm2ctl.plans.model import REDACTED, Plan
+from mm2ctl.remediate.journal import (
     EntryType,
     Journal,
     StepStatus,
@@ -314,7 +314,7 @@ def test_a_tampered_embedded_plan_is_rejected(tmp_path: Path) -> None:
         path = j.path
     header = decode_line(lines(path)[0])
     header["plan"]["description"] = "something else"
-    from remediate.journal import encode_line
+    from mm2ctl.remediate.journal import encode_line
 
     path.write_bytes(encode_line(header))
     with pytest.raises(JournalError, match="does not match its recorded digest"):

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mm2core.errors import LockError
-from remediate.lock import ApplyLock, cluster_ids_of, lock_for_plan, lock_path_for_cluster, read_holder
+from mm2ctl.core.errors import LockError
+from mm2ctl.remediate.lock import ApplyLock, cluster_ids_of, lock_for_plan, lock_path_for_cluster, read_holder
 from tests.unit.test_plan_samples import CLUSTERS, sample_plan
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,7 +22,7 @@ HOLDER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from remediate.lock import ApplyLock
+    from mm2ctl.remediate.lock import ApplyLock
     ids = sys.argv[2].split(",")
     lock = ApplyLock(ids, state_dir=Path(sys.argv[1]), plan_id="held-plan", command="apply")
     lock.acquire()
@@ -37,8 +37,8 @@ TRY = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from mm2core.errors import LockError
-    from remediate.lock import ApplyLock
+    from mm2ctl.core.errors import LockError
+    from mm2ctl.remediate.lock import ApplyLock
     try:
         with ApplyLock(sys.argv[2].split(","), state_dir=Path(sys.argv[1])):
             print("acquired")

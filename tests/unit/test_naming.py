@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mm2core import naming
-from mm2core.naming import (
+from mm2ctl.core import naming
+from mm2ctl.core.naming import (
     DEFAULT_POLICY_CLASS,
     IDENTITY_POLICY_CLASS,
     OffsetSyncsLocation,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mm2core.errors import ForeignPlanError, PlanError, StalePlanError
-from mm2core.exit_codes import ExitCode
-from plans.fingerprint import (
+from mm2ctl.core.errors import ForeignPlanError, PlanError, StalePlanError
+from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.plans.fingerprint import (
     Fingerprint,
     canonical_json,
     check_not_foreign,

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mm2core.errors import PlanError, PreconditionError
-from plans.fingerprint import fingerprint_of
-from plans.model import (
+from mm2ctl.core.errors import PlanError, PreconditionError
+from mm2ctl.plans.fingerprint import fingerprint_of
+from mm2ctl.plans.model import (
     REDACTED,
     SCHEMA_VERSION,
     ConnectorConfig,

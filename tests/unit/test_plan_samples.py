@@ -11,8 +11,8 @@ import base64
 import json
 from datetime import UTC, datetime
 
-from plans.fingerprint import fingerprint_of
-from plans.model import (
+from mm2ctl.plans.fingerprint import fingerprint_of
+from mm2ctl.plans.model import (
     PAYLOAD_TYPES,
     PRECONDITION_TYPES,
     AllOf,

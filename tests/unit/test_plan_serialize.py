@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from mm2core.errors import PlanError
-from plans.model import REDACTED, StepKind
-from plans.serialize import (
+from mm2ctl.core.errors import PlanError
+from mm2ctl.plans.model import REDACTED, StepKind
+from mm2ctl.plans.serialize import (
     dump_plan,
     dump_plan_json,
     load_plan,
@@ -331,7 +331,7 @@ def test_unreadable_files_are_plan_errors(tmp_path: Path) -> None:
 
 
 def test_a_large_plan_is_written_in_flow_syntax_that_is_still_yaml(monkeypatch: pytest.MonkeyPatch) -> None:
-    from plans import serialize
+    from mm2ctl.plans import serialize
 
     plan = sample_plan()
     block = dump_plan(plan)

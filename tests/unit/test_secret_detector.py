@@ -1,6 +1,6 @@
-"""mm2ctl has one secret detector (``mm2core.security``); plans, journals and config display all use it.
+"""mm2ctl has one secret detector (``mm2ctl.core.security``); plans, journals and config display all use it.
 
-It is the union of two rule sets that used to live apart (a regex in ``mm2core.security`` and token rules in
+It is the union of two rule sets that used to live apart (a regex in ``mm2ctl.core.security`` and token rules in
 ``plans.model``): every key either caught is still caught, and the keys both kept are still kept.
 """
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from mm2core import security
-from plans import model
+from mm2ctl.core import security
+from mm2ctl.plans import model
 
-#: Caught by the old ``mm2core.security`` regex only, the old ``plans.model`` token rules only, or both.
+#: Caught by the old ``mm2ctl.core.security`` regex only, the old ``plans.model`` token rules only, or both.
 SECRET_KEYS = [
     "ssl.key.pem",  # regex only
     "ssl.keystore.private.material",  # regex only ("private")

@@ -17,8 +17,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import NameOID
 
-from mm2core.errors import ConfigError
-from mm2core.security import (
+from mm2ctl.core.errors import ConfigError
+from mm2ctl.core.security import (
     SettingOrigin,
     is_secret_key,
     normalize_pem,

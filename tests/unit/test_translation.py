@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from plans.model import TranslationMethod
-from plans.translation import (
+from mm2ctl.plans.model import TranslationMethod
+from mm2ctl.plans.translation import (
     Bounds,
     Digested,
     Sync,
@@ -234,8 +234,8 @@ def test_verified_matches_the_reference_on_random_gapped_topics(seed: int) -> No
 def test_read_ahead_serves_increasing_windows_from_few_reads_and_never_reads_past_the_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from mm2core.records import RawRecord
-    from plans.planners import failover
+    from mm2ctl.core.records import RawRecord
+    from mm2ctl.plans.planners import failover
 
     present = [o for o in range(0, 30_000) if o % 7 != 3]  # gaps, as compaction and markers leave
     calls: list[tuple[int, int]] = []

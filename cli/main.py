@@ -1,7 +1,7 @@
 """The ``mm2ctl`` command line: parse options, call the core, render; nothing else.
 
 One handler (``main``) maps every ``Mm2ctlError`` to a one-line message on stderr and its documented exit
-code (mm2core/exit_codes.py); anything else is a bug and exits 1 with the exception's one-line summary
+code (core/exit_codes.py); anything else is a bug and exits 1 with the exception's one-line summary
 (``MM2CTL_DEBUG=1`` shows the traceback).
 """
 
@@ -13,12 +13,12 @@ import sys
 
 import typer
 
-from mm2core.errors import Mm2ctlError
-from mm2core.exit_codes import ExitCode
-from remediate.cli_drill import demo, drill
-from remediate.cli_inspect import inspect
-from remediate.cli_lab import lab_app
-from remediate.cli_plan import apply, plan_app, rollback, show
+from mm2ctl.cli.drill_cmd import demo, drill
+from mm2ctl.cli.inspect_cmd import inspect
+from mm2ctl.cli.lab_cmd import lab_app
+from mm2ctl.cli.plan_cmd import apply, plan_app, rollback, show
+from mm2ctl.core.errors import Mm2ctlError
+from mm2ctl.core.exit_codes import ExitCode
 
 app = typer.Typer(
     name="mm2ctl",

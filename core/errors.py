@@ -27,7 +27,7 @@ sensitive settings.
 
 from __future__ import annotations
 
-from mm2core.exit_codes import ExitCode
+from mm2ctl.core.exit_codes import ExitCode
 
 
 class Mm2ctlError(Exception):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import typer
 
-from lab import lab as lab_core
-from lab.versions import DEFAULT_KAFKA_VERSION, RELEASES
-from mm2core.exit_codes import ExitCode
+from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.lab import lab as lab_core
+from mm2ctl.lab.versions import DEFAULT_KAFKA_VERSION, RELEASES
 
 lab_app = typer.Typer(
     help=(
@@ -95,8 +95,8 @@ def jars(
     spark: bool = typer.Option(True, "--spark/--no-spark", help="Also resolve Spark's Kafka source."),
 ) -> None:
     """Resolve the pinned jars with mvn into the cache now (CI and offline preparation)."""
-    from inspector.jars import spark_kafka_jars
-    from lab.jars import kafka_jars
+    from mm2ctl.inspector.jars import spark_kafka_jars
+    from mm2ctl.lab.jars import kafka_jars
 
     for version in kafka_version or sorted(RELEASES, reverse=True):
         typer.echo(f"kafka {version}: {kafka_jars(version)}")

@@ -31,7 +31,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from mm2core.errors import KafkaError
+from mm2ctl.core.errors import KafkaError
 
 log = logging.getLogger("mm2ctl.kafka")
 

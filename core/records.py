@@ -17,7 +17,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka import KafkaError as _RdKafkaError
 
-from mm2core.errors import KafkaError
+from mm2ctl.core.errors import KafkaError
 
 log = logging.getLogger("mm2ctl.kafka")
 

@@ -21,12 +21,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from connect_client import build_connect_client
-from lab import lab as lab_core
-from lab.lab import Flow, LabInfo
-from mm2core import records
-from mm2core.admin import KafkaAdmin
-from mm2core.errors import KafkaError, Mm2ctlError
+from mm2ctl.connect_client import build_connect_client
+from mm2ctl.core import records
+from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.errors import KafkaError, Mm2ctlError
+from mm2ctl.lab import lab as lab_core
+from mm2ctl.lab.lab import Flow, LabInfo
 
 Progress = Callable[[str], None]
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import typer
 
-from mm2core.errors import ConfigError
-from plans.model import PlanKind, parse_pair
-from plans.planners.context import PlanBuilder
-from plans.planners.failover import FailoverOptions, FailoverReport, Source, plan_failover
-from plans.serialize import dump_plan_json, write_plan_file
+from mm2ctl.core.errors import ConfigError
+from mm2ctl.plans.model import PlanKind, parse_pair
+from mm2ctl.plans.planners.context import PlanBuilder
+from mm2ctl.plans.planners.failover import FailoverOptions, FailoverReport, Source, plan_failover
+from mm2ctl.plans.serialize import dump_plan_json, write_plan_file
 
 
 def export_csv(report: FailoverReport, path: Path) -> int:
@@ -74,7 +74,7 @@ def run_plan_failover(
     as_json: bool,
 ) -> bool:
     """Plan, write the plan (and CSV), print; returns whether the plan has changes."""
-    from remediate.cli_plan import render_plan
+    from mm2ctl.cli.plan_cmd import render_plan
 
     parse_pair(pair)
     try:

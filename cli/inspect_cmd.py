@@ -10,8 +10,8 @@ from typing import TextIO
 
 import typer
 
-from mm2core.errors import ConfigError
-from mm2core.exit_codes import ExitCode
+from mm2ctl.core.errors import ConfigError
+from mm2ctl.core.exit_codes import ExitCode
 
 
 class Format(StrEnum):
@@ -73,11 +73,11 @@ def inspect(
     """
     import re
 
-    from inspector.admin_state import Selection, reach_clusters
-    from inspector.job import InspectOptions, run_inspection, select_pairs
-    from inspector.report import summary_lines, write_csv, write_json_lines
-    from inspector.session import build_session
-    from mm2core.config import load_mm2_config
+    from mm2ctl.core.config import load_mm2_config
+    from mm2ctl.inspector.admin_state import Selection, reach_clusters
+    from mm2ctl.inspector.job import InspectOptions, run_inspection, select_pairs
+    from mm2ctl.inspector.report import summary_lines, write_csv, write_json_lines
+    from mm2ctl.inspector.session import build_session
 
     for name, regex in (("--groups", groups), ("--topics", topics)):
         if regex is not None:

@@ -51,14 +51,14 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_STORED, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka import KafkaError as RdKafkaError
 
-from mm2core import records
-from mm2core.admin import KafkaAdmin
-from mm2core.config import PairConfig, load_mm2_config
-from mm2core.errors import ConfigError, KafkaError, Mm2ctlError
-from plans.live_state import LiveState, open_live_state
-from plans.model import PlanKind
-from plans.planners.context import PlanBuilder
-from plans.planners.failover import (
+from mm2ctl.core import records
+from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.config import PairConfig, load_mm2_config
+from mm2ctl.core.errors import ConfigError, KafkaError, Mm2ctlError
+from mm2ctl.plans.live_state import LiveState, open_live_state
+from mm2ctl.plans.model import PlanKind
+from mm2ctl.plans.planners.context import PlanBuilder
+from mm2ctl.plans.planners.failover import (
     FailoverOptions,
     Source,
     normalize_each,
@@ -66,12 +66,12 @@ from plans.planners.failover import (
     read_checkpoints,
     read_written_syncs,
 )
-from plans.serialize import write_plan_file
-from plans.translation import Sync
-from remediate import engine
+from mm2ctl.plans.serialize import write_plan_file
+from mm2ctl.plans.translation import Sync
+from mm2ctl.remediate import engine
 
 if TYPE_CHECKING:
-    from lab.lab import LabInfo
+    from mm2ctl.lab.lab import LabInfo
 
 Progress = Callable[[str], None]
 TP = tuple[str, int]
@@ -682,8 +682,8 @@ def drill_on_lab(
     the source), so (c) plans from the syncs with the source unreachable. Its connectors are deleted at the
     end unless ``keep``; the topics keep their unique names.
     """
-    from connect_client import build_connect_client
-    from lab import lab as lab_core
+    from mm2ctl.connect_client import build_connect_client
+    from mm2ctl.lab import lab as lab_core
 
     name = "drill" + uuid.uuid4().hex[:8]
     topic, group = f"iso-{name}-seq", f"iso-{name}-app"

@@ -14,7 +14,7 @@ MM2 writes:
 * Client settings follow ``MirrorMakerConfig.clusterProps`` and the connectors' client builders; see
   :meth:`MM2Config.client_settings` for the exact order.
 
-Every problem is a :class:`~mm2core.errors.ConfigError` naming the file, the line and the key. Unknown
+Every problem is a :class:`~mm2ctl.core.errors.ConfigError` naming the file, the line and the key. Unknown
 keys are fine: MM2 has hundreds, and Connect worker keys live in the same file.
 """
 
@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
-from mm2core import naming, security
-from mm2core.errors import ConfigError
-from mm2core.naming import OffsetSyncsLocation, ReplicationPolicy
-from mm2core.properties import Properties, load_properties, parse_properties
-from mm2core.security import SettingOrigin
+from mm2ctl.core import naming, security
+from mm2ctl.core.errors import ConfigError
+from mm2ctl.core.naming import OffsetSyncsLocation, ReplicationPolicy
+from mm2ctl.core.properties import Properties, load_properties, parse_properties
+from mm2ctl.core.security import SettingOrigin
 
 Role = Literal["consumer", "producer", "admin"]
 ROLES: tuple[Role, ...] = ("consumer", "producer", "admin")
@@ -446,10 +446,10 @@ class MM2Config:
         return {k: v for k, (v, _) in self._resolve_client(alias, pair, role).items()}
 
     def kafka_config(self, alias: str, pair: str | None = None, role: Role = "consumer") -> dict[str, str]:
-        """confluent-kafka settings for cluster ``alias`` (see :mod:`mm2core.security`).
+        """confluent-kafka settings for cluster ``alias`` (see :mod:`mm2ctl.core.security`).
 
         May write a private PEM file when a PKCS12 or JKS truststore must be converted. Contains secrets:
-        pass it through :func:`mm2core.security.redact` before showing it.
+        pass it through :func:`mm2ctl.core.security.redact` before showing it.
         """
         resolved = self._resolve_client(alias, pair, role, client_only=True)
         return security.to_librdkafka(

@@ -26,8 +26,8 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
-from mm2core.errors import ConfigError
-from mm2core.security import is_secret_key, mask
+from mm2ctl.core.errors import ConfigError
+from mm2ctl.core.security import is_secret_key, mask
 
 _WHITESPACE = " \t\f"
 _SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}

@@ -13,7 +13,7 @@ import subprocess
 from importlib import resources
 from pathlib import Path
 
-from mm2core.errors import LabError
+from mm2ctl.core.errors import LabError
 
 _COMPLETE_MARKER = ".complete"
 
@@ -25,10 +25,10 @@ def cache_root() -> Path:
 
 
 def packaged_pom(package: str, name: str) -> Path:
-    """A pom shipped as package data in ``<package>/maven/<name>``."""
-    path = Path(str(resources.files(package).joinpath("maven", name)))
+    """A pom shipped as package data beside ``<package>``'s modules."""
+    path = Path(str(resources.files(package).joinpath(name)))
     if not path.is_file():
-        raise LabError(f"the packaged pom {package}/maven/{name} is missing from this install")
+        raise LabError(f"the packaged pom {name} of {package} is missing from this install")
     return path
 
 
@@ -48,7 +48,7 @@ def resolve_jars(pom: Path, name: str, properties: dict[str, str], *, timeout_s:
         "-B",
         "-q",
         "-gs",
-        str(Path(str(resources.files("mm2core").joinpath("maven-settings.xml")))),
+        str(Path(str(resources.files("mm2ctl.core").joinpath("maven-settings.xml")))),
         "-f",
         str(pom),
         *(f"-D{k}={v}" for k, v in sorted(properties.items())),

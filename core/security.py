@@ -34,7 +34,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from mm2core.errors import ConfigError
+from mm2ctl.core.errors import ConfigError
 
 # --- redaction ------------------------------------------------------------------------------------
 

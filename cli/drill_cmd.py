@@ -1,6 +1,6 @@
 """``mm2ctl drill`` and ``mm2ctl demo``: parse options, call ``remediate.drill`` / ``remediate.demo``, render.
 
-The demo drives the other commands as subprocesses (``python -m remediate.cli ...``) and shows each command
+The demo drives the other commands as subprocesses (``python -m mm2ctl ...``) and shows each command
 line before its output, so what it prints is exactly what an operator would type.
 """
 
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import typer
 
-from mm2core.errors import ConfigError
-from mm2core.exit_codes import ExitCode
-from remediate.drill import DrillOptions, DrillResult, render_table
+from mm2ctl.core.errors import ConfigError
+from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.drill.failover_drill import DrillOptions, DrillResult, render_table
 
 
 def _say(quiet: bool) -> Callable[[str], None]:
@@ -62,7 +62,7 @@ def drill(
     Exit 17 when (c) or (d) misses its goal: (d) loses and duplicates nothing; (c) loses nothing and
     duplicates at most offset.lag.max per partition.
     """
-    from remediate.drill import drill_on_clusters, drill_on_lab
+    from mm2ctl.drill.failover_drill import drill_on_clusters, drill_on_lab
 
     options = DrillOptions(partitions=partitions, rate=rate)
     say = _say(quiet)
@@ -74,7 +74,7 @@ def drill(
                                          stop_mirroring=stop_mirroring, options=options, workdir=workdir,
                                          progress=say))
     else:
-        from lab.lab import read_lab
+        from mm2ctl.lab.lab import read_lab
 
         info = read_lab(lab_dir)
         for policy in replication_policy or ["default", "identity"]:
@@ -88,7 +88,7 @@ def drill(
 
 def _run(args: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> None:
     typer.echo(f"\n$ mm2ctl {' '.join(args)}")
-    proc = subprocess.run([sys.executable, "-m", "remediate.cli", *args], env=env, text=True,
+    proc = subprocess.run([sys.executable, "-m", "mm2ctl", *args], env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
     typer.echo(proc.stdout.rstrip())
     if proc.returncode not in ok:
@@ -104,9 +104,9 @@ def demo(
     no_drill: bool = typer.Option(False, "--no-drill", help="Skip the final drill."),
 ) -> None:
     """Lab up, traffic and broken groups, inspect, plan failover, show, apply (dry run, then for real), drill."""
-    from lab import lab as lab_core
-    from remediate.demo import build_scenario, remove_flow
-    from remediate.drill import drill_on_lab
+    from mm2ctl.drill.demo import build_scenario, remove_flow
+    from mm2ctl.drill.failover_drill import drill_on_lab
+    from mm2ctl.lab import lab as lab_core
 
     say = _say(False)
     started = lab_dir is None

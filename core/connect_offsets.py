@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mm2core import records
+from mm2ctl.core import records
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import typer
 
-from mm2core.errors import ApprovalRequiredError, ConfigError, Mm2ctlError
-from mm2core.exit_codes import ExitCode
-from mm2core.properties import load_properties
-from plans.live_state import LiveState, open_live_state
-from plans.model import Plan, PlanKind, parse_pair
-from plans.planners import (
+from mm2ctl.core.errors import ApprovalRequiredError, ConfigError, Mm2ctlError
+from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.core.properties import load_properties
+from mm2ctl.plans.live_state import LiveState, open_live_state
+from mm2ctl.plans.model import Plan, PlanKind, parse_pair
+from mm2ctl.plans.planners import (
     Action,
     Method,
     PlanBuilder,
@@ -31,8 +31,8 @@ from plans.planners import (
     plan_reset_mm2,
     plan_truncate_offset_syncs,
 )
-from plans.serialize import dump_plan_json, load_plan, write_plan_file
-from remediate import engine
+from mm2ctl.plans.serialize import dump_plan_json, load_plan, write_plan_file
+from mm2ctl.remediate import engine
 
 plan_app = typer.Typer(help="Make a reviewable plan (nothing is changed until `mm2ctl apply`).",
                        no_args_is_help=True)
@@ -66,7 +66,7 @@ class ConnectOptions:
     key: str | None
 
     def resolved_urls(self, fallback: tuple[str, ...] = ()) -> list[str]:
-        from connect_client.factory import connect_urls_from_env
+        from mm2ctl.connect_client.factory import connect_urls_from_env
 
         return list(self.urls) or connect_urls_from_env() or list(fallback)
 
@@ -230,7 +230,7 @@ def plan_failover_cmd(
     as_json: bool = typer.Option(False, "--json"), detailed: bool = _DETAILED,
 ) -> None:
     """Write each group's translated (and, source readable, verified) position to the target, then verify."""
-    from remediate.cli_failover import run_plan_failover
+    from mm2ctl.cli.failover_cmd import run_plan_failover
 
     c = ConnectOptions(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
     b = PlanBuilder(_live(mm2_config, c), PlanKind.FAILOVER)
@@ -282,7 +282,7 @@ def apply(
     c = ConnectOptions(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
     progress = _progress()
     if resume is not None:
-        from remediate.journal import Journal
+        from mm2ctl.remediate.journal import Journal
 
         with Journal.open(resume) as j:
             plan = j.state.plan
@@ -334,7 +334,7 @@ def rollback(
     connect_ca: str | None = _CA, connect_cert: str | None = _CERT, connect_key: str | None = _KEY,
 ) -> None:
     """Undo the completed steps of an apply, newest first, each behind a check that nothing moved since."""
-    from remediate.journal import Journal
+    from mm2ctl.remediate.journal import Journal
 
     c = ConnectOptions(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
     with Journal.open(journal) as j:
