@@ -54,8 +54,13 @@ DEFAULT_LAB_DIR = "/tmp/mm2ctl-failover-bench-lab"
 STOCK_MAIN = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 #: What ``kafka-run-class.sh`` gives every tool by default, so a stock run costs what an operator's does.
 STOCK_JVM_OPTS = [
-    "-Xmx256M", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
-    "-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true",
+    "-Xmx256M",
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true",
 ]
 TARGET_RATIO = 10.0
 #: Pause after each partition's share of a round, so MM2 syncs every partition (see ``produce_records``).
@@ -63,8 +68,6 @@ SYNC_PACING_S = 0.02
 
 TP = tuple[str, int]
 Offsets = dict[str, dict[TP, int]]
-
-
 
 
 # --- the load ------------------------------------------------------------------------------------------
@@ -131,8 +134,9 @@ def produce_records(bootstrap: str, spec: LoadSpec) -> int:
     offset syncs in flight and, when more are due, only the newest one per partition, so a single burst over
     100 partitions leaves most of them with no sync below the groups' positions (untranslatable).
     """
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True,
-                         "compression.type": "lz4"})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True, "compression.type": "lz4"}
+    )
     count = 0
     per_round = spec.records_per_partition // spec.positions
     for r in range(spec.positions):
@@ -186,7 +190,7 @@ def delete_groups(admin: KafkaAdmin, groups: list[str], batch: int = 100) -> Non
     """Delete the target groups (a clean state for the next writer); absent groups are fine."""
     client = admin.client
     for start in range(0, len(groups), batch):
-        futures = client.delete_consumer_groups(groups[start:start + batch], request_timeout=60)
+        futures = client.delete_consumer_groups(groups[start : start + batch], request_timeout=60)
         for g, fut in futures.items():
             try:
                 fut.result()
@@ -215,8 +219,9 @@ def stop_connectors(url: str, names: list[str]) -> None:
     def stopped() -> bool:
         with urllib.request.urlopen(f"{url}/connectors?expand=status", timeout=30) as resp:
             states = json.loads(resp.read())
-        return all(states[n]["status"]["connector"]["state"] == "STOPPED" and not states[n]["status"]["tasks"]
-                   for n in names)
+        return all(
+            states[n]["status"]["connector"]["state"] == "STOPPED" and not states[n]["status"]["tasks"] for n in names
+        )
 
     wait_until(stopped, f"connectors {names} STOPPED", 120, 0.5)
 
@@ -246,15 +251,18 @@ def prepare(info: lab.LabInfo, spec: LoadSpec, checkpoint_wait_s: float) -> tupl
     def replicated() -> bool:
         bounds = target.partition_bounds(list(remote))
         return all(b.error is None and b.latest == remote[tp] for tp, b in bounds.items()) and len(bounds) == len(
-            remote)
+            remote
+        )
 
     wait_until(replicated, "every record replicated", 600)
     syncs_topic = f"mm2-offset-syncs.{flow.source_alias}.internal"  # on the target, named for the source
     missing = uncovered_positions(info.target.bootstrap, syncs_topic, spec)
     figures["uncovered_positions"] = missing
     if missing:
-        raise SystemExit(f"{missing} (partition, position) pair(s) have no offset sync at or below them: MM2 "
-                         "dropped syncs; raise SYNC_PACING_S")
+        raise SystemExit(
+            f"{missing} (partition, position) pair(s) have no offset sync at or below them: MM2 "
+            "dropped syncs; raise SYNC_PACING_S"
+        )
     # MM2's own offset sync to the target follows its checkpoints: once every spread-out group holds every
     # partition there, the checkpoints the --source-unavailable plan needs exist too.
     probes = [spec.group_names[i] for i in sorted({0, spec.groups // 3, 2 * spec.groups // 3, spec.groups - 1})]
@@ -285,8 +293,10 @@ def prepare(info: lab.LabInfo, spec: LoadSpec, checkpoint_wait_s: float) -> tupl
     if left:
         raise SystemExit(f"{left} target group partition(s) survived the delete")
     figures["prepare_seconds"] = round(time.monotonic() - t0, 1)
-    say(f"prepared in {figures['prepare_seconds']:.1f}s; MM2 had synced {figures['mm2_synced_group_partitions']:,} "
-        f"target group partitions, {cp_bounds.latest:,} checkpoint records; target groups deleted")
+    say(
+        f"prepared in {figures['prepare_seconds']:.1f}s; MM2 had synced {figures['mm2_synced_group_partitions']:,} "
+        f"target group partitions, {cp_bounds.latest:,} checkpoint records; target groups deleted"
+    )
     return flow, figures
 
 
@@ -308,8 +318,10 @@ def mm2ctl(args: list[str], state: Path, log: Path) -> float:
     with open(log, "a", encoding="utf-8") as fh:
         fh.write(f"$ mm2ctl {' '.join(args)}\n{proc.stdout}\n{proc.stderr}\nrc={proc.returncode} {seconds:.2f}s\n")
     if proc.returncode != 0:
-        raise SystemExit(f"mm2ctl {args[0]} {args[1] if len(args) > 1 else ''} exited {proc.returncode} "
-                         f"(log {log}):\n{proc.stderr[-2000:]}")
+        raise SystemExit(
+            f"mm2ctl {args[0]} {args[1] if len(args) > 1 else ''} exited {proc.returncode} "
+            f"(log {log}):\n{proc.stderr[-2000:]}"
+        )
     say(f"mm2ctl {' '.join(a for a in args[:2])}: {seconds:.1f}s")
     return seconds
 
@@ -330,21 +342,43 @@ def measure_mm2ctl(info: lab.LabInfo, flow: lab.Flow, spec: LoadSpec, work: Path
     fig: dict[str, Any] = {"mm2ctl_log": str(log)}
     # Conservative first: the target is still clean, so it plans the same writes (applying it would rewind
     # nothing and cost what the verified apply costs).
-    fig["plan_conservative_seconds"] = round(mm2ctl(
-        [*base, "--source-unavailable", "--out", str(work / "conservative.yaml"),
-         "--export-csv", str(work / "conservative.csv")], work, log), 2)
+    fig["plan_conservative_seconds"] = round(
+        mm2ctl(
+            [
+                *base,
+                "--source-unavailable",
+                "--out",
+                str(work / "conservative.yaml"),
+                "--export-csv",
+                str(work / "conservative.csv"),
+            ],
+            work,
+            log,
+        ),
+        2,
+    )
     conservative = read_csv(work / "conservative.csv")
     fig["conservative_rows"] = sum(len(v) for v in conservative.values())
-    fig["plan_seconds"] = round(mm2ctl(
-        [*base, "--out", str(work / "verified.yaml"), "--export-csv", str(work / "verified.csv")], work, log), 2)
+    fig["plan_seconds"] = round(
+        mm2ctl([*base, "--out", str(work / "verified.yaml"), "--export-csv", str(work / "verified.csv")], work, log), 2
+    )
     planned = read_csv(work / "verified.csv")
     fig["planned_rows"] = sum(len(v) for v in planned.values())
-    both = [(o, conservative[g][tp]) for g, rows in planned.items() for tp, o in rows.items()
-            if tp in conservative.get(g, {})]
+    both = [
+        (o, conservative[g][tp])
+        for g, rows in planned.items()
+        for tp, o in rows.items()
+        if tp in conservative.get(g, {})
+    ]
     fig["conservative_differs_rows"] = sum(1 for verified, cons in both if verified != cons)
-    fig["apply_seconds"] = round(mm2ctl(
-        ["apply", str(work / "verified.yaml"), "--auto-approve", "--journal", str(work / "verified.journal")],
-        work, log), 2)
+    fig["apply_seconds"] = round(
+        mm2ctl(
+            ["apply", str(work / "verified.yaml"), "--auto-approve", "--journal", str(work / "verified.journal")],
+            work,
+            log,
+        ),
+        2,
+    )
     fig["end_to_end_seconds"] = round(fig["plan_seconds"] + fig["apply_seconds"], 2)
     fig["mm2ctl_mismatches"] = mismatches(planned, read_back(target, spec.group_names))
     fig["mm2ctl_rows_expected"] = spec.group_partitions
@@ -373,8 +407,21 @@ def measure_stock(info: lab.LabInfo, planned: Offsets, groups: list[str], work: 
             writer = csv.writer(fh, lineterminator="\n")
             for (topic, p), o in sorted(planned[group].items()):
                 writer.writerow((group, topic, p, o))
-        cmd = ["java", *STOCK_JVM_OPTS, "-cp", classpath, STOCK_MAIN, "--bootstrap-server", info.target.bootstrap,
-               "--group", group, "--reset-offsets", "--from-file", str(path), "--execute"]
+        cmd = [
+            "java",
+            *STOCK_JVM_OPTS,
+            "-cp",
+            classpath,
+            STOCK_MAIN,
+            "--bootstrap-server",
+            info.target.bootstrap,
+            "--group",
+            group,
+            "--reset-offsets",
+            "--from-file",
+            str(path),
+            "--execute",
+        ]
         t0 = time.monotonic()
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         seconds = time.monotonic() - t0
@@ -404,15 +451,25 @@ def measure_stock(info: lab.LabInfo, planned: Offsets, groups: list[str], work: 
 
 def _parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="bench/failover_scale.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scale", type=float, default=1.0,
-                        help="fraction of 1,000 groups and of 100 partitions (default 1.0)")
+    parser.add_argument(
+        "--scale", type=float, default=1.0, help="fraction of 1,000 groups and of 100 partitions (default 1.0)"
+    )
     parser.add_argument("--records", type=int, default=1000, help="records per source partition (1000)")
-    parser.add_argument("--positions", type=int, default=10,
-                        help="distinct committed positions per partition the groups rotate through (10)")
-    parser.add_argument("--stock-groups", default="40",
-                        help="groups the stock tool runs for, spread evenly; 'all' for every group (40)")
-    parser.add_argument("--checkpoint-wait", type=float, default=300,
-                        help="seconds to wait for MM2 to checkpoint every group partition (300)")
+    parser.add_argument(
+        "--positions",
+        type=int,
+        default=10,
+        help="distinct committed positions per partition the groups rotate through (10)",
+    )
+    parser.add_argument(
+        "--stock-groups", default="40", help="groups the stock tool runs for, spread evenly; 'all' for every group (40)"
+    )
+    parser.add_argument(
+        "--checkpoint-wait",
+        type=float,
+        default=300,
+        help="seconds to wait for MM2 to checkpoint every group partition (300)",
+    )
     parser.add_argument("--lab-dir", default=DEFAULT_LAB_DIR, help=f"where to start the lab ({DEFAULT_LAB_DIR})")
     parser.add_argument("--reuse-lab", metavar="DIR", help="use the lab already running in DIR; leave it running")
     parser.add_argument("--keep-lab", action="store_true", help="leave the lab this run started running")
@@ -426,8 +483,9 @@ def _report(fig: dict[str, Any]) -> list[str]:
         return "PASS" if flag else "FAIL"
 
     n, groups = fig["stock_groups_measured"], fig["groups"]
-    stock_total = ("measured" if fig["stock_total_measured"] else
-                   f"EXTRAPOLATED from {n} measured runs x {groups:,} groups")
+    stock_total = (
+        "measured" if fig["stock_total_measured"] else f"EXTRAPOLATED from {n} measured runs x {groups:,} groups"
+    )
     return [
         f"mm2ctl failover benchmark  scale={fig['scale']}  flow {fig['pair']}  (Kafka {fig['kafka_version']}, "
         f"{os.cpu_count()} cores)",
@@ -457,16 +515,23 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse_args(sys.argv[1:] if argv is None else argv)
     name = "fob" + uuid.uuid4().hex[:6]
     spec = LoadSpec.for_scale(args.scale, name, args.records, args.positions)
-    figures: dict[str, Any] = {"scale": args.scale, "loadavg_start": loadavg(), "groups": spec.groups,
-                               "partitions": len(spec.partitions), "group_partitions": spec.group_partitions,
-                               "positions": spec.positions}
+    figures: dict[str, Any] = {
+        "scale": args.scale,
+        "loadavg_start": loadavg(),
+        "groups": spec.groups,
+        "partitions": len(spec.partitions),
+        "group_partitions": spec.group_partitions,
+        "positions": spec.positions,
+    }
     started_lab: Path | None = None
     work = Path(tempfile.mkdtemp(prefix="mm2ctl-failover-bench-"))
     try:
         info, started_lab = open_lab(args)
         figures["kafka_version"] = info.kafka_version
-        say(f"load: {spec.groups} groups x {len(spec.partitions)} partitions, {spec.records_per_partition} "
-            f"records per partition, flow {name}")
+        say(
+            f"load: {spec.groups} groups x {len(spec.partitions)} partitions, {spec.records_per_partition} "
+            f"records per partition, flow {name}"
+        )
         flow, prep = prepare(info, spec, args.checkpoint_wait)
         figures.update(prep)
         figures["pair"] = f"{flow.source_alias}->{flow.target_alias}"
@@ -486,8 +551,11 @@ def main(argv: list[str] | None = None) -> int:
     figures["stock_total_seconds"] = round(figures["stock_mean_seconds"] * spec.groups, 1)
     figures["ratio"] = round(figures["stock_total_seconds"] / figures["end_to_end_seconds"], 2)
     figures["pass_ratio"] = figures["ratio"] >= TARGET_RATIO
-    figures["pass_correct"] = (figures["mm2ctl_mismatches"] == 0 and figures["stock_mismatches"] == 0
-                               and figures["planned_rows"] == spec.group_partitions)
+    figures["pass_correct"] = (
+        figures["mm2ctl_mismatches"] == 0
+        and figures["stock_mismatches"] == 0
+        and figures["planned_rows"] == spec.group_partitions
+    )
     if figures["pass_correct"]:
         shutil.rmtree(work, ignore_errors=True)
     else:

@@ -91,8 +91,9 @@ def main(argv: list[str] | None = None) -> int:
         return out
 
     admin = step("admin state -> DataFrames (Arrow, cached)", frames)
-    translated = materialize("translate (liveness + as-of join, one sort)",
-                             transforms.translate(admin["group_offsets"], decoded_syncs))
+    translated = materialize(
+        "translate (liveness + as-of join, one sort)", transforms.translate(admin["group_offsets"], decoded_syncs)
+    )
     checkpoints = materialize("latest_checkpoints", transforms.latest_checkpoints(decoded_cps))
     joined = materialize(
         "join_target_state",

@@ -40,15 +40,24 @@ def _finish(results: list[DrillResult], as_json: bool) -> None:
 def drill(
     lab_dir: Path = typer.Option(Path(".lab"), "--lab-dir", help="A running lab (default mode)."),
     replication_policy: list[str] = typer.Option(
-        [], "--replication-policy", help="Lab mode: default | identity (repeatable; default: both)."),
+        [], "--replication-policy", help="Lab mode: default | identity (repeatable; default: both)."
+    ),
     mm2_config: str | None = typer.Option(None, "--mm2-config", help="Drill given clusters instead of the lab."),
     pair: str | None = typer.Option(None, "--pair", help="With --mm2-config: the flow A->B."),
-    connect_url: str | None = typer.Option(None, "--connect-url", envvar="MM2CTL_CONNECT_URL",
-                                           help="With --mm2-config: the Connect worker running the flow."),
-    name_prefix: str = typer.Option("mm2ctl-drill", "--name-prefix", help="With --mm2-config: topic/group "
-                                    "name prefix the flow mirrors."),
-    stop_mirroring: bool = typer.Option(False, "--stop-mirroring", help="With --mm2-config: let (d) stop the "
-                                        "pair's connectors (the lab's own drill flow always does)."),
+    connect_url: str | None = typer.Option(
+        None,
+        "--connect-url",
+        envvar="MM2CTL_CONNECT_URL",
+        help="With --mm2-config: the Connect worker running the flow.",
+    ),
+    name_prefix: str = typer.Option(
+        "mm2ctl-drill", "--name-prefix", help="With --mm2-config: topic/group name prefix the flow mirrors."
+    ),
+    stop_mirroring: bool = typer.Option(
+        False,
+        "--stop-mirroring",
+        help="With --mm2-config: let (d) stop the pair's connectors (the lab's own drill flow always does).",
+    ),
     partitions: int = typer.Option(3, "--partitions", min=1),
     rate: float = typer.Option(150.0, "--rate", help="Transactional records per second while MM2 runs."),
     keep: bool = typer.Option(False, "--keep", help="Lab mode: keep the drill flow's connectors."),
@@ -70,9 +79,18 @@ def drill(
     if mm2_config is not None:
         if pair is None or connect_url is None:
             raise ConfigError("--mm2-config needs --pair A->B and --connect-url")
-        results.append(drill_on_clusters(mm2_config, pair, connect_url, name_prefix=name_prefix,
-                                         stop_mirroring=stop_mirroring, options=options, workdir=workdir,
-                                         progress=say))
+        results.append(
+            drill_on_clusters(
+                mm2_config,
+                pair,
+                connect_url,
+                name_prefix=name_prefix,
+                stop_mirroring=stop_mirroring,
+                options=options,
+                workdir=workdir,
+                progress=say,
+            )
+        )
     else:
         from mm2ctl.lab.lab import read_lab
 
@@ -81,15 +99,22 @@ def drill(
             if policy not in ("default", "identity"):
                 raise ConfigError(f"--replication-policy {policy!r}: choose default or identity")
             wd = None if workdir is None else workdir / policy
-            results.append(drill_on_lab(info, replication_policy=policy, options=options, keep=keep, workdir=wd,
-                                        progress=say))
+            results.append(
+                drill_on_lab(info, replication_policy=policy, options=options, keep=keep, workdir=wd, progress=say)
+            )
     _finish(results, as_json)
 
 
 def _run(args: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> None:
     typer.echo(f"\n$ mm2ctl {' '.join(args)}")
-    proc = subprocess.run([sys.executable, "-m", "mm2ctl", *args], env=env, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mm2ctl", *args],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=600,
+    )
     typer.echo(proc.stdout.rstrip())
     if proc.returncode not in ok:
         typer.echo(f"(exit {proc.returncode})")
@@ -126,9 +151,25 @@ def demo(
         typer.echo("groups: " + ", ".join(f"{k}={g}" for k, g in scenario.groups.items()))
         _run(["inspect", "--mm2-config", cfg, "--pair", pair, "--quiet"], env, ok=(0, 10))
         plan = base / "failover.yaml"
-        _run(["plan", "failover", "--mm2-config", cfg, "--pair", pair, "--stop-mirroring", "--allow-rewind",
-              "--connect-url", info.connect_url, "--export-csv", str(base / "failover.csv"), "--out", str(plan)],
-             env)
+        _run(
+            [
+                "plan",
+                "failover",
+                "--mm2-config",
+                cfg,
+                "--pair",
+                pair,
+                "--stop-mirroring",
+                "--allow-rewind",
+                "--connect-url",
+                info.connect_url,
+                "--export-csv",
+                str(base / "failover.csv"),
+                "--out",
+                str(plan),
+            ],
+            env,
+        )
         _run(["show", str(plan)], env)
         _run(["apply", str(plan), "--dry-run"], env)
         _run(["apply", str(plan), "--auto-approve", "--journal", str(base / "failover.journal.jsonl")], env)

@@ -41,8 +41,7 @@ def render_rows(report: FailoverReport, limit: int = 50) -> str:
         target = "untranslatable" if r.target_offset is None else str(r.target_offset)
         before = "" if r.before_offset is None else f" (now {r.before_offset})"
         method = "" if r.method is None else r.method.value
-        lines.append(f"    {r.group} {r.source_topic}/{r.partition}: {r.source_offset} -> {target}{before} "
-                     f"{method}")
+        lines.append(f"    {r.group} {r.source_topic}/{r.partition}: {r.source_offset} -> {target}{before} {method}")
     if len(report.rows) > limit:
         lines.append(f"    ... {len(report.rows) - limit} more (see --json)")
     return "\n".join(lines)
@@ -50,10 +49,18 @@ def render_rows(report: FailoverReport, limit: int = 50) -> str:
 
 def report_json(report: FailoverReport) -> list[dict[str, object]]:
     return [
-        {"group": r.group, "source_topic": r.source_topic, "target_topic": r.target_topic,
-         "partition": r.partition, "source_offset": r.source_offset, "target_offset": r.target_offset,
-         "before_offset": r.before_offset, "method": None if r.method is None else r.method.value,
-         "delta_candidate": r.delta_candidate, "detail": r.detail}
+        {
+            "group": r.group,
+            "source_topic": r.source_topic,
+            "target_topic": r.target_topic,
+            "partition": r.partition,
+            "source_offset": r.source_offset,
+            "target_offset": r.target_offset,
+            "before_offset": r.before_offset,
+            "method": None if r.method is None else r.method.value,
+            "delta_candidate": r.delta_candidate,
+            "detail": r.detail,
+        }
         for r in report.rows
     ]
 
@@ -84,10 +91,19 @@ def run_plan_failover(
     if stop_mirroring and b.live.connect is None:
         raise ConfigError("--stop-mirroring needs the Connect REST API: pass --connect-url")
     b.kind = PlanKind.FAILOVER
-    plan, report = plan_failover(b, FailoverOptions(
-        pair=pair, groups=groups, topics=topics, source=src, source_unavailable=source_unavailable,
-        stop_mirroring=stop_mirroring, allow_rewind=allow_rewind, catch_up_timeout_s=catch_up_timeout,
-    ))
+    plan, report = plan_failover(
+        b,
+        FailoverOptions(
+            pair=pair,
+            groups=groups,
+            topics=topics,
+            source=src,
+            source_unavailable=source_unavailable,
+            stop_mirroring=stop_mirroring,
+            allow_rewind=allow_rewind,
+            catch_up_timeout_s=catch_up_timeout,
+        ),
+    )
     write_plan_file(plan, out)
     exported = None if export is None else export_csv(report, export)
     if as_json:

@@ -119,18 +119,14 @@ class ConnectClient:
 
         A connector deleted while the worker builds the answer is silently left out by Connect.
         """
-        payload = self._get_json(
-            "/connectors", params=[("expand", "status"), ("expand", "info")], timeout=timeout
-        )
+        payload = self._get_json("/connectors", params=[("expand", "status"), ("expand", "info")], timeout=timeout)
 
         def parse(data: Mapping[str, Any]) -> dict[str, ConnectorOverview]:
             return {name: ConnectorOverview.from_json(name, data[name]) for name in sorted(data)}
 
         return self._parse("expanded connector list", parse, payload)
 
-    def status(
-        self, name: str, *, timeout: Timeout | None = None, max_elapsed: float | None = None
-    ) -> ConnectorStatus:
+    def status(self, name: str, *, timeout: Timeout | None = None, max_elapsed: float | None = None) -> ConnectorStatus:
         """``GET /connectors/{c}/status``."""
         payload = self._get_json(connector_path(name, "status"), timeout=timeout, max_elapsed=max_elapsed)
         return self._parse("connector status", ConnectorStatus.from_json, payload)
@@ -138,9 +134,7 @@ class ConnectClient:
     def config(self, name: str, *, timeout: Timeout | None = None) -> dict[str, str]:
         """``GET /connectors/{c}/config``."""
         payload = self._get_json(connector_path(name, "config"), timeout=timeout)
-        return self._parse(
-            "connector config", lambda p: {str(k): str(v) for k, v in dict(p).items()}, payload
-        )
+        return self._parse("connector config", lambda p: {str(k): str(v) for k, v in dict(p).items()}, payload)
 
     def info(self, name: str, *, timeout: Timeout | None = None) -> ConnectorInfo:
         """``GET /connectors/{c}``: name, config, task ids and type."""
@@ -149,9 +143,7 @@ class ConnectClient:
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
-    def create(
-        self, name: str, config: Mapping[str, str], *, timeout: Timeout | None = None
-    ) -> ConnectorInfo:
+    def create(self, name: str, config: Mapping[str, str], *, timeout: Timeout | None = None) -> ConnectorInfo:
         """``POST /connectors``. An existing name answers 409 "already exists", which is not retried.
 
         If a transport error hides whether the first attempt arrived, the retry may meet that 409: the
@@ -160,13 +152,9 @@ class ConnectClient:
         response = self._transport.request(
             "POST", "/connectors", json_body={"name": name, "config": dict(config)}, timeout=timeout
         )
-        return self._parse(
-            "connector info", ConnectorInfo.from_json, self._json(response, "POST /connectors")
-        )
+        return self._parse("connector info", ConnectorInfo.from_json, self._json(response, "POST /connectors"))
 
-    def put_config(
-        self, name: str, config: Mapping[str, str], *, timeout: Timeout | None = None
-    ) -> ConnectorInfo:
+    def put_config(self, name: str, config: Mapping[str, str], *, timeout: Timeout | None = None) -> ConnectorInfo:
         """``PUT /connectors/{c}/config``: create or replace the whole config (idempotent)."""
         path = connector_path(name, "config")
         response = self._transport.request("PUT", path, json_body=dict(config), timeout=timeout)
@@ -329,9 +317,7 @@ class ConnectClient:
         timeout: Timeout | None = None,
         max_elapsed: float | None = None,
     ) -> Any:
-        response = self._transport.request(
-            "GET", path, params=params, timeout=timeout, max_elapsed=max_elapsed
-        )
+        response = self._transport.request("GET", path, params=params, timeout=timeout, max_elapsed=max_elapsed)
         return self._json(response, f"GET {path}")
 
     def _json(self, response: requests.Response, what: str) -> Any:

@@ -62,9 +62,7 @@ def build_connect_client(
     """
     given = split_urls(urls) if isinstance(urls, str) else [u for u in urls if u and u.strip()]
     if not given:
-        raise ConfigError(
-            f"no Connect worker URL given (pass one, or set {CONNECT_URL_ENV})", key="connect url"
-        )
+        raise ConfigError(f"no Connect worker URL given (pass one, or set {CONNECT_URL_ENV})", key="connect url")
     url_user, url_password = None, None
     clean: list[str] = []
     for url in given:

@@ -105,18 +105,14 @@ def normalize_url(url: str) -> str:
             key="connect url",
         )
     if parts.query or parts.fragment:
-        raise ConfigError(
-            f"a Connect URL takes no query or fragment: {display_url(text)!r}", key="connect url"
-        )
+        raise ConfigError(f"a Connect URL takes no query or fragment: {display_url(text)!r}", key="connect url")
     return text.rstrip("/")
 
 
 def is_rebalance_conflict(exc: BaseException) -> bool:
     """A 409 that a later attempt can cure. Connect also answers 409 when a created connector already
     exists (``AlreadyExistsException``); repeating that request cannot help, so it is excluded."""
-    return isinstance(exc, ConnectConflictError) and not exc.message.rstrip(" .").lower().endswith(
-        "already exists"
-    )
+    return isinstance(exc, ConnectConflictError) and not exc.message.rstrip(" .").lower().endswith("already exists")
 
 
 def is_retryable(exc: BaseException) -> bool:
@@ -154,9 +150,7 @@ def error_from_response(response: requests.Response, *, method: str, path: str, 
     if message is None:
         body = _truncate(response.text or "")
         message = body or response.reason or "no response body"
-    error_type: type[ConnectError] = {404: ConnectNotFoundError, 409: ConnectConflictError}.get(
-        status, ConnectError
-    )
+    error_type: type[ConnectError] = {404: ConnectNotFoundError, 409: ConnectConflictError}.get(status, ConnectError)
     return error_type(f"{method} {path}: {message}", status=status, error_code=error_code, url=url)
 
 
@@ -290,9 +284,7 @@ class ConnectTransport:
                 last_exc = exc
                 failures.append(f"{shown}: {self._redact(exc)}")
                 if step + 1 < count:
-                    self._log.info(
-                        "Connect worker %s did not answer %s %s; trying the next one", shown, method, path
-                    )
+                    self._log.info("Connect worker %s did not answer %s %s; trying the next one", shown, method, path)
                 continue
             except requests.RequestException as exc:
                 raise ConnectError(f"{method} {path}: {self._redact(exc)}", url=shown) from exc

@@ -134,9 +134,7 @@ def _drain(
 
 #: Group-coordinator errors a fresh cluster answers while ``__consumer_offsets`` is created or loaded.
 #: librdkafka does not retry them inside the group-offset calls, so the facade does, a few times.
-COORDINATOR_RETRY_CODES = frozenset(
-    {"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"}
-)
+COORDINATOR_RETRY_CODES = frozenset({"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"})
 
 
 def _retry_coordinator_errors(
@@ -169,9 +167,7 @@ class KafkaAdmin:
         self._timeout = timeout_s
 
     @classmethod
-    def connect(
-        cls, config: Mapping[str, str], *, name: str = "cluster", timeout_s: float = 30.0
-    ) -> KafkaAdmin:
+    def connect(cls, config: Mapping[str, str], *, name: str = "cluster", timeout_s: float = 30.0) -> KafkaAdmin:
         """Build the real client from a confluent-kafka config; librdkafka's log goes to ``mm2ctl.kafka``."""
         conf: dict[str, Any] = dict(config)
         conf.setdefault("logger", log)
@@ -206,9 +202,7 @@ class KafkaAdmin:
         out: dict[str, TopicDescription] = {}
         for chunk in _chunks(list(names), batch):
             try:
-                futures = self._client.describe_topics(
-                    TopicCollection(list(chunk)), request_timeout=self._timeout
-                )
+                futures = self._client.describe_topics(TopicCollection(list(chunk)), request_timeout=self._timeout)
             except Exception as exc:
                 raise _raise_whole_call(f"describing topics on {self._name}", exc) from exc
             for name, fut in futures.items():
@@ -371,9 +365,7 @@ class KafkaAdmin:
                 res = fut.result()
             except Exception as exc:
                 return GroupOffsets(group, {}, item_error(exc))
-            offsets = {
-                (tp.topic, tp.partition): int(tp.offset) for tp in res.topic_partitions if tp.offset >= 0
-            }
+            offsets = {(tp.topic, tp.partition): int(tp.offset) for tp in res.topic_partitions if tp.offset >= 0}
             errs = [tp for tp in res.topic_partitions if tp.error is not None]
             err = ItemError(errs[0].error.name(), errs[0].error.str()) if errs else None
             return GroupOffsets(group, offsets, err)

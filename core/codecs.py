@@ -137,12 +137,7 @@ def encode_checkpoint_key(group: str, topic: str, partition: int) -> bytes:
 
 
 def encode_checkpoint_value(upstream_offset: int, downstream_offset: int, metadata: str = "") -> bytes:
-    return (
-        _I16.pack(CHECKPOINT_VERSION)
-        + _I64.pack(upstream_offset)
-        + _I64.pack(downstream_offset)
-        + _string(metadata)
-    )
+    return _I16.pack(CHECKPOINT_VERSION) + _I64.pack(upstream_offset) + _I64.pack(downstream_offset) + _string(metadata)
 
 
 def encode_checkpoint(cp: Checkpoint) -> tuple[bytes, bytes]:

@@ -533,9 +533,7 @@ class _FlowSettings:
     def string(self, key: str) -> tuple[str, SettingOrigin] | None:
         return self.get(key)
 
-    def patterns(
-        self, key: str, legacy: str, default: str
-    ) -> tuple[str, tuple[str, ...], re.Pattern[str] | None]:
+    def patterns(self, key: str, legacy: str, default: str) -> tuple[str, tuple[str, ...], re.Pattern[str] | None]:
         got = self.get(key) or self.get(legacy)  # translateDeprecatedConfigs: the new key wins
         value, origin = got if got is not None else (default, SettingOrigin(key))
         items = tuple(parse_list(value))
@@ -669,9 +667,7 @@ def _warnings(props: Properties, clusters: tuple[str, ...], pairs: dict[str, Pai
     for key in props:
         match = _FLOW_KEY.match(key)
         if match and f"{match['source']}->{match['target']}" not in pairs:
-            found.append(
-                f"{props.path}:{props.line(key)}: {key}: names a cluster not in clusters; MM2 ignores it"
-            )
+            found.append(f"{props.path}:{props.line(key)}: {key}: names a cluster not in clusters; MM2 ignores it")
     for legacy, new in (("topics.blacklist", "topics.exclude"), ("groups.blacklist", "groups.exclude")):
         for key in props:
             if key == legacy or key.endswith(f".{legacy}"):

@@ -54,9 +54,7 @@ def _parse_key(key: bytes | None) -> tuple[str, dict[str, Any]] | None:
         parsed = json.loads(key.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return None
-    if isinstance(parsed, list) and len(parsed) == 2 and isinstance(parsed[0], str) and isinstance(
-        parsed[1], dict
-    ):
+    if isinstance(parsed, list) and len(parsed) == 2 and isinstance(parsed[0], str) and isinstance(parsed[1], dict):
         return parsed[0], parsed[1]
     return None
 

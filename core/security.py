@@ -47,8 +47,21 @@ _SECRET_KEY = re.compile(
 )
 #: Whole dot/underscore/dash-separated tokens that name a secret (``api_key`` style names included).
 _SECRET_TOKENS = frozenset(
-    {"password", "passwd", "pwd", "secret", "token", "credentials", "credential", "jaas", "apikey",
-     "passphrase", "privatekey", "secretkey", "accesskey"}
+    {
+        "password",
+        "passwd",
+        "pwd",
+        "secret",
+        "token",
+        "credentials",
+        "credential",
+        "jaas",
+        "apikey",
+        "passphrase",
+        "privatekey",
+        "secretkey",
+        "accesskey",
+    }
 )
 #: A value that carries a secret whatever its key: ``password=…`` blobs, any JAAS line, ``user:pw@`` in a URL.
 _SECRET_VALUE = re.compile(
@@ -486,9 +499,7 @@ def _translate_identity(s: Mapping[str, str], out: dict[str, str], err: _Errors,
             )
         if not (inline_key.strip() and inline_chain.strip()):
             missing = "ssl.keystore.certificate.chain" if inline_key.strip() else "ssl.keystore.key"
-            raise err(
-                missing, "must be set too: an inline PEM keystore needs both a key and a certificate chain"
-            )
+            raise err(missing, "must be set too: an inline PEM keystore needs both a key and a certificate chain")
         if location:
             raise err("ssl.keystore.key", "cannot be set together with ssl.keystore.location")
         try:
@@ -528,9 +539,7 @@ def _translate_identity(s: Mapping[str, str], out: dict[str, str], err: _Errors,
                 "is not set, so Java reads a JKS file, but the file is PEM: set ssl.keystore.type=PEM",
             )
         if actual != "PKCS12":  # JDK 9+ opens PKCS12 files declared as JKS; librdkafka reads those.
-            raise err(
-                "ssl.keystore.location", _keytool_hint(location, err.key("ssl.keystore.password"), "keystore")
-            )
+            raise err("ssl.keystore.location", _keytool_hint(location, err.key("ssl.keystore.password"), "keystore"))
     out["ssl.keystore.location"] = location
     if password:
         out["ssl.keystore.password"] = password
@@ -604,8 +613,7 @@ def to_librdkafka(
         else:
             raise err(
                 "ssl.endpoint.identification.algorithm",
-                f"{algorithm} is not supported "
-                "(use https, or an empty value to turn hostname verification off)",
+                f"{algorithm} is not supported (use https, or an empty value to turn hostname verification off)",
             )
         _translate_trust(settings, out, err, materialize)
         _translate_identity(settings, out, err, materialize)

@@ -61,8 +61,11 @@ def build_scenario(info: LabInfo, progress: Progress = lambda _m: None) -> DemoS
     dst = KafkaAdmin.connect({"bootstrap.servers": info.target.bootstrap}, name="target")
     progress(f"producing {RECORDS} records to {topic}; retention deletes the first {DELETED} per partition")
     src.create_topics({topic: 2})
-    records.produce({"bootstrap.servers": info.source.bootstrap}, topic,
-                    [(b"k%d" % i, b"order %d" % i, i % 2) for i in range(RECORDS)])
+    records.produce(
+        {"bootstrap.servers": info.source.bootstrap},
+        topic,
+        [(b"k%d" % i, b"order %d" % i, i % 2) for i in range(RECORDS)],
+    )
     per_partition = RECORDS // 2
     src.delete_records({(topic, p): DELETED for p in range(2)})
     progress(f"creating MM2 flow {name}src->{name}dst on the lab's Connect worker")

@@ -245,8 +245,14 @@ class _SequenceProducer:
 
     def _run(self, rate: float) -> None:
         try:
-            producer = Producer({**self.conf, "transactional.id": f"mm2ctl-drill-{uuid.uuid4().hex[:10]}",
-                                 "linger.ms": 2, "logger": log})
+            producer = Producer(
+                {
+                    **self.conf,
+                    "transactional.id": f"mm2ctl-drill-{uuid.uuid4().hex[:10]}",
+                    "linger.ms": 2,
+                    "logger": log,
+                }
+            )
             producer.init_transactions(30)
             i = 0
             while not self._stop.is_set():
@@ -255,8 +261,13 @@ class _SequenceProducer:
                 producer.begin_transaction()
                 for _ in range(n):
                     seq = self.next_seq[p]
-                    producer.produce(self.topic, key=b"k%d-%d" % (p, seq), value=_value(p, seq), partition=p,
-                                     headers=[("seq", b"%d" % seq)])
+                    producer.produce(
+                        self.topic,
+                        key=b"k%d-%d" % (p, seq),
+                        value=_value(p, seq),
+                        partition=p,
+                        headers=[("seq", b"%d" % seq)],
+                    )
                     self.next_seq[p] += 1
                 producer.commit_transaction(30)
                 self.transactions += 1
@@ -266,16 +277,25 @@ class _SequenceProducer:
             self._error = exc
 
 
-def _consume_part_and_commit(conf: Mapping[str, str], topic: str, group: str, want: Mapping[int, int],
-                             timeout_s: float = 60.0) -> None:
+def _consume_part_and_commit(
+    conf: Mapping[str, str], topic: str, group: str, want: Mapping[int, int], timeout_s: float = 60.0
+) -> None:
     """The application on the source: read ``want[p]`` records of each partition from the start, commit
     the position after the last one read (it may name a transaction marker), leave.
 
     Partitions are assigned, not subscribed, so every partition gets a commit point of its own; the group
     has no members afterwards, which MM2's ``sync.group.offsets`` needs.
     """
-    consumer = Consumer({**conf, "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                         "isolation.level": "read_committed", "logger": log})
+    consumer = Consumer(
+        {
+            **conf,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "logger": log,
+        }
+    )
     seen = dict.fromkeys(want, 0)
     last: dict[int, int] = {}
     try:
@@ -311,12 +331,22 @@ def _read_seqs(conf: Mapping[str, str], topic: str, partitions: int) -> dict[int
     return out
 
 
-def _resume_and_read(conf: Mapping[str, str], topic: str, group: str, partitions: int,
-                     timeout_s: float = 60.0) -> dict[int, list[int]]:
+def _resume_and_read(
+    conf: Mapping[str, str], topic: str, group: str, partitions: int, timeout_s: float = 60.0
+) -> dict[int, list[int]]:
     """The application on the target: start where ``group`` committed (Kafka's default reset, ``latest``,
     where it has no valid offset) and read every partition to its end; the sequence numbers it sees."""
-    consumer = Consumer({**conf, "group.id": group, "auto.offset.reset": "latest", "enable.auto.commit": False,
-                         "enable.partition.eof": True, "isolation.level": "read_committed", "logger": log})
+    consumer = Consumer(
+        {
+            **conf,
+            "group.id": group,
+            "auto.offset.reset": "latest",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+            "logger": log,
+        }
+    )
     seen: dict[int, list[int]] = {p: [] for p in range(partitions)}
     pending = set(range(partitions))
     try:
@@ -324,8 +354,9 @@ def _resume_and_read(conf: Mapping[str, str], topic: str, group: str, partitions
         deadline = time.monotonic() + timeout_s
         while pending:
             if time.monotonic() > deadline:
-                raise KafkaError(f"the drill's target consumer did not reach the end of {topic} "
-                                 f"(partitions {sorted(pending)})")
+                raise KafkaError(
+                    f"the drill's target consumer did not reach the end of {topic} (partitions {sorted(pending)})"
+                )
             msg = consumer.poll(0.5)
             if msg is None:
                 continue
@@ -383,9 +414,7 @@ def score(
         lost = len(set(range(commit_seq, produced[p])) - set(after))
         duplicated = sum(1 for s in got if s < commit_seq) + (len(after) - len(set(after)))
         interval = (sync_intervals or {}).get(p)
-        parts.append(
-            PartitionOutcome(p, c, commit_seq, produced[p], target_offsets.get(p), lost, duplicated, interval)
-        )
+        parts.append(PartitionOutcome(p, c, commit_seq, produced[p], target_offsets.get(p), lost, duplicated, interval))
     goal: str | None = None
     met: bool | None = None
     if strategy is Strategy.VERIFIED:
@@ -395,9 +424,7 @@ def score(
         # The conservative rule resumes just after the newest sync at or below the commit point, so it can
         # replay at most the sync interval MM2 left there; MM2 aims to keep that within offset.lag.max.
         goal = "lost 0, duplicated <= one sync interval per partition"
-        met = all(
-            x.lost == 0 and x.sync_interval is not None and x.duplicated <= x.sync_interval for x in parts
-        )
+        met = all(x.lost == 0 and x.sync_interval is not None and x.duplicated <= x.sync_interval for x in parts)
     return StrategyOutcome(strategy, LABELS[strategy], tuple(parts), goal, met, detail)
 
 
@@ -445,21 +472,30 @@ def _unreachable_source_config(mm2_config: str, source_alias: str, workdir: Path
     path = workdir / "source-unavailable.properties"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # the copy may hold the file's secrets
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text.rstrip("\n") + "\n\n# mm2ctl drill: the source is unavailable\n"
-                 f"{source_alias}.bootstrap.servers = {UNREACHABLE_BOOTSTRAP}\n")
+        fh.write(
+            text.rstrip("\n") + "\n\n# mm2ctl drill: the source is unavailable\n"
+            f"{source_alias}.bootstrap.servers = {UNREACHABLE_BOOTSTRAP}\n"
+        )
     return str(path)
 
 
-def _plan_and_apply(live: LiveState, opts: FailoverOptions, workdir: Path, name: str,
-                    progress: Progress) -> tuple[dict[TP, int | None], str]:
+def _plan_and_apply(
+    live: LiveState, opts: FailoverOptions, workdir: Path, name: str, progress: Progress
+) -> tuple[dict[TP, int | None], str]:
     """Plan and apply one mm2ctl strategy for real; the planned target offsets and the methods used."""
     b = PlanBuilder(live, PlanKind.FAILOVER)
     plan, report = plan_failover(b, opts)
     plan_path = workdir / f"{name}.yaml"
     write_plan_file(plan, plan_path)
     if plan.steps:
-        engine.apply_plan(plan, live, journal_path=workdir / f"{name}.journal.jsonl", plan_path=str(plan_path),
-                          progress=progress, state_dir=workdir)
+        engine.apply_plan(
+            plan,
+            live,
+            journal_path=workdir / f"{name}.journal.jsonl",
+            plan_path=str(plan_path),
+            progress=progress,
+            state_dir=workdir,
+        )
     methods: dict[str, int] = {}
     for r in report.rows:
         key = "untranslatable" if r.method is None else r.method.value
@@ -495,8 +531,10 @@ def run_drill(
     src_admin = KafkaAdmin.connect(source_conf, name="source")
     src_admin.create_topics({topic: o.partitions})
     producer = _SequenceProducer(source_conf, topic, o.partitions)
-    progress(f"producing {o.head} numbered records per partition to {topic}, then deleting the first "
-             f"{o.deleted} (retention before mirroring)")
+    progress(
+        f"producing {o.head} numbered records per partition to {topic}, then deleting the first "
+        f"{o.deleted} (retention before mirroring)"
+    )
     producer.head(o.head)
     if o.deleted:
         res = src_admin.delete_records({(topic, p): o.deleted for p in range(o.partitions)})
@@ -508,8 +546,10 @@ def run_drill(
     mm2 = load_mm2_config(target.mm2_config)
     flow: PairConfig = mm2.pair(target.pair)
     if not flow.replicates_topic(topic) or not flow.group_filter.matches(group):
-        raise ConfigError(f"{target.pair} in {target.mm2_config} does not mirror topic {topic} and group "
-                          f"{group}: choose names its topics/groups filters accept")
+        raise ConfigError(
+            f"{target.pair} in {target.mm2_config} does not mirror topic {topic} and group "
+            f"{group}: choose names its topics/groups filters accept"
+        )
     remote = flow.remote_topic(topic)
     live = open_live_state(target.mm2_config, connect_urls=[target.connect_url])
     dst_conf = live.kafka_config(flow.target)
@@ -519,8 +559,7 @@ def run_drill(
     producer.start(o.rate)
     time.sleep(o.before_commit_s)
     # A different share of each partition (50%, 60%, 70%, ...), so commit points land in different places.
-    want = {p: max(1, int((producer.next_seq[p] - o.deleted) * (0.5 + 0.1 * (p % 3))))
-            for p in range(o.partitions)}
+    want = {p: max(1, int((producer.next_seq[p] - o.deleted) * (0.5 + 0.1 * (p % 3)))) for p in range(o.partitions)}
     progress(f"group {group} consumes {sum(want.values())} records on the source, commits and stops")
     try:
         _consume_part_and_commit(source_conf, topic, group, want)
@@ -537,8 +576,10 @@ def run_drill(
 
     def caught_up() -> bool:
         b = dst_admin.partition_bounds([(remote, p) for p in range(o.partitions)])
-        return all(v.error is None and v.latest is not None and v.earliest is not None
-                   and v.latest - v.earliest >= expected[p] for (_t, p), v in b.items())
+        return all(
+            v.error is None and v.latest is not None and v.earliest is not None and v.latest - v.earliest >= expected[p]
+            for (_t, p), v in b.items()
+        )
 
     progress("waiting for MM2 to copy every record")
     if not _wait(caught_up, what="catch-up", timeout_s=o.settle_timeout_s):
@@ -547,26 +588,41 @@ def run_drill(
     def mm2_synced() -> bool:
         cps = read_checkpoints(live, flow).get(group, {})
         got = dst_admin.committed_offsets([group])[group].offsets
-        return all(cps.get((remote, p), (-1, -1))[0] == c and got.get((remote, p)) == cps[(remote, p)][1]
-                   for p, c in committed.items())
+        return all(
+            cps.get((remote, p), (-1, -1))[0] == c and got.get((remote, p)) == cps[(remote, p)][1]
+            for p, c in committed.items()
+        )
 
     progress("waiting for MM2 to checkpoint the group and sync its offsets to the target")
     if not _wait(mm2_synced, what="MM2 group sync", timeout_s=o.settle_timeout_s, interval_s=1.0):
-        notes.append("MM2 had not checkpointed and synced every partition of the group at the source commit "
-                     f"point within {o.settle_timeout_s:g}s; (b) is what it had written by then")
+        notes.append(
+            "MM2 had not checkpointed and synced every partition of the group at the source commit "
+            f"point within {o.settle_timeout_s:g}s; (b) is what it had written by then"
+        )
     mm2_written = dst_admin.committed_offsets([group])[group].offsets
     offsets: dict[Strategy, dict[int, int | None]] = {
         Strategy.RAW: {p: c for p, c in committed.items()},
         Strategy.MM2: {p: mm2_written.get((remote, p)) for p in committed},
     }
-    details: dict[Strategy, str] = {Strategy.RAW: "no translation",
-                                    Strategy.MM2: "read from the target group before the failover"}
+    details: dict[Strategy, str] = {
+        Strategy.RAW: "no translation",
+        Strategy.MM2: "read from the target group before the failover",
+    }
 
     progress("(d) plan failover --stop-mirroring (verified), apply")
     _planned_d, details[Strategy.VERIFIED] = _plan_and_apply(
-        live, FailoverOptions(pair=target.pair, groups=re.escape(group), topics=re.escape(topic),
-                              stop_mirroring=target.stop_mirroring, allow_rewind=True),
-        wd, "verified", progress)
+        live,
+        FailoverOptions(
+            pair=target.pair,
+            groups=re.escape(group),
+            topics=re.escape(topic),
+            stop_mirroring=target.stop_mirroring,
+            allow_rewind=True,
+        ),
+        wd,
+        "verified",
+        progress,
+    )
     after_d = dst_admin.committed_offsets([group])[group].offsets
     offsets[Strategy.VERIFIED] = {p: after_d.get((remote, p)) for p in committed}
 
@@ -576,12 +632,24 @@ def run_drill(
     source_choice = Source.SYNCS
     if flow.offset_syncs_cluster == flow.source:
         source_choice = Source.CHECKPOINTS
-        notes.append("the offset syncs live on the source, so (c) uses --from checkpoints (MM2's own "
-                     "conservative translations) instead of the syncs")
+        notes.append(
+            "the offset syncs live on the source, so (c) uses --from checkpoints (MM2's own "
+            "conservative translations) instead of the syncs"
+        )
     _planned_c, details[Strategy.CONSERVATIVE] = _plan_and_apply(
-        down_live, FailoverOptions(pair=target.pair, groups=re.escape(group), topics=re.escape(topic),
-                                   source=source_choice, source_unavailable=True, allow_rewind=True),
-        wd, "conservative", progress)
+        down_live,
+        FailoverOptions(
+            pair=target.pair,
+            groups=re.escape(group),
+            topics=re.escape(topic),
+            source=source_choice,
+            source_unavailable=True,
+            allow_rewind=True,
+        ),
+        wd,
+        "conservative",
+        progress,
+    )
     after_c = dst_admin.committed_offsets([group])[group].offsets
     offsets[Strategy.CONSERVATIVE] = {p: after_c.get((remote, p)) for p in committed}
 
@@ -611,18 +679,36 @@ def run_drill(
                 raise KafkaError(f"committing ({strategy.value}) offsets to {copy}: {bad[0].error}")
         progress(f"({strategy.value}) resuming a consumer on the target from {copy}")
         seen = _resume_and_read(dst_conf, remote, copy, o.partitions)
-        outcomes.append(score(strategy, committed=committed, source_log=source_log, produced=produced,
-                              target_offsets=offsets[strategy], seen=seen, offset_lag_max=flow.offset_lag_max,
-                              sync_intervals=intervals, detail=details[strategy]))
+        outcomes.append(
+            score(
+                strategy,
+                committed=committed,
+                source_log=source_log,
+                produced=produced,
+                target_offsets=offsets[strategy],
+                seen=seen,
+                offset_lag_max=flow.offset_lag_max,
+                sync_intervals=intervals,
+                detail=details[strategy],
+            )
+        )
     if own_dir:
         for f in wd.glob("*.properties"):
             f.unlink()
     return DrillResult(
         replication_policy="identity" if flow.replication_policy.is_identity else "default",
-        pair=target.pair, topic=topic, remote_topic=remote, group=group, partitions=o.partitions,
-        records=sum(produced), deleted_before_mirroring=o.deleted * o.partitions,
-        transactions=producer.transactions, offset_lag_max=flow.offset_lag_max, strategies=tuple(outcomes),
-        seconds=round(time.monotonic() - t0, 1), notes=tuple(notes),
+        pair=target.pair,
+        topic=topic,
+        remote_topic=remote,
+        group=group,
+        partitions=o.partitions,
+        records=sum(produced),
+        deleted_before_mirroring=o.deleted * o.partitions,
+        transactions=producer.transactions,
+        offset_lag_max=flow.offset_lag_max,
+        strategies=tuple(outcomes),
+        seconds=round(time.monotonic() - t0, 1),
+        notes=tuple(notes),
     )
 
 
@@ -639,8 +725,10 @@ def render_table(result: DrillResult) -> list[str]:
         verdict = "" if s.goal is None else f"{s.goal}: {'met' if s.met else 'MISSED'}"
         lines.append(f"  ({s.strategy.value}) {s.label:<44} {s.lost:>6} {s.duplicated:>10}  {verdict}")
     for s in result.strategies:
-        offs = ", ".join(f"p{x.partition}: {x.source_committed}->{'-' if x.target_offset is None else x.target_offset}"
-                         for x in s.partitions)
+        offs = ", ".join(
+            f"p{x.partition}: {x.source_committed}->{'-' if x.target_offset is None else x.target_offset}"
+            for x in s.partitions
+        )
         lines.append(f"  ({s.strategy.value}) offsets {offs}" + (f" [{s.detail}]" if s.detail else ""))
     conservative = result.outcome(Strategy.CONSERVATIVE)
     intervals = ", ".join(
@@ -693,12 +781,25 @@ def drill_on_lab(
         progress(f"creating MM2 flow {name}src->{name}dst ({replication_policy} policy, syncs on the target)")
         flow = lab_core.add_flow(info, name, replication_policy=replication_policy, offset_syncs_location="target")
         created.extend(flow.connectors.values())
-        return DrillTarget(mm2_config=flow.mm2_config, pair=f"{flow.source_alias}->{flow.target_alias}",
-                           connect_url=info.connect_url, topic=topic, group=group, stop_mirroring=True)
+        return DrillTarget(
+            mm2_config=flow.mm2_config,
+            pair=f"{flow.source_alias}->{flow.target_alias}",
+            connect_url=info.connect_url,
+            topic=topic,
+            group=group,
+            stop_mirroring=True,
+        )
 
     try:
-        return run_drill({"bootstrap.servers": info.source.bootstrap}, make_flow, topic=topic, group=group,
-                         options=options, workdir=workdir, progress=progress)
+        return run_drill(
+            {"bootstrap.servers": info.source.bootstrap},
+            make_flow,
+            topic=topic,
+            group=group,
+            options=options,
+            workdir=workdir,
+            progress=progress,
+        )
     finally:
         if not keep and created:
             with build_connect_client([info.connect_url]) as connect:
@@ -730,9 +831,24 @@ def drill_on_clusters(
     topic = f"{name_prefix}-{uuid.uuid4().hex[:8]}"
     group = f"{topic}-app"
     if not flow.replicates_topic(topic) or not flow.group_filter.matches(group):
-        raise ConfigError(f"{pair} in {mm2_config} does not mirror topic {topic} or group {group}: pass a "
-                          "--name-prefix its topics and groups filters accept")
-    target = DrillTarget(mm2_config=mm2_config, pair=pair, connect_url=connect_url, topic=topic, group=group,
-                         stop_mirroring=stop_mirroring)
-    return run_drill(mm2.kafka_config(flow.source), lambda: target, topic=topic, group=group, options=options,
-                     workdir=workdir, progress=progress)
+        raise ConfigError(
+            f"{pair} in {mm2_config} does not mirror topic {topic} or group {group}: pass a "
+            "--name-prefix its topics and groups filters accept"
+        )
+    target = DrillTarget(
+        mm2_config=mm2_config,
+        pair=pair,
+        connect_url=connect_url,
+        topic=topic,
+        group=group,
+        stop_mirroring=stop_mirroring,
+    )
+    return run_drill(
+        mm2.kafka_config(flow.source),
+        lambda: target,
+        topic=topic,
+        group=group,
+        options=options,
+        workdir=workdir,
+        progress=progress,
+    )

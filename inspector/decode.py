@@ -23,9 +23,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 #: Columns of Spark's Kafka source; everything else on the input frame (e.g. ``cluster_pair``) passes through.
-_KAFKA_SOURCE_COLUMNS = frozenset(
-    {"key", "value", "topic", "partition", "offset", "timestamp", "timestampType"}
-)
+_KAFKA_SOURCE_COLUMNS = frozenset({"key", "value", "topic", "partition", "offset", "timestamp", "timestampType"})
 _HEADERS = "headers"
 
 NULL_KEY = "null key"
@@ -176,9 +174,7 @@ def _decode_offset_syncs(records: DataFrame, parse_key: Column | None = None) ->
         .when(kl > tl + 6, F.lit(KEY_TRAILING))
     )
     value_reason = (
-        F.when(v.isNull(), F.lit(None))
-        .when(vl < 16, F.lit(VALUE_TRUNCATED))
-        .when(vl > 16, F.lit(VALUE_TRAILING))
+        F.when(v.isNull(), F.lit(None)).when(vl < 16, F.lit(VALUE_TRUNCATED)).when(vl > 16, F.lit(VALUE_TRAILING))
     )
     length = _signed(k, 1, 2) if parse_key is None else F.when(parse_key, _signed(k, 1, 2))
     staged = records.withColumn("_tl", length).withColumn("_topic", _utf8(k, F.lit(3), tl))

@@ -98,12 +98,10 @@ class Blocking(StrEnum):
 # --- Aiven's messages, verbatim from its documentation (seed 000) ---
 AIVEN_SYNCED = "Successfully synced, operating normally."
 AIVEN_EMPTY_OTHERS_SYNCED = (
-    "Intentionally not synced because the source partition is empty. "
-    "Other partitions in this group are synced."
+    "Intentionally not synced because the source partition is empty. Other partitions in this group are synced."
 )
 AIVEN_EMPTY_OTHERS_NOT_SYNCED = (
-    "Intentionally not synced because the source partition is empty. "
-    "Other partitions in this group are not synced."
+    "Intentionally not synced because the source partition is empty. Other partitions in this group are not synced."
 )
 AIVEN_TOO_OLD_OTHERS_SYNCED = (
     "Intentionally not synced because the source group is too old. Other partitions in this group are synced."
@@ -126,8 +124,7 @@ AIVEN_MESSAGES: tuple[str, ...] = (
 #: The documentation has no "too old, others not synced" row, but Aiven's tool does emit that case (its
 #: source has a seventh constant). Worded in the documentation's style so the pair reads consistently.
 TOO_OLD_OTHERS_NOT_SYNCED = (
-    "Intentionally not synced because the source group is too old. "
-    "Other partitions in this group are not synced."
+    "Intentionally not synced because the source group is too old. Other partitions in this group are not synced."
 )
 
 # --- Our statuses ---
@@ -182,6 +179,4 @@ OWN_MESSAGES: dict[Status, str] = {
 
 #: Consumer group states in which the group has (or is getting) members; MM2 refuses to write offsets then.
 #: Spelled as the Java/confluent-kafka clients name them, compared case-insensitively.
-ACTIVE_GROUP_STATES = frozenset(
-    {"STABLE", "PREPARINGREBALANCE", "COMPLETINGREBALANCE", "ASSIGNING", "RECONCILING"}
-)
+ACTIVE_GROUP_STATES = frozenset({"STABLE", "PREPARINGREBALANCE", "COMPLETINGREBALANCE", "ASSIGNING", "RECONCILING"})

@@ -347,9 +347,7 @@ def join_target_state(
         F.col("committed_offset").alias("target_offset"),
         F.col("error").alias("_e_tgo"),
     )
-    sg = source_groups.select(
-        PAIR, "group", F.col("state").alias("source_group_state"), F.col("error").alias("_e_sg")
-    )
+    sg = source_groups.select(PAIR, "group", F.col("state").alias("source_group_state"), F.col("error").alias("_e_sg"))
     tg = target_groups.select(
         PAIR,
         "group",
@@ -523,9 +521,7 @@ def classify(
     zero = F.lit(0).cast("long")
     lag_to_source = F.try_subtract(
         sl,
-        F.try_add(
-            target_offset, F.try_subtract(F.col("latest_sync_upstream"), F.col("latest_sync_downstream"))
-        ),
+        F.try_add(target_offset, F.try_subtract(F.col("latest_sync_upstream"), F.col("latest_sync_downstream"))),
     )
     return staged.select(
         PAIR,
@@ -541,9 +537,9 @@ def classify(
         "target_latest",
         "target_group_state",
         "target_offset",
-        F.when(
-            tl.isNotNull() & target_offset.isNotNull(), F.greatest(F.try_subtract(tl, target_offset), zero)
-        ).alias("target_lag"),
+        F.when(tl.isNotNull() & target_offset.isNotNull(), F.greatest(F.try_subtract(tl, target_offset), zero)).alias(
+            "target_lag"
+        ),
         lag_to_source.alias("target_lag_to_source"),
         (se < sl).alias("source_has_data"),
         (te < tl).alias("target_has_data"),
@@ -579,9 +575,7 @@ def summarize(classified: DataFrame) -> DataFrame:
         F.sum("skip_if_failover_now").alias("skip_if_failover_now"),
     )
     problem_groups = (
-        classified.where(~F.col("is_ok"))
-        .groupBy(PAIR)
-        .agg(F.countDistinct("group").alias("pair_problem_groups"))
+        classified.where(~F.col("is_ok")).groupBy(PAIR).agg(F.countDistinct("group").alias("pair_problem_groups"))
     )
     pair = Window.partitionBy(PAIR)
     zero = F.lit(0).cast("long")

@@ -36,9 +36,7 @@ if TYPE_CHECKING:
     from mm2ctl.plans.model import Plan
 
 #: A JSON value as the model stores it: dicts frozen to read-only mappings, lists to tuples.
-FrozenJSON: TypeAlias = (
-    bool | int | float | str | tuple["FrozenJSON", ...] | Mapping[str, "FrozenJSON"] | None
-)
+FrozenJSON: TypeAlias = bool | int | float | str | tuple["FrozenJSON", ...] | Mapping[str, "FrozenJSON"] | None
 #: A JSON value as callers hand it in (lists and dicts welcome; they are frozen on the way in).
 JSONable: TypeAlias = Any
 
@@ -82,9 +80,7 @@ def thaw_json(value: FrozenJSON) -> JSONable:
 
 def canonical_json(value: JSONable) -> str:
     """Sorted keys, no whitespace, no NaN: the one byte form every digest and journal CRC is taken over."""
-    return json.dumps(
-        thaw_json(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
+    return json.dumps(thaw_json(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def digest_of(value: JSONable) -> str:
@@ -114,9 +110,7 @@ class Fingerprint:
             raise PlanError(f"fingerprint digest {self.digest!r} is not a sha256 hex digest")
         expected = digest_of(parts)
         if self.digest != expected:
-            raise PlanError(
-                "fingerprint digest does not match its parts (the plan file was edited or damaged)"
-            )
+            raise PlanError("fingerprint digest does not match its parts (the plan file was edited or damaged)")
         object.__setattr__(self, "parts", MappingProxyType(dict(sorted(parts.items()))))
 
 
@@ -191,9 +185,7 @@ def check_not_stale(planned: Fingerprint, live: Fingerprint) -> None:
     if changes:
         shown = ", ".join(changes[:20])
         more = f" and {len(changes) - 20} more" if len(changes) > 20 else ""
-        raise StalePlanError(
-            f"live state changed since the plan was made: {shown}{more}; re-run `mm2ctl plan`"
-        )
+        raise StalePlanError(f"live state changed since the plan was made: {shown}{more}; re-run `mm2ctl plan`")
 
 
 def check_plan_against_live(
@@ -206,4 +198,3 @@ def check_plan_against_live(
     """Both checks in the order apply needs them: a foreign plan is reported as foreign, never as stale."""
     check_not_foreign(plan, live_clusters=live_clusters, live_connect_cluster_id=live_connect_cluster_id)
     check_not_stale(plan.fingerprint, live_fingerprint)
-

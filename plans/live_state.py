@@ -116,8 +116,9 @@ class LiveState:
     def kafka_config(self, alias: str) -> dict[str, str]:
         """confluent-kafka settings for cluster ``alias`` (may hold secrets: never log or store them)."""
         if alias not in self.mm2.clusters:
-            raise ConfigError(f"cluster alias {alias!r} is not in {self.mm2.path} (clusters: "
-                              f"{', '.join(self.mm2.clusters)})")
+            raise ConfigError(
+                f"cluster alias {alias!r} is not in {self.mm2.path} (clusters: {', '.join(self.mm2.clusters)})"
+            )
         return self.mm2.kafka_config(alias)
 
     def admin(self, alias: str) -> KafkaAdmin:
@@ -192,8 +193,7 @@ class LiveState:
         if desc.error is not None and "not a consumer group" in desc.error.message:
             desc = self.admin(cluster).describe_worker_group(group)  # Connect / dedicated MM2 workers
         if desc.error is not None:
-            raise KafkaError(f"cannot describe group {group} on {cluster}: {desc.error.message}",
-                             code=desc.error.code)
+            raise KafkaError(f"cannot describe group {group} on {cluster}: {desc.error.message}", code=desc.error.code)
         return desc.members
 
     def group_offsets(self, cluster: str, group: str) -> dict[tuple[str, int], int]:
@@ -208,8 +208,9 @@ class LiveState:
         for group in wanted:
             r = got[group]
             if r.error is not None and r.error.code not in ("GROUP_ID_NOT_FOUND",):
-                raise KafkaError(f"cannot read the offsets of group {group} on {cluster}: {r.error.message}",
-                                 code=r.error.code)
+                raise KafkaError(
+                    f"cannot read the offsets of group {group} on {cluster}: {r.error.message}", code=r.error.code
+                )
             out[group] = dict(r.offsets)
         return out
 

@@ -963,8 +963,7 @@ class Step:
         want_payload = PAYLOAD_TYPES[kind]
         if type(self.payload) is not want_payload:
             raise _fail(
-                f"payload: a {kind.value} step needs a {want_payload.__name__}, "
-                f"got {type(self.payload).__name__}"
+                f"payload: a {kind.value} step needs a {want_payload.__name__}, got {type(self.payload).__name__}"
             )
         want_target = TARGET_OF_KIND[kind]
         if type(self.target) is not want_target:
@@ -994,9 +993,7 @@ class Step:
             for c in iter_preconditions(self.precondition):
                 named = getattr(c, "connector", None)
                 if named is not None and named != t.connector:
-                    raise _fail(
-                        f"precondition: names connector {named!r} but the step targets {t.connector!r}"
-                    )
+                    raise _fail(f"precondition: names connector {named!r} but the step targets {t.connector!r}")
         if isinstance(p, ConnectOffsetsTombstone):
             assert isinstance(t, TopicPartitionsTarget)
             parts = tuple(sorted({r.partition for r in p.records}))
@@ -1058,10 +1055,7 @@ class ConnectTarget:
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 raise _fail(f"urls[{i}]: not an http(s) URL")
             if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
-                raise _fail(
-                    f"urls[{i}]: must not carry credentials, a query or a fragment "
-                    "(use strip_url_credentials)"
-                )
+                raise _fail(f"urls[{i}]: must not carry credentials, a query or a fragment (use strip_url_credentials)")
         _check_str(self.kafka_cluster_id, "kafka_cluster_id")
         _check_str(self.version, "version")
 
@@ -1243,4 +1237,3 @@ def new_plan(
         description=description,
         mm2_config=mm2_config,
     )
-

@@ -36,13 +36,31 @@ from mm2ctl.plans.model import PAYLOAD_TYPES, SCHEMA_VERSION, Plan, Step, StepKi
 #: the bulky machine parts last). Fields not listed follow in declaration order.
 _FIELD_ORDER: dict[type[Any], tuple[str, ...]] = {
     Plan: (
-        "schema_version", "plan_id", "kind", "description", "pair", "clusters", "connect", "mm2_config",
+        "schema_version",
+        "plan_id",
+        "kind",
+        "description",
+        "pair",
+        "clusters",
+        "connect",
+        "mm2_config",
         "created_at",
-        "created_by_tool_version", "notes", "steps", "fingerprint",
+        "created_by_tool_version",
+        "notes",
+        "steps",
+        "fingerprint",
     ),
     Step: (
-        "index", "kind", "description", "target", "precondition", "reversible", "irreversible_reason",
-        "payload", "before", "after",
+        "index",
+        "kind",
+        "description",
+        "target",
+        "precondition",
+        "reversible",
+        "irreversible_reason",
+        "payload",
+        "before",
+        "after",
     ),
 }
 _TAG = "kind"  # the key naming the variant of a tagged union (targets, preconditions)
@@ -150,11 +168,12 @@ def dump_plan(plan: Plan) -> str:
     doc = plan_to_json(plan)
     flow = _flow_text(doc)
     if len(flow) >= FLOW_STYLE_MIN_BYTES and not _SURROGATE_ESCAPE.search(flow):
-        note = (f"# {len(flow) / 1e6:.1f} MB: written in YAML's JSON-compatible flow syntax, one step per line, "
-                "so it loads in seconds\n")
+        note = (
+            f"# {len(flow) / 1e6:.1f} MB: written in YAML's JSON-compatible flow syntax, one step per line, "
+            "so it loads in seconds\n"
+        )
         return _header(plan) + note + flow + "\n"
-    body = yaml.dump(doc, Dumper=_SAFE_DUMPER, sort_keys=False, default_flow_style=False, allow_unicode=True,
-                     width=110)
+    body = yaml.dump(doc, Dumper=_SAFE_DUMPER, sort_keys=False, default_flow_style=False, allow_unicode=True, width=110)
     return _header(plan) + body
 
 
@@ -338,9 +357,7 @@ def _decode_tagged(options: list[Any], data: Any, path: str) -> Any:
         raise _DecodeError(_join(path, f"missing field '{_TAG}' (one of: {', '.join(sorted(by_tag))})"))
     cls = by_tag.get(tag)
     if cls is None:
-        raise _DecodeError(
-            _join(path, f"{_TAG}: unknown kind {tag!r} (expected one of: {', '.join(sorted(by_tag))})")
-        )
+        raise _DecodeError(_join(path, f"{_TAG}: unknown kind {tag!r} (expected one of: {', '.join(sorted(by_tag))})"))
     return _decode_dataclass(cls, {k: v for k, v in data.items() if k != _TAG}, path)
 
 
@@ -378,8 +395,7 @@ def plan_from_json(doc: Any, *, source: str = "plan") -> Plan:
     """Build a ``Plan`` from parsed JSON/YAML data; any problem is a ``PlanError`` naming ``source`` and the
     field path."""
     if not isinstance(doc, dict):
-        raise PlanError(f"{source}: not an mm2ctl plan (expected a mapping at the top level, got "
-                        f"{_type_name(doc)})")
+        raise PlanError(f"{source}: not an mm2ctl plan (expected a mapping at the top level, got {_type_name(doc)})")
     version = doc.get("schema_version")
     if "schema_version" not in doc:
         raise PlanError(f"{source}: schema_version: missing (is this an mm2ctl plan?)")
@@ -437,7 +453,7 @@ def _flow_document(text: str) -> Any:
         if newline < 0:
             return None
         start = newline + 1
-    if text[start:start + 1] != "{":
+    if text[start : start + 1] != "{":
         return None
     try:
         return json.loads(text[start:])

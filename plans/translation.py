@@ -58,8 +58,9 @@ class Digested:
     digest: str
 
 
-def record_digest(timestamp_ms: int, key: bytes | None, value: bytes | None,
-                  headers: Sequence[tuple[str, bytes | None]]) -> str:
+def record_digest(
+    timestamp_ms: int, key: bytes | None, value: bytes | None, headers: Sequence[tuple[str, bytes | None]]
+) -> str:
     """A digest of what MM2 copies unchanged: timestamp, key, value and headers (None differs from b"")."""
     h = hashlib.sha256()
 
@@ -150,8 +151,11 @@ def conservative(syncs: Sequence[Sync], committed: int) -> Translation | None:
     s = syncs[i]
     if s.upstream == committed:
         return Translation(s.downstream, TranslationMethod.OFFSET_SYNC_EXACT, f"sync {s.upstream}->{s.downstream}")
-    return Translation(s.downstream + 1, TranslationMethod.OFFSET_SYNC_NEXT,
-                       f"newest sync {s.upstream}->{s.downstream} is below {committed}: downstream + 1")
+    return Translation(
+        s.downstream + 1,
+        TranslationMethod.OFFSET_SYNC_NEXT,
+        f"newest sync {s.upstream}->{s.downstream} is below {committed}: downstream + 1",
+    )
 
 
 def _first_at_or_after(recs: Sequence[Digested], offset: int) -> int | None:
@@ -222,23 +226,35 @@ def verified(
     if r is not None:
         at = _first_at_or_after(recs, candidate)
         if at is not None and proves(at):
-            return Translation(recs[at].offset, TranslationMethod.VERIFIED_DELTA,
-                               f"record at source {r.offset} found at target {recs[at].offset} "
-                               f"(downstream + delta)", candidate)
+            return Translation(
+                recs[at].offset,
+                TranslationMethod.VERIFIED_DELTA,
+                f"record at source {r.offset} found at target {recs[at].offset} (downstream + delta)",
+                candidate,
+            )
         first = _first_at_or_after(recs, d) or 0
         for j in range(first, len(recs)):
             if proves(j):
-                return Translation(recs[j].offset, TranslationMethod.VERIFIED_SEARCH,
-                                   f"record at source {r.offset} found at target {recs[j].offset} by search; "
-                                   f"downstream + delta ({candidate}) was wrong", candidate)
+                return Translation(
+                    recs[j].offset,
+                    TranslationMethod.VERIFIED_SEARCH,
+                    f"record at source {r.offset} found at target {recs[j].offset} by search; "
+                    f"downstream + delta ({candidate}) was wrong",
+                    candidate,
+                )
     # Caught up (no R), or R not replicated yet: just after P', if P' is the target's last record.
     if p is not None and not truncated:
         last = recs[-1]
         if last.digest == p.digest and hi >= target_bounds.end:
-            method = (TranslationMethod.VERIFIED_DELTA if last.offset + 1 == candidate
-                      else TranslationMethod.VERIFIED_SEARCH)
+            method = (
+                TranslationMethod.VERIFIED_DELTA if last.offset + 1 == candidate else TranslationMethod.VERIFIED_SEARCH
+            )
             what = "the source end" if r is None else f"source {r.offset}, not replicated yet"
-            return Translation(last.offset + 1, method,
-                               f"last consumed record (source {p.offset}) is the target's last record "
-                               f"({last.offset}); position after it ({what})", candidate)
+            return Translation(
+                last.offset + 1,
+                method,
+                f"last consumed record (source {p.offset}) is the target's last record "
+                f"({last.offset}); position after it ({what})",
+                candidate,
+            )
     return fallback("no target record matched the source record at the committed offset")

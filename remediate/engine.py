@@ -221,8 +221,10 @@ def resume_apply(
             live_configs=_capture_live_configs(plan, live),
             operator_secrets=dict(operator_secrets or {}),
         )
-        unknown = state.in_progress_step if state.in_progress_step is not None else (
-            start if start in state.failed_steps else None
+        unknown = (
+            state.in_progress_step
+            if state.in_progress_step is not None
+            else (start if start in state.failed_steps else None)
         )
         return _run_steps(journal, plan, ctx, start, unknown)
 
@@ -265,8 +267,12 @@ def rollback(
         raise ForeignPlanError(f"refusing to roll back: {exc}") from exc
     todo = state.steps_to_roll_back()
     result = RunResult(journal=journal_path, dry_run=dry_run_only)
-    ctx = ExecContext(live=live, artifact_path=_artifacts_of(journal_path), progress=progress,
-                      operator_secrets=dict(operator_secrets or {}))
+    ctx = ExecContext(
+        live=live,
+        artifact_path=_artifacts_of(journal_path),
+        progress=progress,
+        operator_secrets=dict(operator_secrets or {}),
+    )
     if dry_run_only:
         for i in todo:
             step = plan.steps[i]

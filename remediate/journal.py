@@ -338,9 +338,7 @@ class _Builder:
             raise self._err(entry, f"step {i} is a {kind} step, the entry says {entry.get('kind')!r}")
         before = prev.before if prev is not None else freeze_json(entry.get("before"))
         attempts = prev.attempts + 1 if prev is not None else 1
-        self.steps[i] = StepRecord(
-            index=i, kind=kind, status=StepStatus.STARTED, before=before, attempts=attempts
-        )
+        self.steps[i] = StepRecord(index=i, kind=kind, status=StepStatus.STARTED, before=before, attempts=attempts)
         self.in_progress = i
         self.resumed_since_start = False
 
@@ -680,9 +678,7 @@ class Journal:
         self._append({"type": EntryType.ROLLBACK_STARTED.value, "steps": list(steps)})
 
     def rollback_step_started(self, index: int, *, before: JSONable) -> None:
-        self._append(
-            {"type": EntryType.ROLLBACK_STEP_STARTED.value, "index": index, "before": redact_json(before)}
-        )
+        self._append({"type": EntryType.ROLLBACK_STEP_STARTED.value, "index": index, "before": redact_json(before)})
 
     def rollback_step_completed(self, index: int, *, outcome: str, after: JSONable = None) -> None:
         self._append(
@@ -695,9 +691,7 @@ class Journal:
         )
 
     def rollback_step_failed(self, index: int, *, error: str) -> None:
-        self._append(
-            {"type": EntryType.ROLLBACK_STEP_FAILED.value, "index": index, "error": redact_text(error)}
-        )
+        self._append({"type": EntryType.ROLLBACK_STEP_FAILED.value, "index": index, "error": redact_text(error)})
 
     def rollback_finished(self, *, status: str) -> None:
         self._append({"type": EntryType.ROLLBACK_FINISHED.value, "status": status})

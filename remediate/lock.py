@@ -93,8 +93,8 @@ def read_holder(path: Path) -> LockHolder | None:
 class ApplyLock:
     """An exclusive, non-blocking lock over a set of Kafka clusters. Use as a context manager::
 
-        with lock_for_plan(plan, command="apply"):
-            ...  # only this process may apply or roll back to these clusters now
+    with lock_for_plan(plan, command="apply"):
+        ...  # only this process may apply or roll back to these clusters now
     """
 
     def __init__(

@@ -106,8 +106,10 @@ def failures(pre: Precondition, view: StateView) -> list[str]:
     if isinstance(pre, TopicEndOffsetEquals):
         end = view.live.topic_bounds(pre.cluster, pre.topic, pre.partition).end
         if end != pre.end_offset:
-            return [f"{pre.cluster}:{pre.topic}/{pre.partition} ends at {end}, the plan saw {pre.end_offset} "
-                    "(records were written since)"]
+            return [
+                f"{pre.cluster}:{pre.topic}/{pre.partition} ends at {end}, the plan saw {pre.end_offset} "
+                "(records were written since)"
+            ]
         return []
     if isinstance(pre, (WorkerGroupHasNoMembers, GroupEmptyOrAbsent)):
         members = view.live.group_members(pre.cluster, pre.group)
@@ -125,8 +127,10 @@ def failures(pre: Precondition, view: StateView) -> list[str]:
             if b.error is not None or b.earliest is None or b.latest is None:
                 out.append(f"cannot read the offsets of {pre.cluster}:{o.topic}/{o.partition}")
             elif o.offset is not None and not b.earliest <= o.offset <= b.latest:
-                out.append(f"offset {o.offset} of {o.topic}/{o.partition} is outside [{b.earliest}, {b.latest}] "
-                           f"on {pre.cluster}")
+                out.append(
+                    f"offset {o.offset} of {o.topic}/{o.partition} is outside [{b.earliest}, {b.latest}] "
+                    f"on {pre.cluster}"
+                )
         return out
     return [f"unknown precondition {type(pre).__name__}"]
 

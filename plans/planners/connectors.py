@@ -69,8 +69,12 @@ def lifecycle_step(b: PlanBuilder, connector: str, action: Action, current: str)
     pre = ConnectorStateIn(connector=connector, states=frozenset({ConnectorState(current)}))
     if action is Action.RESTART:
         return b.add(
-            StepKind.CONNECTOR_RESTART, target, ConnectorRestart(include_tasks=True), pre,
-            before={"state": current}, after={"state": ConnectorState.RUNNING.value},
+            StepKind.CONNECTOR_RESTART,
+            target,
+            ConnectorRestart(include_tasks=True),
+            pre,
+            before={"state": current},
+            after={"state": ConnectorState.RUNNING.value},
             description=f"restart {connector} and its tasks, wait until RUNNING",
             irreversible_reason="a restart leaves no state behind to undo",
         )
@@ -84,8 +88,12 @@ def lifecycle_step(b: PlanBuilder, connector: str, action: Action, current: str)
         )
     kind, payload = _KIND[action]
     return b.add(
-        kind, target, payload(), pre,
-        before={"state": current}, after={"state": wanted.value},
+        kind,
+        target,
+        payload(),
+        pre,
+        before={"state": current},
+        after={"state": wanted.value},
         description=f"{action.value} {connector} ({current} -> {wanted.value}), wait until {wanted.value}",
     )
 
@@ -108,10 +116,12 @@ def delete_step(b: PlanBuilder, connector: str, current: str) -> Step:
         raise PlanError(f"connector {connector!r} does not exist on the Connect worker")
     b.read(part_connector_config(connector))
     return b.add(
-        StepKind.CONNECTOR_DELETE, ConnectorTarget(connector=connector),
+        StepKind.CONNECTOR_DELETE,
+        ConnectorTarget(connector=connector),
         ConnectorDelete(config=ConnectorConfig(values=config)),
         ConnectorStateIn(connector=connector, states=frozenset({ConnectorState(current)})),
-        before={"state": current}, after={"state": None},
+        before={"state": current},
+        after={"state": None},
         description=f"delete {connector} (its config is saved in this plan; its offsets stay)",
     )
 
@@ -121,10 +131,12 @@ def create_step(b: PlanBuilder, deleted: Step) -> Step:
     assert isinstance(deleted.payload, ConnectorDelete) and isinstance(deleted.target, ConnectorTarget)
     connector = deleted.target.connector
     return b.add(
-        StepKind.CONNECTOR_CREATE, ConnectorTarget(connector=connector),
+        StepKind.CONNECTOR_CREATE,
+        ConnectorTarget(connector=connector),
         ConnectorCreate(config=deleted.payload.config, secrets_from=SecretSource.LIVE_CONNECTOR),
         ConnectorAbsent(connector=connector),
-        before={"state": None}, after={"state": ConnectorState.RUNNING.value},
+        before={"state": None},
+        after={"state": ConnectorState.RUNNING.value},
         description=f"re-create {connector} from the config saved in step {deleted.index}, wait until RUNNING",
     )
 

@@ -128,7 +128,6 @@ def offsets_cluster_for_worker(live: LiveState, explicit: str | None) -> str:
     matches = [a for a, cid in ids.items() if cid == worker_id]
     if not matches:
         raise ConfigError(
-            f"no cluster in {live.mm2.path} is the Connect worker's Kafka cluster ({worker_id}); "
-            "pass --offsets-cluster"
+            f"no cluster in {live.mm2.path} is the Connect worker's Kafka cluster ({worker_id}); pass --offsets-cluster"
         )
     return sorted(matches)[0]

@@ -116,8 +116,9 @@ class FailoverReport:
     def csv_rows(self) -> list[tuple[str, str, int, int]]:
         """``group,topic,partition,offset`` rows, as ``kafka-consumer-groups --reset-offsets --from-file``
         reads them (target-side topic names)."""
-        return [(r.group, r.target_topic, r.partition, r.target_offset)
-                for r in self.rows if r.target_offset is not None]
+        return [
+            (r.group, r.target_topic, r.partition, r.target_offset) for r in self.rows if r.target_offset is not None
+        ]
 
 
 @dataclass(frozen=True)
@@ -147,8 +148,9 @@ class _KafkaRecords:
     partition's end when planning began: nothing is read past it (a read there would wait for new records).
     """
 
-    def __init__(self, conf: Mapping[str, str], topic: str, partition: int, limit: int,
-                 chunk: int = READ_AHEAD) -> None:
+    def __init__(
+        self, conf: Mapping[str, str], topic: str, partition: int, limit: int, chunk: int = READ_AHEAD
+    ) -> None:
         self._conf, self._topic, self._partition = conf, topic, partition
         self._limit, self._chunk = limit, chunk
         self._lo = self._hi = 0  # the records held cover offsets [lo, hi)
@@ -164,8 +166,13 @@ class _KafkaRecords:
             self._recs, self._offsets = [], []
         if end > self._hi:
             stop = min(self._limit, max(end, self._hi + self._chunk))
-            for r in read_partitions(self._conf, self._topic, [self._partition],
-                                     start={self._partition: self._hi}, end={self._partition: stop}):
+            for r in read_partitions(
+                self._conf,
+                self._topic,
+                [self._partition],
+                start={self._partition: self._hi},
+                end={self._partition: stop},
+            ):
                 self._recs.append(Digested(r.offset, _digest(r)))
                 self._offsets.append(r.offset)
             self._hi = stop
@@ -210,8 +217,10 @@ def read_checkpoints(live: LiveState, flow: PairConfig) -> dict[str, dict[TP, tu
     """group -> {(target topic, partition): (upstream, downstream)} from MM2's newest checkpoints."""
     topic = flow.checkpoints_topic
     if topic not in live.admin(flow.target).list_topics():
-        raise PlanError(f"the checkpoints topic {topic} does not exist on {flow.target}: is the "
-                        "MirrorCheckpointConnector running for this flow?")
+        raise PlanError(
+            f"the checkpoints topic {topic} does not exist on {flow.target}: is the "
+            "MirrorCheckpointConnector running for this flow?"
+        )
     out: dict[str, dict[TP, tuple[int, int]]] = {}
     for rec in read_partitions(live.kafka_config(flow.target), topic, [0]):
         try:
@@ -231,8 +240,9 @@ def _regex(value: str, option: str) -> re.Pattern[str]:
 
 def _last_record_offset(conf: Mapping[str, str], topic: str, partition: int, bounds: Bounds) -> int | None:
     """Offset of the partition's last readable record (the end may be a transaction marker)."""
-    got = _KafkaRecords(conf, topic, partition, bounds.end).read(max(bounds.start, bounds.end - DEFAULT_WINDOW),
-                                                                  bounds.end)
+    got = _KafkaRecords(conf, topic, partition, bounds.end).read(
+        max(bounds.start, bounds.end - DEFAULT_WINDOW), bounds.end
+    )
     return got[-1].offset if got else None
 
 
@@ -256,17 +266,28 @@ def plan_failover(b: PlanBuilder, opts: FailoverOptions) -> tuple[Plan, Failover
     syncs: dict[TP, list[Sync]] = {}
     if opts.source is Source.SYNCS:
         if opts.source_unavailable and flow.offset_syncs_cluster == src:
-            raise PlanError(f"the offset syncs of {opts.pair} live on the source ({flow.offset_syncs_topic}), "
-                            "which is unavailable: use --from checkpoints")
+            raise PlanError(
+                f"the offset syncs of {opts.pair} live on the source ({flow.offset_syncs_topic}), "
+                "which is unavailable: use --from checkpoints"
+            )
         syncs = read_syncs(live, flow)
-    checkpoints = read_checkpoints(live, flow) if (
-        opts.source is Source.CHECKPOINTS or opts.source_unavailable) else {}
+    checkpoints = read_checkpoints(live, flow) if (opts.source is Source.CHECKPOINTS or opts.source_unavailable) else {}
 
     committed = _source_positions(b, flow, opts, groups_re, topics_re, checkpoints)
     target_topics = live.admin(dst).list_topics()
     report = FailoverReport()
-    t_bounds = _bounds(live, dst, sorted({(flow.remote_topic(t), p) for g in committed.values() for t, p in g
-                                          if flow.remote_topic(t) in target_topics}))
+    t_bounds = _bounds(
+        live,
+        dst,
+        sorted(
+            {
+                (flow.remote_topic(t), p)
+                for g in committed.values()
+                for t, p in g
+                if flow.remote_topic(t) in target_topics
+            }
+        ),
+    )
     s_bounds: dict[TP, Bounds] = {}
     if not opts.source_unavailable:
         s_bounds = _bounds(live, src, sorted({tp for g in committed.values() for tp in g}))
@@ -289,27 +310,48 @@ def plan_failover(b: PlanBuilder, opts: FailoverOptions) -> tuple[Plan, Failover
             tr, why = None, f"{remote}/{p} does not exist on {dst}"
         elif opts.source is Source.CHECKPOINTS:
             cp = checkpoints.get(group, {}).get((remote, p))
-            tr = None if cp is None else Translation(
-                cp[1], TranslationMethod.CHECKPOINT,
-                f"checkpoint {cp[0]}->{cp[1]}" + ("" if cp[0] == c else f" (the group is at {c} now)"))
+            tr = (
+                None
+                if cp is None
+                else Translation(
+                    cp[1],
+                    TranslationMethod.CHECKPOINT,
+                    f"checkpoint {cp[0]}->{cp[1]}" + ("" if cp[0] == c else f" (the group is at {c} now)"),
+                )
+            )
             why = "no checkpoint for this partition"
         elif opts.source_unavailable:
             tr, why = conservative(syncs.get((topic, p), []), c), "no offset sync at or below it"
         else:
-            tr = verified(syncs.get((topic, p), []), c, source=readers["source"], target=readers["target"],
-                          source_bounds=s_bounds[(topic, p)], target_bounds=t_bounds[(remote, p)])
+            tr = verified(
+                syncs.get((topic, p), []),
+                c,
+                source=readers["source"],
+                target=readers["target"],
+                source_bounds=s_bounds[(topic, p)],
+                target_bounds=t_bounds[(remote, p)],
+            )
             why = "no offset sync at or below it"
-        report.rows.append(FailoverRow(
-            group=group, source_topic=topic, target_topic=remote, partition=p, source_offset=c,
-            target_offset=None if tr is None else tr.offset, before_offset=None,
-            method=None if tr is None else tr.method,
-            detail=f"untranslatable: {why}" if tr is None else tr.detail,
-            delta_candidate=None if tr is None else tr.delta_candidate,
-        ))
+        report.rows.append(
+            FailoverRow(
+                group=group,
+                source_topic=topic,
+                target_topic=remote,
+                partition=p,
+                source_offset=c,
+                target_offset=None if tr is None else tr.offset,
+                before_offset=None,
+                method=None if tr is None else tr.method,
+                detail=f"untranslatable: {why}" if tr is None else tr.detail,
+                delta_candidate=None if tr is None else tr.delta_candidate,
+            )
+        )
     report.rows.sort(key=lambda r: (r.group, r.source_topic, r.partition))
     if not report.rows:
-        raise PlanError(f"no committed offsets of groups matching {opts.groups!r} on replicated topics matching "
-                        f"{opts.topics!r} in {opts.pair}")
+        raise PlanError(
+            f"no committed offsets of groups matching {opts.groups!r} on replicated topics matching "
+            f"{opts.topics!r} in {opts.pair}"
+        )
     report.rows = _with_target_state(b, dst, report.rows, t_bounds, opts.allow_rewind)
 
     writes: dict[str, list[FailoverRow]] = {}
@@ -321,9 +363,11 @@ def plan_failover(b: PlanBuilder, opts: FailoverOptions) -> tuple[Plan, Failover
     _write_steps(b, dst, writes)
     untranslatable = report.untranslatable
     if untranslatable:
-        b.notes.append(f"{len(untranslatable)} group partition(s) are untranslatable and get no offset: "
-                       + ", ".join(f"{r.group}:{r.source_topic}/{r.partition}@{r.source_offset}"
-                                   for r in untranslatable[:20]) + (" ..." if len(untranslatable) > 20 else ""))
+        b.notes.append(
+            f"{len(untranslatable)} group partition(s) are untranslatable and get no offset: "
+            + ", ".join(f"{r.group}:{r.source_topic}/{r.partition}@{r.source_offset}" for r in untranslatable[:20])
+            + (" ..." if len(untranslatable) > 20 else "")
+        )
     unchanged = sum(1 for r in report.rows if r.target_offset is not None and r.target_offset == r.before_offset)
     if unchanged:
         b.notes.append(f"{unchanged} group partition(s) are already at their translated position")
@@ -350,8 +394,12 @@ def _bounds(live: LiveState, alias: str, tps: Sequence[TP]) -> dict[TP, Bounds]:
 
 
 def _source_positions(
-    b: PlanBuilder, flow: PairConfig, opts: FailoverOptions, groups_re: re.Pattern[str],
-    topics_re: re.Pattern[str], checkpoints: Mapping[str, Mapping[TP, tuple[int, int]]],
+    b: PlanBuilder,
+    flow: PairConfig,
+    opts: FailoverOptions,
+    groups_re: re.Pattern[str],
+    topics_re: re.Pattern[str],
+    checkpoints: Mapping[str, Mapping[TP, tuple[int, int]]],
 ) -> dict[str, dict[TP, int]]:
     """group -> {(source topic, partition): committed source offset} for the selected groups and topics."""
 
@@ -371,8 +419,10 @@ def _source_positions(
                 if flow.remote_topic(topic) == remote and wanted_topic(topic):
                     out.setdefault(group, {})[(topic, p)] = upstream
         if not out:
-            raise PlanError(f"no checkpoint of a group matching {opts.groups!r} in {flow.checkpoints_topic}: "
-                            "without the source, checkpoints are the only record of where groups were")
+            raise PlanError(
+                f"no checkpoint of a group matching {opts.groups!r} in {flow.checkpoints_topic}: "
+                "without the source, checkpoints are the only record of where groups were"
+            )
         return out
     admin = b.live.admin(flow.source)
     groups = [g.group for g in admin.list_groups() if wanted_group(g.group)]
@@ -399,8 +449,10 @@ def _with_target_state(
     for g in groups:
         d = described[g]
         if d.members:
-            problems.append(f"group {g} on {dst} has {d.members} active member(s) ({d.state}); stop its "
-                            "consumers on the target first")
+            problems.append(
+                f"group {g} on {dst} has {d.members} active member(s) ({d.state}); stop its "
+                "consumers on the target first"
+            )
     for r in rows:
         before = current[r.group].get((r.target_topic, r.partition))
         r = dataclasses.replace(r, before_offset=before)
@@ -410,18 +462,24 @@ def _with_target_state(
         tb = t_bounds[(r.target_topic, r.partition)]
         where = f"{r.group}:{r.target_topic}/{r.partition}"
         if not tb.start <= r.target_offset <= tb.end:
-            problems.append(f"{where}: translated offset {r.target_offset} is outside the target partition's "
-                            f"[{tb.start}, {tb.end}]")
+            problems.append(
+                f"{where}: translated offset {r.target_offset} is outside the target partition's [{tb.start}, {tb.end}]"
+            )
         if before is not None and r.target_offset < before and not allow_rewind:
-            problems.append(f"{where}: would rewind the target offset from {before} to {r.target_offset} "
-                            "(pass --allow-rewind to accept replaying those records)")
+            problems.append(
+                f"{where}: would rewind the target offset from {before} to {r.target_offset} "
+                "(pass --allow-rewind to accept replaying those records)"
+            )
     if problems:
         raise PreconditionError("refusing to plan the failover:\n  " + "\n  ".join(problems))
     return out
 
 
 def _stop_mirroring(
-    b: PlanBuilder, flow: PairConfig, opts: FailoverOptions, writes: Mapping[str, Sequence[FailoverRow]],
+    b: PlanBuilder,
+    flow: PairConfig,
+    opts: FailoverOptions,
+    writes: Mapping[str, Sequence[FailoverRow]],
     s_bounds: Mapping[TP, Bounds],
 ) -> None:
     """Wait for the target to hold what the source holds now (source readable), then stop every MM2
@@ -440,13 +498,16 @@ def _stop_mirroring(
                 targets.append(CatchUpTarget(topic=t, partition=p, upstream_offset=last))
         if targets:
             b.add(
-                StepKind.WAIT_FOR_CATCH_UP, ConnectorTarget(connector=source_connector),
-                WaitForCatchUp(source_cluster=flow.source, targets=tuple(targets),
-                               timeout_seconds=opts.catch_up_timeout_s),
+                StepKind.WAIT_FOR_CATCH_UP,
+                ConnectorTarget(connector=source_connector),
+                WaitForCatchUp(
+                    source_cluster=flow.source, targets=tuple(targets), timeout_seconds=opts.catch_up_timeout_s
+                ),
                 ConnectorStateIn(connector=source_connector, states=frozenset({ConnectorState.RUNNING})),
-                before=None, after={"caught_up": len(targets)},
+                before=None,
+                after={"caught_up": len(targets)},
                 description=f"wait until {source_connector} replicated the source's last records of "
-                            f"{len(targets)} partition(s) (timeout {opts.catch_up_timeout_s:g}s)",
+                f"{len(targets)} partition(s) (timeout {opts.catch_up_timeout_s:g}s)",
             )
     for role in ALL_ROLES:
         name = found.get(role)
@@ -460,25 +521,47 @@ def _write_steps(b: PlanBuilder, dst: str, writes: Mapping[str, Sequence[Failove
     for group, rows in writes.items():
         target = GroupTarget(cluster=dst, group=group)
         payload_rows = tuple(
-            GroupOffsetRow(topic=r.target_topic, partition=r.partition, offset=r.target_offset,
-                           before_offset=r.before_offset, method=r.method, source_offset=r.source_offset)
-            for r in rows if r.target_offset is not None and r.method is not None
+            GroupOffsetRow(
+                topic=r.target_topic,
+                partition=r.partition,
+                offset=r.target_offset,
+                before_offset=r.before_offset,
+                method=r.method,
+                source_offset=r.source_offset,
+            )
+            for r in rows
+            if r.target_offset is not None and r.method is not None
         )
         current = currents[group]
-        pre = AllOf(conditions=(
-            GroupEmptyOrAbsent(cluster=dst, group=group),
-            GroupOffsetsUnchanged(cluster=dst, group=group, expected=tuple(
-                GroupOffset(topic=r.topic, partition=r.partition, offset=r.before_offset) for r in payload_rows)),
-            GroupOffsetsInRange(cluster=dst, offsets=tuple(
-                GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset) for r in payload_rows)),
-        ))
+        pre = AllOf(
+            conditions=(
+                GroupEmptyOrAbsent(cluster=dst, group=group),
+                GroupOffsetsUnchanged(
+                    cluster=dst,
+                    group=group,
+                    expected=tuple(
+                        GroupOffset(topic=r.topic, partition=r.partition, offset=r.before_offset) for r in payload_rows
+                    ),
+                ),
+                GroupOffsetsInRange(
+                    cluster=dst,
+                    offsets=tuple(
+                        GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset) for r in payload_rows
+                    ),
+                ),
+            )
+        )
         new_parts = [r for r in payload_rows if r.before_offset is None]
         if new_parts and current:
-            b.notes.append(f"group {group}: {len(new_parts)} partition(s) get their first offset; "
-                           + NEW_PARTITIONS_NOTE)
+            b.notes.append(
+                f"group {group}: {len(new_parts)} partition(s) get their first offset; " + NEW_PARTITIONS_NOTE
+            )
         methods = _count(r.method.value for r in payload_rows)
         b.add(
-            StepKind.GROUP_OFFSETS_WRITE, target, GroupOffsetsWrite(rows=payload_rows), pre,
+            StepKind.GROUP_OFFSETS_WRITE,
+            target,
+            GroupOffsetsWrite(rows=payload_rows),
+            pre,
             # Each row already carries its offset before and after (payload); the before/after here only
             # summarise, so a 100,000-row plan does not hold every offset twice more.
             before={"exists": bool(current), "committed_partitions": len(current)},
@@ -488,10 +571,14 @@ def _write_steps(b: PlanBuilder, dst: str, writes: Mapping[str, Sequence[Failove
         verifies.append((target, payload_rows))
     for target, payload_rows in verifies:
         b.add(
-            StepKind.GROUP_OFFSETS_VERIFY, target,
-            GroupOffsetsVerify(expected=tuple(
-                GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset) for r in payload_rows)),
-            NoPrecondition(), before=None, after=None,
+            StepKind.GROUP_OFFSETS_VERIFY,
+            target,
+            GroupOffsetsVerify(
+                expected=tuple(GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset) for r in payload_rows)
+            ),
+            NoPrecondition(),
+            before=None,
+            after=None,
             description=f"read the offsets of group {target.group} back and compare",
         )
 

@@ -46,7 +46,9 @@ def find_pair_connectors(live: LiveState, source: str, target: str, roles: Itera
     out: dict[str, str] = {}
     for role, names in found.items():
         if len(names) > 1:
-            raise PlanError(f"more than one {role} connector for {source}->{target}: {sorted(names)}; "
-                            "name the connectors with --connector instead")
+            raise PlanError(
+                f"more than one {role} connector for {source}->{target}: {sorted(names)}; "
+                "name the connectors with --connector instead"
+            )
         out[role] = names[0]
     return {r: out[r] for r in ALL_ROLES if r in out}

@@ -73,15 +73,21 @@ def truncate_steps(b: PlanBuilder, pair: str, halted: Precondition) -> bool:
     target = TopicPartitionsTarget(cluster=cluster, topic=topic, partitions=(0,))
     at_end = TopicEndOffsetEquals(cluster=cluster, topic=topic, partition=0, end_offset=end)
     b.add(
-        StepKind.OFFSET_SYNCS_BACKUP, target, OffsetSyncsBackup(up_to_offset=end, backup_file=backup),
+        StepKind.OFFSET_SYNCS_BACKUP,
+        target,
+        OffsetSyncsBackup(up_to_offset=end, backup_file=backup),
         AllOf(conditions=(halted, at_end)),
-        before={"start": start, "end": end}, after={"backup_file": backup},
+        before={"start": start, "end": end},
+        after={"backup_file": backup},
         description=f"copy {cluster}:{topic} records {start}..{end - 1} to {backup} beside the journal",
     )
     b.add(
-        StepKind.OFFSET_SYNCS_TRUNCATE, target, OffsetSyncsTruncate(before_offset=end, backup_file=backup),
+        StepKind.OFFSET_SYNCS_TRUNCATE,
+        target,
+        OffsetSyncsTruncate(before_offset=end, backup_file=backup),
         AllOf(conditions=(halted, at_end)),
-        before={"start": start, "end": end}, after={"start": end, "end": end},
+        before={"start": start, "end": end},
+        after={"start": end, "end": end},
         description=f"delete records of {cluster}:{topic} below offset {end} (the end seen at plan time)",
         irreversible_reason=ROLLBACK_NOTE,
     )
@@ -163,9 +169,7 @@ def plan_reset_mm2(
         else:
             deleted[name] = delete_step(b, name, states[name])
             states[name] = "DELETED"
-    guard = (
-        ConnectorStopped(connector=found["source"]) if can_stop else ConnectorAbsent(connector=found["source"])
-    )
+    guard = ConnectorStopped(connector=found["source"]) if can_stop else ConnectorAbsent(connector=found["source"])
     truncate_steps(b, pair, guard)  # 2.
     reset_connector_steps(b, names, Selection(), Method.AUTO, location, states=states)  # 3.
     for name in names:  # 4.

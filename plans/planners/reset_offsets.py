@@ -140,31 +140,38 @@ def _rest_offsets_steps(b: PlanBuilder, connector: str, selection: Selection, st
             b.notes.append(f"{connector} has no stored offsets: nothing to reset")
             return
         b.add(
-            StepKind.CONNECT_OFFSETS_DELETE, target, ConnectOffsetsDelete(), pre,
-            before=before, after={"offsets": []},
+            StepKind.CONNECT_OFFSETS_DELETE,
+            target,
+            ConnectOffsetsDelete(),
+            pre,
+            before=before,
+            after={"offsets": []},
             description=f"DELETE /connectors/{connector}/offsets: forget all {len(current)} source offsets",
         )
         return
     entries: dict[str, ConnectorOffset] = {}
     for o in current:
-        if selection.matches(o["partition"]) and (o["partition"].get("topic"), o["partition"].get(
-            "partition")) not in selection.positions:
+        if (
+            selection.matches(o["partition"])
+            and (o["partition"].get("topic"), o["partition"].get("partition")) not in selection.positions
+        ):
             entries[canonical_json(o["partition"])] = ConnectorOffset(partition=o["partition"], offset=None)
     cluster = _source_alias_of(b, connector, current)
     for (topic, partition), position in sorted(selection.positions.items()):
         part: dict[str, Any] = {"cluster": cluster, "partition": partition, "topic": topic}
-        entries[canonical_json(part)] = ConnectorOffset(
-            partition=part, offset=stored_offset_for_position(position)
-        )
+        entries[canonical_json(part)] = ConnectorOffset(partition=part, offset=stored_offset_for_position(position))
     if not entries:
         b.notes.append(f"{connector}: no stored offset matches the selection: nothing to reset")
         return
     offsets = tuple(entries[k] for k in sorted(entries))
-    after = [{"partition": dict(o.partition), "offset": None if o.offset is None else dict(o.offset)}
-             for o in offsets]
+    after = [{"partition": dict(o.partition), "offset": None if o.offset is None else dict(o.offset)} for o in offsets]
     b.add(
-        StepKind.CONNECT_OFFSETS_PATCH, target, ConnectOffsetsPatch(offsets=offsets), pre,
-        before=before, after={"patched": after},
+        StepKind.CONNECT_OFFSETS_PATCH,
+        target,
+        ConnectOffsetsPatch(offsets=offsets),
+        pre,
+        before=before,
+        after={"patched": after},
         description=f"PATCH /connectors/{connector}/offsets: {len(offsets)} partition(s)",
     )
 
@@ -206,15 +213,18 @@ def tombstone_step(
     b.add(
         StepKind.CONNECT_OFFSETS_TOMBSTONE,
         TopicPartitionsTarget(
-            cluster=location.cluster, topic=location.topic,
+            cluster=location.cluster,
+            topic=location.topic,
             partitions=tuple(sorted({r.partition for r in records})),
         ),
         ConnectOffsetsTombstone(connector=connector, records=records),
         AllOf(conditions=(guard, unchanged)),
-        before={"records": [{"partition": r.partition, "key_b64": r.key_b64, "value_b64": r.original_value_b64}
-                            for r in records]},
-        after={"records": [{"partition": r.partition, "key_b64": r.key_b64, "value_b64": None}
-                           for r in records]},
+        before={
+            "records": [
+                {"partition": r.partition, "key_b64": r.key_b64, "value_b64": r.original_value_b64} for r in records
+            ]
+        },
+        after={"records": [{"partition": r.partition, "key_b64": r.key_b64, "value_b64": None} for r in records]},
         description=(
             f"tombstone {len(records)} stored offset(s) of {connector} in {location.cluster}:{location.topic} "
             "(byte-exact keys, each on the partition it was read from)"
@@ -372,8 +382,10 @@ def resume_positions(b: PlanBuilder, pair: str) -> dict[tuple[str, int], int]:
             if b_dst["end"] == 0:
                 positions[(src_topic, p)] = b_src["start"]
             elif newest is None:
-                raise PlanError(f"{src_topic}/{p}: the target holds records but no offset sync maps them; "
-                                "cannot tell where replication stands")
+                raise PlanError(
+                    f"{src_topic}/{p}: the target holds records but no offset sync maps them; "
+                    "cannot tell where replication stands"
+                )
             else:
                 u, d = newest
                 positions[(src_topic, p)] = min(u + (b_dst["end"] - d), b_src["end"])

@@ -75,8 +75,11 @@ class RestDelete:
         name = _name(step)
         wanted = {canonical_json(o["partition"]) for o in before}
         # Partitions written since (a later resume) but absent before are removed: exact before-offsets.
-        extra = [{"partition": o["partition"], "offset": None} for o in ctx.live.connector_offsets(name)
-                 if canonical_json(o["partition"]) not in wanted]
+        extra = [
+            {"partition": o["partition"], "offset": None}
+            for o in ctx.live.connector_offsets(name)
+            if canonical_json(o["partition"]) not in wanted
+        ]
         _patch(ctx, name, list(before) + extra)
         return "restored", {"offsets": ctx.live.connector_offsets(name)}
 
@@ -101,8 +104,11 @@ class RestPatch:
 
     def run(self, step: Step, ctx: ExecContext) -> JSONable:
         assert isinstance(step.payload, ConnectOffsetsPatch)
-        _patch(ctx, _name(step), [{"partition": thaw_json(o.partition), "offset": thaw_json(o.offset)}
-                                  for o in step.payload.offsets])
+        _patch(
+            ctx,
+            _name(step),
+            [{"partition": thaw_json(o.partition), "offset": thaw_json(o.offset)} for o in step.payload.offsets],
+        )
         return {"offsets": ctx.live.connector_offsets(_name(step))}
 
     def simulate(self, step: Step, view: StateView) -> None:
@@ -163,8 +169,12 @@ class Tombstones:
     def observe(self, step: Step, ctx: ExecContext) -> JSONable:
         newest = _newest(step, ctx)
         assert isinstance(step.payload, ConnectOffsetsTombstone)
-        return {"records": [{"partition": r.partition, "key_b64": r.key_b64,
-                             "value_b64": newest.get((r.partition, r.key_b64))} for r in step.payload.records]}
+        return {
+            "records": [
+                {"partition": r.partition, "key_b64": r.key_b64, "value_b64": newest.get((r.partition, r.key_b64))}
+                for r in step.payload.records
+            ]
+        }
 
     def _live_keys(self, step: Step, ctx: ExecContext) -> list[TombstoneRecord]:
         newest = _newest(step, ctx)
@@ -199,19 +209,25 @@ class Tombstones:
         if live.connect is not None:
             problems += _halted(ctx, step.payload.connector)
         # Dedicated MM2: its workers must still be gone, or they would overwrite what rollback restores.
-        problems += [p for c in iter_preconditions(step.precondition) if isinstance(c, WorkerGroupHasNoMembers)
-                     for p in failures(c, ctx.view)]
+        problems += [
+            p
+            for c in iter_preconditions(step.precondition)
+            if isinstance(c, WorkerGroupHasNoMembers)
+            for p in failures(c, ctx.view)
+        ]
         if not undo.connector_ran_later and not self.is_done(step, ctx):
             problems.append(f"offsets of {step.payload.connector} were written again since apply")
         return problems
 
     def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]:
         assert isinstance(step.payload, ConnectOffsetsTombstone)
-        before = {(r["partition"], r["key_b64"]): r["value_b64"]
-                  for r in as_dict(undo.before).get("records") or []}
+        before = {(r["partition"], r["key_b64"]): r["value_b64"] for r in as_dict(undo.before).get("records") or []}
         restore = [
-            TombstoneRecord(partition=r.partition, key_b64=r.key_b64, original_value_b64=before.get(
-                (r.partition, r.key_b64), r.original_value_b64))
+            TombstoneRecord(
+                partition=r.partition,
+                key_b64=r.key_b64,
+                original_value_b64=before.get((r.partition, r.key_b64), r.original_value_b64),
+            )
             for r in step.payload.records
         ]
         with_value = [r for r in restore if r.original_value_b64 is not None]

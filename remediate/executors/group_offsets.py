@@ -40,8 +40,10 @@ def _raise_on_errors(what: str, results: list[Any]) -> None:
     bad = [r for r in results if r.error is not None]
     if bad:
         first = bad[0]
-        raise KafkaError(f"{what}: {len(bad)} partition(s) failed, first {first.topic}/{first.partition}: "
-                         f"{first.error.message}", code=first.error.code)
+        raise KafkaError(
+            f"{what}: {len(bad)} partition(s) failed, first {first.topic}/{first.partition}: {first.error.message}",
+            code=first.error.code,
+        )
 
 
 class WriteGroupOffsets:
@@ -75,8 +77,10 @@ class WriteGroupOffsets:
         current = ctx.live.group_offsets(t.cluster, t.group)
         moved = [tp for tp, off in _rows(step).items() if current.get(tp) != off]
         if moved:
-            problems.append(f"{len(moved)} offset(s) of group {t.group} moved since the apply wrote them "
-                            f"(first {moved[0][0]}/{moved[0][1]}); a consumer has run")
+            problems.append(
+                f"{len(moved)} offset(s) of group {t.group} moved since the apply wrote them "
+                f"(first {moved[0][0]}/{moved[0][1]}); a consumer has run"
+            )
         return problems
 
     def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]:
@@ -131,8 +135,10 @@ class VerifyGroupOffsets(ReadOnlyStep):
         wrong = [(tp, want, current.get(tp)) for tp, want in self._expected(step).items() if current.get(tp) != want]
         if wrong:
             (topic, part), want, got = wrong[0]
-            raise ApplyError(f"group {t.group} on {t.cluster}: {len(wrong)} offset(s) read back differ from what "
-                             f"was written (first {topic}/{part}: expected {want}, found {got})")
+            raise ApplyError(
+                f"group {t.group} on {t.cluster}: {len(wrong)} offset(s) read back differ from what "
+                f"was written (first {topic}/{part}: expected {want}, found {got})"
+            )
         ctx.progress(f"group {t.group}: {len(self._expected(step))} offset(s) read back as written")
         return {"verified": len(self._expected(step))}
 
@@ -149,8 +155,11 @@ class WaitForCatchUpExecutor(ReadOnlyStep):
             part, off = o.get("partition") or {}, o.get("offset") or {}
             if part.get("cluster") == step.payload.source_cluster and "offset" in off:
                 got[(str(part.get("topic")), int(part.get("partition", -1)))] = int(off["offset"])
-        return [f"{t.topic}/{t.partition} at {got.get((t.topic, t.partition), 'none')} < {t.upstream_offset}"
-                for t in step.payload.targets if got.get((t.topic, t.partition), -1) < t.upstream_offset]
+        return [
+            f"{t.topic}/{t.partition} at {got.get((t.topic, t.partition), 'none')} < {t.upstream_offset}"
+            for t in step.payload.targets
+            if got.get((t.topic, t.partition), -1) < t.upstream_offset
+        ]
 
     def observe(self, step: Step, ctx: ExecContext) -> JSONable:
         return {"lagging": self._lagging(step, ctx)}
@@ -167,6 +176,7 @@ class WaitForCatchUpExecutor(ReadOnlyStep):
                 ctx.progress(f"MM2 caught up on {len(step.payload.targets)} partition(s)")
                 return {"caught_up": len(step.payload.targets)}
             if time.monotonic() > deadline:
-                raise ApplyError(f"MM2 did not catch up within {step.payload.timeout_seconds:g}s: "
-                                 + "; ".join(lagging[:5]))
+                raise ApplyError(
+                    f"MM2 did not catch up within {step.payload.timeout_seconds:g}s: " + "; ".join(lagging[:5])
+                )
             time.sleep(0.5)

@@ -96,8 +96,9 @@ class StateChange:
         name, wanted = _name(step), _TARGET_STATE[step.kind]
         if isinstance(step.payload, ConnectorRestart):
             client = ctx.live.require_connect()
-            planned = client.restart(name, include_tasks=step.payload.include_tasks,
-                                     only_failed=step.payload.only_failed)
+            planned = client.restart(
+                name, include_tasks=step.payload.include_tasks, only_failed=step.payload.only_failed
+            )
             if planned is not None and _restarting(planned):
                 _await_restart_seen(ctx, name)
             client.wait_for_state(name, [wanted], timeout=ctx.wait_timeout_s, poll_interval=0.25)

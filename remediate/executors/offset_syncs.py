@@ -102,8 +102,14 @@ class Backup(ReadOnlyStep):
                 ctx.live.kafka_config(cluster), topic, [0], end={0: step.payload.up_to_offset}
             )
         ]
-        header = {"format": BACKUP_FORMAT, "cluster": cluster, "topic": topic, "partition": 0,
-                  "up_to_offset": step.payload.up_to_offset, "count": len(rows)}
+        header = {
+            "format": BACKUP_FORMAT,
+            "cluster": cluster,
+            "topic": topic,
+            "partition": 0,
+            "up_to_offset": step.payload.up_to_offset,
+            "count": len(rows),
+        }
         path = self._path(step, ctx)
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
@@ -199,5 +205,7 @@ class Truncate:
             f"re-produced {len(batch)} offset-sync record(s) to {cluster}:{topic} at NEW offsets "
             f"{min(offsets, default=0)}..{max(offsets, default=-1)}; the deleted offsets themselves are gone"
         )
-        return "reproduced_at_new_offsets", {"records": len(batch), "new_offsets": [min(offsets, default=0),
-                                                                                    max(offsets, default=-1)]}
+        return "reproduced_at_new_offsets", {
+            "records": len(batch),
+            "new_offsets": [min(offsets, default=0), max(offsets, default=-1)],
+        }

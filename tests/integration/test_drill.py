@@ -41,9 +41,23 @@ def test_drill_goals(lab: LabInfo, policy: str, tmp_path: Path) -> None:
 def test_drill_cli_json(lab: LabInfo, tmp_path: Path) -> None:
     """The command line: one policy, --json, exit 0 when the goals are met and 17 when not."""
     proc = subprocess.run(
-        [sys.executable, "-m", "mm2ctl", "drill", "--lab-dir", lab.dir, "--replication-policy", "default",
-         "--partitions", "2", "--json", "--quiet"],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "mm2ctl",
+            "drill",
+            "--lab-dir",
+            lab.dir,
+            "--replication-policy",
+            "default",
+            "--partitions",
+            "2",
+            "--json",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, "MM2CTL_STATE_DIR": str(tmp_path)},
     )
     print(proc.stdout)

@@ -52,8 +52,18 @@ def _target_end(lab: LabInfo, topic: str, partition: int = 0) -> int:
 
 
 def _plan(lab: LabInfo, flow: Flow, out: Path, state: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return mm2ctl("plan", "failover", "--pair", _pair(flow), "--mm2-config", flow.mm2_config,
-                  "--out", str(out), *extra, state=state)
+    return mm2ctl(
+        "plan",
+        "failover",
+        "--pair",
+        _pair(flow),
+        "--mm2-config",
+        flow.mm2_config,
+        "--out",
+        str(out),
+        *extra,
+        state=state,
+    )
 
 
 def _group_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
@@ -78,8 +88,14 @@ class ActiveConsumer:
     """A consumer that has joined ``group`` on the target (so the group has a member) until closed."""
 
     def __init__(self, lab: LabInfo, group: str, topic: str) -> None:
-        self.consumer = Consumer({"bootstrap.servers": lab.target.bootstrap, "group.id": group,
-                                  "enable.auto.commit": False, "auto.offset.reset": "latest"})
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": lab.target.bootstrap,
+                "group.id": group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "latest",
+            }
+        )
         self.consumer.subscribe([topic])
         deadline = time.monotonic() + 30
         while not self.consumer.assignment() and time.monotonic() < deadline:
@@ -103,8 +119,7 @@ def test_verified_translation_detects_transaction_gaps_csv_apply_rollback(lab: L
     producer.init_transactions()
     for i in range(n):
         producer.begin_transaction()
-        producer.produce(topic, key=b"k%d" % i, value=b"seq-%d" % i, partition=0,
-                         headers=[("h", b"%d" % i)])
+        producer.produce(topic, key=b"k%d" % i, value=b"seq-%d" % i, partition=0, headers=[("h", b"%d" % i)])
         producer.commit_transaction()
     flow = lab_core.add_flow(lab, name, roles=("source",))
     remote = _remote(lab, flow, topic)
@@ -124,9 +139,11 @@ def test_verified_translation_detects_transaction_gaps_csv_apply_rollback(lab: L
     # Groups at record offsets where the unverified delta is wrong, on a marker, and caught up.
     wrong = [i for i in range(n) if delta(src[i]) is not None and delta(src[i]) != i]
     assert wrong, f"MM2 wrote a sync at every gap ({len(syncs)} syncs); the burst did not coalesce them"
-    cases = {f"iso-{name}-g-wrong": (wrong[len(wrong) // 2], src[wrong[len(wrong) // 2]]),
-             f"iso-{name}-g-marker": (n // 2 + 1, src[n // 2] + 1),
-             f"iso-{name}-g-end": (n, src_end)}
+    cases = {
+        f"iso-{name}-g-wrong": (wrong[len(wrong) // 2], src[wrong[len(wrong) // 2]]),
+        f"iso-{name}-g-marker": (n // 2 + 1, src[n // 2] + 1),
+        f"iso-{name}-g-end": (n, src_end),
+    }
     for group, (_truth, c) in cases.items():
         _commit_source(lab, group, topic, {0: c})
 
@@ -144,9 +161,18 @@ def test_verified_translation_detects_transaction_gaps_csv_apply_rollback(lab: L
 
     # The stock tool reads the exported CSV and plans the very same offsets (dry run: it changes nothing).
     groups = sorted(cases)
-    args = ["java", "-cp", kafka_classpath(lab.kafka_version),
-            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
-            lab.target.bootstrap, "--reset-offsets", "--from-file", str(csv_path), "--dry-run"]
+    args = [
+        "java",
+        "-cp",
+        kafka_classpath(lab.kafka_version),
+        "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+        "--bootstrap-server",
+        lab.target.bootstrap,
+        "--reset-offsets",
+        "--from-file",
+        str(csv_path),
+        "--dry-run",
+    ]
     for g in groups:
         args += ["--group", g]
     stock = subprocess.run(args, capture_output=True, text=True, timeout=120)
@@ -237,8 +263,6 @@ def test_every_precondition_refusal_and_rollback_to_previous_offsets(lab: LabInf
     assert r.returncode == 8 and "outside" in r.stderr, r.stderr
 
 
-
-
 def _connector_state(lab: LabInfo, name: str) -> str:
     import requests
 
@@ -260,16 +284,24 @@ def test_stop_mirroring_waits_stops_writes_and_rollback_resumes(lab: LabInfo, st
 
     # The source is down: positions from MM2's checkpoints, and the plan names only the target cluster.
     down = state_dir / "down.yaml"
-    r = eventually(lambda: (lambda p: p if p.returncode == 0 else None)(
-        _plan(lab, flow, down, state_dir, "--groups", group, "--from", "checkpoints", "--source-unavailable",
-              "--json")), timeout_s=90, interval_s=2, what="a checkpoint of the group")
+    r = eventually(
+        lambda: (lambda p: p if p.returncode == 0 else None)(
+            _plan(
+                lab, flow, down, state_dir, "--groups", group, "--from", "checkpoints", "--source-unavailable", "--json"
+            )
+        ),
+        timeout_s=90,
+        interval_s=2,
+        what="a checkpoint of the group",
+    )
     doc = json.loads(r.stdout)
     assert list(doc["plan"]["clusters"]) == [flow.target_alias]
     assert [row["method"] for row in doc["rows"]] == ["checkpoint"]
 
     plan = state_dir / "stop.yaml"
-    r = _plan(lab, flow, plan, state_dir, "--groups", group, "--stop-mirroring", "--connect-url", lab.connect_url,
-              "--json")
+    r = _plan(
+        lab, flow, plan, state_dir, "--groups", group, "--stop-mirroring", "--connect-url", lab.connect_url, "--json"
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     kinds = [s["kind"] for s in doc["plan"]["steps"]]

@@ -53,7 +53,8 @@ def make_flow(lab: LabInfo, name: str, topic_records: int = 12, *, rest: bool = 
         return flow, topic
     eventually(
         lambda: len(offsets(lab, flow)) == 2 and all(o["offset"]["offset"] == want for o in offsets(lab, flow)),
-        timeout_s=90, what="the flow's source offsets committed",
+        timeout_s=90,
+        what="the flow's source offsets committed",
     )
     return flow, topic
 
@@ -81,8 +82,20 @@ def snapshot(lab: LabInfo, flow: Flow) -> dict[str, Any]:
 
 
 def plan_reset(lab: LabInfo, flow: Flow, out: Path, state_dir: Path, *extra: str) -> None:
-    r = mm2ctl("plan", "reset-mm2", "--pair", f"{flow.source_alias}->{flow.target_alias}", "--mm2-config",
-               flow.mm2_config, "--connect-url", lab.connect_url, "--out", str(out), *extra, state=state_dir)
+    r = mm2ctl(
+        "plan",
+        "reset-mm2",
+        "--pair",
+        f"{flow.source_alias}->{flow.target_alias}",
+        "--mm2-config",
+        flow.mm2_config,
+        "--connect-url",
+        lab.connect_url,
+        "--out",
+        str(out),
+        *extra,
+        state=state_dir,
+    )
     assert r.returncode == 0, r.stderr
 
 
@@ -109,8 +122,7 @@ def test_reset_mm2_apply_then_rollback_restores_exact_offsets(lab: LabInfo, stat
     r = mm2ctl("apply", str(plan), "--auto-approve", "--journal", str(journal), state=state_dir)
     assert r.returncode == 0, r.stderr
     assert state(lab, flow) == "RUNNING"
-    low = KafkaAdmin.connect(source_conf(lab)).partition_bounds(
-        [(f"mm2-offset-syncs.{flow.target_alias}.internal", 0)])
+    low = KafkaAdmin.connect(source_conf(lab)).partition_bounds([(f"mm2-offset-syncs.{flow.target_alias}.internal", 0)])
     assert next(iter(low.values())).earliest == len(before_syncs) or next(iter(low.values())).earliest > 0
     # MM2 replicated everything again from the start and committed the same upstream positions.
     eventually(lambda: offsets(lab, flow) == before["offsets"], timeout_s=60, what="re-replication")
@@ -119,7 +131,7 @@ def test_reset_mm2_apply_then_rollback_restores_exact_offsets(lab: LabInfo, stat
     assert rb.returncode == 0, rb.stderr
     assert snapshot(lab, flow) == before
     after_syncs = syncs(lab, flow)
-    assert after_syncs[-len(before_syncs):] == before_syncs  # re-produced, at new offsets
+    assert after_syncs[-len(before_syncs) :] == before_syncs  # re-produced, at new offsets
 
 
 def test_stale_plan_is_refused_and_dry_run_writes_nothing(lab: LabInfo, state_dir: Path) -> None:
@@ -145,9 +157,21 @@ def test_tombstone_method_resets_and_rollback_restores(lab: LabInfo, state_dir: 
     flow, _ = make_flow(lab, "rmtomb")
     before = snapshot(lab, flow)
     plan = state_dir / "tomb.yaml"
-    r = mm2ctl("plan", "reset-connector-offsets", "--connector", flow.connectors["source"], "--method",
-               "tombstone", "--mm2-config", flow.mm2_config, "--connect-url", lab.connect_url, "--out", str(plan),
-               state=state_dir)
+    r = mm2ctl(
+        "plan",
+        "reset-connector-offsets",
+        "--connector",
+        flow.connectors["source"],
+        "--method",
+        "tombstone",
+        "--mm2-config",
+        flow.mm2_config,
+        "--connect-url",
+        lab.connect_url,
+        "--out",
+        str(plan),
+        state=state_dir,
+    )
     assert r.returncode == 0, r.stderr
     assert "connect_offsets_tombstone" in r.stdout and "connector_stop" in r.stdout
     journal = state_dir / "j.jsonl"
@@ -169,21 +193,21 @@ def test_crash_after_each_step_then_resume_or_rollback(lab: LabInfo, state_dir: 
     plan = state_dir / "a.yaml"
     plan_reset(lab, flow, plan, state_dir)
     j1 = state_dir / "crash-rollback.jsonl"
-    assert mm2ctl("apply", str(plan), "--auto-approve", "--journal", str(j1), env=env,
-                  state=state_dir).returncode == -9
+    assert mm2ctl("apply", str(plan), "--auto-approve", "--journal", str(j1), env=env, state=state_dir).returncode == -9
     with Journal.open(j1) as j:
         assert j.state.completed_steps == tuple(range(kill_after + 1))
     rb = mm2ctl("rollback", str(j1), "--auto-approve", state=state_dir)
     assert rb.returncode == 0, rb.stderr
     assert snapshot(lab, flow) == before
     if kill_after >= 2:  # truncated: the backed-up syncs were re-produced
-        assert syncs(lab, flow)[-len(before_syncs):] == before_syncs
+        assert syncs(lab, flow)[-len(before_syncs) :] == before_syncs
 
     plan2 = state_dir / "b.yaml"
     plan_reset(lab, flow, plan2, state_dir)
     j2 = state_dir / "crash-resume.jsonl"
-    assert mm2ctl("apply", str(plan2), "--auto-approve", "--journal", str(j2), env=env,
-                  state=state_dir).returncode == -9
+    assert (
+        mm2ctl("apply", str(plan2), "--auto-approve", "--journal", str(j2), env=env, state=state_dir).returncode == -9
+    )
     res = mm2ctl("apply", "--resume", str(j2), "--auto-approve", state=state_dir)
     assert res.returncode == 0, res.stderr
     with Journal.open(j2) as j:
@@ -202,18 +226,41 @@ def test_no_secret_in_any_plan_journal_or_log(lab: LabInfo, state_dir: Path) -> 
         + f"{flow.target_alias}.ssl.key.password = {SECRET_SSL}\n"
     )
     plan = state_dir / "p.yaml"
-    r = mm2ctl("plan", "reset-mm2", "--pair", f"{flow.source_alias}->{flow.target_alias}", "--mm2-config",
-               str(secret_config), "--connect-url", lab.connect_url, "--connect-user", "admin",
-               "--connect-password", SECRET_CONNECT, "--out", str(plan), "--json",
-               state=state_dir)
+    r = mm2ctl(
+        "plan",
+        "reset-mm2",
+        "--pair",
+        f"{flow.source_alias}->{flow.target_alias}",
+        "--mm2-config",
+        str(secret_config),
+        "--connect-url",
+        lab.connect_url,
+        "--connect-user",
+        "admin",
+        "--connect-password",
+        SECRET_CONNECT,
+        "--out",
+        str(plan),
+        "--json",
+        state=state_dir,
+    )
     assert r.returncode == 0, r.stderr
     journal = state_dir / "j.jsonl"
     env = {"MM2CTL_CONNECT_PASSWORD": SECRET_CONNECT}
-    a = mm2ctl("-v", "apply", str(plan), "--auto-approve", "--journal", str(journal), "--connect-user", "admin",
-               env=env, state=state_dir)
+    a = mm2ctl(
+        "-v",
+        "apply",
+        str(plan),
+        "--auto-approve",
+        "--journal",
+        str(journal),
+        "--connect-user",
+        "admin",
+        env=env,
+        state=state_dir,
+    )
     assert a.returncode == 0, a.stderr
-    rb = mm2ctl("-v", "rollback", str(journal), "--auto-approve", "--connect-user", "admin", env=env,
-                state=state_dir)
+    rb = mm2ctl("-v", "rollback", str(journal), "--auto-approve", "--connect-user", "admin", env=env, state=state_dir)
     assert rb.returncode == 0, rb.stderr
     files = [p for p in state_dir.rglob("*") if p.is_file() and p != secret_config]
     assert any(p.suffix == ".jsonl" for p in files) and (state_dir / "cli.log").exists()

@@ -53,11 +53,14 @@ def topic_offsets(lab: LabInfo, m: DedicatedMm2) -> list[str]:
     topic of the source whatever its topic filter says, and the shared lab's source cluster holds one once
     any earlier test ran a flow into it, so the offsets topic may hold those keys too."""
     mine = [
-        s for s in latest_offsets(target_conf(lab), m.offsets_topic, "MirrorSourceConnector")
+        s
+        for s in latest_offsets(target_conf(lab), m.offsets_topic, "MirrorSourceConnector")
         if (s.source_partition or {}).get("topic") == TOPIC
     ]
-    return [s.value.decode() if s.value is not None else "" for s in sorted(
-        mine, key=lambda s: (s.source_partition or {}).get("partition", -1))]
+    return [
+        s.value.decode() if s.value is not None else ""
+        for s in sorted(mine, key=lambda s: (s.source_partition or {}).get("partition", -1))
+    ]
 
 
 def target_ends(lab: LabInfo, remote: str) -> list[int | None]:

@@ -35,21 +35,39 @@ def test_tombstones_with_delete_and_recreate_then_rollback(lab: LabInfo, tmp_pat
     done = b'{"offset":4}'
     before = eventually(
         lambda: (s := _stored(lab, connector)) and len(s) == 2 and all(v == done for v in s.values()) and s,
-        timeout_s=90, what="stored offsets",
+        timeout_s=90,
+        what="stored offsets",
     )
     assert _remote_count(lab, remote) == 10
 
     plan = state_dir / "p.yaml"
-    r = mm2ctl("plan", "reset-connector-offsets", "--pair", f"{flow.source_alias}->{flow.target_alias}",
-               "--mm2-config", flow.mm2_config, "--connect-url", lab.connect_url, "--out", str(plan),
-               state=state_dir)
+    r = mm2ctl(
+        "plan",
+        "reset-connector-offsets",
+        "--pair",
+        f"{flow.source_alias}->{flow.target_alias}",
+        "--mm2-config",
+        flow.mm2_config,
+        "--connect-url",
+        lab.connect_url,
+        "--out",
+        str(plan),
+        state=state_dir,
+    )
     assert r.returncode == 0, r.stderr
     kinds = [line.split()[1] for line in r.stdout.splitlines() if line.strip()[:2].strip().rstrip(".").isdigit()]
     assert kinds == ["connector_delete", "connect_offsets_tombstone", "connector_create"], r.stdout
 
     journal = state_dir / "j.jsonl"
-    crashed = mm2ctl("apply", str(plan), "--auto-approve", "--journal", str(journal),
-                     env={"MM2CTL_FAULT_KILL_AFTER_STEP": "1"}, state=state_dir)
+    crashed = mm2ctl(
+        "apply",
+        str(plan),
+        "--auto-approve",
+        "--journal",
+        str(journal),
+        env={"MM2CTL_FAULT_KILL_AFTER_STEP": "1"},
+        state=state_dir,
+    )
     assert crashed.returncode == -9
     # Byte-exact keys on the right partitions: the newest record of every key is now a tombstone.
     assert all(v is None for v in _stored(lab, connector).values())

@@ -41,12 +41,22 @@ def conn_state(lab: LabInfo, connector: str) -> str:
     return str(status(lab, connector)["connector"]["state"])
 
 
-def plan_and_apply(lab: LabInfo, flow: Flow, state_dir: Path, name: str, *plan_args: str,
-                   env: dict[str, str] | None = None) -> tuple[Path, Path, Any]:
+def plan_and_apply(
+    lab: LabInfo, flow: Flow, state_dir: Path, name: str, *plan_args: str, env: dict[str, str] | None = None
+) -> tuple[Path, Path, Any]:
     """``mm2ctl plan …`` then ``apply --auto-approve``; returns (plan, journal, apply result)."""
     plan, journal = state_dir / f"{name}.yaml", state_dir / f"{name}.jsonl"
-    r = mm2ctl("plan", *plan_args, "--mm2-config", flow.mm2_config, "--connect-url", lab.connect_url,
-               "--out", str(plan), state=state_dir)
+    r = mm2ctl(
+        "plan",
+        *plan_args,
+        "--mm2-config",
+        flow.mm2_config,
+        "--connect-url",
+        lab.connect_url,
+        "--out",
+        str(plan),
+        state=state_dir,
+    )
     assert r.returncode == 0, r.stderr
     a = mm2ctl("apply", str(plan), "--auto-approve", "--journal", str(journal), env=env, state=state_dir)
     return plan, journal, a
@@ -69,8 +79,10 @@ def end_offset(conf: dict[str, str], topic: str, partition: int) -> int:
 
 
 def values(conf: dict[str, str], topic: str, partition: int, start: int, end: int) -> list[bytes | None]:
-    return [r.value for r in records.read_partitions(conf, topic, [partition], start={partition: start},
-                                                     end={partition: end})]
+    return [
+        r.value
+        for r in records.read_partitions(conf, topic, [partition], start={partition: start}, end={partition: end})
+    ]
 
 
 # --------------------------------------------------------------------------------------------- connectors
@@ -82,8 +94,9 @@ def test_connectors_stop_pause_resume_restart_and_rollback(lab: LabInfo, state_d
     pair = f"{flow.source_alias}->{flow.target_alias}"
 
     # stop by --pair/--role: each step waits, so the state is there the moment apply returns.
-    plan, j_stop, a = plan_and_apply(lab, flow, state_dir, "stop", "connectors", "stop", "--pair", pair,
-                                     "--role", "source,heartbeat")
+    plan, j_stop, a = plan_and_apply(
+        lab, flow, state_dir, "stop", "connectors", "stop", "--pair", pair, "--role", "source,heartbeat"
+    )
     assert a.returncode == 0, a.stderr
     assert [s["kind"] for s in plan_steps(plan)] == ["connector_stop", "connector_stop"]
     for name in (src, hb):
@@ -101,13 +114,26 @@ def test_connectors_stop_pause_resume_restart_and_rollback(lab: LabInfo, state_d
     assert conn_state(lab, src) == "RUNNING" and conn_state(lab, hb) == "RUNNING"
 
     # pause both by --connector, and the no-op plan when there is nothing to change.
-    _, j_pause, a = plan_and_apply(lab, flow, state_dir, "pause", "connectors", "pause", "--connector", src,
-                                   "--connector", hb)
+    _, j_pause, a = plan_and_apply(
+        lab, flow, state_dir, "pause", "connectors", "pause", "--connector", src, "--connector", hb
+    )
     assert a.returncode == 0, a.stderr
     assert conn_state(lab, src) == "PAUSED" and conn_state(lab, hb) == "PAUSED"
-    again = mm2ctl("plan", "connectors", "pause", "--pair", pair, "--mm2-config", flow.mm2_config,
-                   "--connect-url", lab.connect_url, "--out", str(state_dir / "noop.yaml"), "--detailed-exitcode",
-                   state=state_dir)
+    again = mm2ctl(
+        "plan",
+        "connectors",
+        "pause",
+        "--pair",
+        pair,
+        "--mm2-config",
+        flow.mm2_config,
+        "--connect-url",
+        lab.connect_url,
+        "--out",
+        str(state_dir / "noop.yaml"),
+        "--detailed-exitcode",
+        state=state_dir,
+    )
     assert again.returncode == 0 and "nothing to do" in again.stdout
     # A paused MirrorSourceConnector replicates nothing; once rolled back to RUNNING it catches up.
     topic = "iso-sacon-orders"
@@ -116,14 +142,21 @@ def test_connectors_stop_pause_resume_restart_and_rollback(lab: LabInfo, state_d
     rollback(j_pause, state_dir)
     assert conn_state(lab, src) == "RUNNING" and conn_state(lab, hb) == "RUNNING"
     remote = f"{flow.source_alias}.{topic}"
-    eventually(lambda: remote in KafkaAdmin.connect(target_conf(lab)).list_topics()
-               and end_offset(target_conf(lab), remote, 0) == 1, timeout_s=60, what="replication after resume")
+    eventually(
+        lambda: (
+            remote in KafkaAdmin.connect(target_conf(lab)).list_topics()
+            and end_offset(target_conf(lab), remote, 0) == 1
+        ),
+        timeout_s=60,
+        what="replication after resume",
+    )
 
     # restart by --pair: tasks are restarted and RUNNING again; rollback has nothing to undo.
     before_tasks = status(lab, src)["tasks"]
     assert before_tasks
-    plan, j_restart, a = plan_and_apply(lab, flow, state_dir, "restart", "connectors", "restart", "--pair", pair,
-                                        "--role", "source")
+    plan, j_restart, a = plan_and_apply(
+        lab, flow, state_dir, "restart", "connectors", "restart", "--pair", pair, "--role", "source"
+    )
     assert a.returncode == 0, a.stderr
     assert [s["kind"] for s in plan_steps(plan)] == ["connector_restart"]
     st = status(lab, src)
@@ -142,8 +175,19 @@ def test_truncate_offset_syncs_standalone(lab: LabInfo, state_dir: Path) -> None
     syncs_topic = f"mm2-offset-syncs.{flow.target_alias}.internal"
 
     # Refused while MirrorSourceConnector runs: it would keep writing syncs.
-    refused = mm2ctl("plan", "truncate-offset-syncs", "--pair", pair, "--mm2-config", flow.mm2_config,
-                     "--connect-url", lab.connect_url, "--out", str(state_dir / "refused.yaml"), state=state_dir)
+    refused = mm2ctl(
+        "plan",
+        "truncate-offset-syncs",
+        "--pair",
+        pair,
+        "--mm2-config",
+        flow.mm2_config,
+        "--connect-url",
+        lab.connect_url,
+        "--out",
+        str(state_dir / "refused.yaml"),
+        state=state_dir,
+    )
     assert refused.returncode == 7, refused.stderr
     assert f"{src} is RUNNING" in refused.stderr and "needs it STOPPED" in refused.stderr
     assert not (state_dir / "refused.yaml").exists()
@@ -155,8 +199,16 @@ def test_truncate_offset_syncs_standalone(lab: LabInfo, state_dir: Path) -> None
     assert before and end_at_plan >= len(before)
 
     # Crash after the backup, let MM2 run again, resume: the truncate step's own precondition refuses.
-    plan, journal, a = plan_and_apply(lab, flow, state_dir, "trunc", "truncate-offset-syncs", "--pair", pair,
-                                      env={"MM2CTL_FAULT_KILL_AFTER_STEP": "0"})
+    plan, journal, a = plan_and_apply(
+        lab,
+        flow,
+        state_dir,
+        "trunc",
+        "truncate-offset-syncs",
+        "--pair",
+        pair,
+        env={"MM2CTL_FAULT_KILL_AFTER_STEP": "0"},
+    )
     assert a.returncode == -9
     steps = plan_steps(plan)
     assert [s["kind"] for s in steps] == ["offset_syncs_backup", "offset_syncs_truncate"]
@@ -165,9 +217,7 @@ def test_truncate_offset_syncs_standalone(lab: LabInfo, state_dir: Path) -> None
     assert backup.exists()
     header, *rows = [json.loads(line) for line in backup.read_text().splitlines()]
     assert header["count"] == len(rows) and header["up_to_offset"] == end_at_plan
-    assert [(r["key_b64"], r["value_b64"]) for r in rows] == [
-        (_b64(k), _b64(v)) for k, v in before
-    ]
+    assert [(r["key_b64"], r["value_b64"]) for r in rows] == [(_b64(k), _b64(v)) for k, v in before]
     requests.put(f"{lab.connect_url}/connectors/{src}/resume", timeout=10).raise_for_status()
     eventually(lambda: conn_state(lab, src) == "RUNNING", timeout_s=30, what="resumed")
     res = mm2ctl("apply", "--resume", str(journal), "--auto-approve", state=state_dir)
@@ -188,7 +238,7 @@ def test_truncate_offset_syncs_standalone(lab: LabInfo, state_dir: Path) -> None
     # Rollback re-produces the backed-up records (at new offsets), while the connector is still stopped.
     rollback(journal, state_dir)
     after = syncs(lab, flow)
-    assert after[-len(before):] == before
+    assert after[-len(before) :] == before
     low = KafkaAdmin.connect(source_conf(lab)).partition_bounds([(syncs_topic, 0)])[(syncs_topic, 0)]
     assert low.earliest == end_at_plan and low.latest is not None and low.latest >= end_at_plan + len(before)
 
@@ -210,8 +260,18 @@ def test_reset_connector_offsets_to_explicit_position(lab: LabInfo, state_dir: P
     assert [o["offset"]["offset"] for o in before] == [5, 5]
 
     # Position 2 on partition 0: stop, PATCH, resume. Killed after the PATCH, Connect shows exactly it.
-    plan, journal, a = plan_and_apply(lab, flow, state_dir, "pos", "reset-connector-offsets", "--connector", src,
-                                      "--position", f"{topic}:0=2", env={"MM2CTL_FAULT_KILL_AFTER_STEP": "1"})
+    plan, journal, a = plan_and_apply(
+        lab,
+        flow,
+        state_dir,
+        "pos",
+        "reset-connector-offsets",
+        "--connector",
+        src,
+        "--position",
+        f"{topic}:0=2",
+        env={"MM2CTL_FAULT_KILL_AFTER_STEP": "1"},
+    )
     assert a.returncode == -9, a.stderr
     assert [s["kind"] for s in plan_steps(plan)] == ["connector_stop", "connect_offsets_patch", "connector_resume"]
     assert conn_state(lab, src) == "STOPPED"
@@ -224,20 +284,27 @@ def test_reset_connector_offsets_to_explicit_position(lab: LabInfo, state_dir: P
     rollback(journal, state_dir)
     assert conn_state(lab, src) == "RUNNING" and offsets(lab, flow) == before
     records.produce(source_conf(lab), topic, [(b"k-new", b"v-new", 0)])
-    eventually(lambda: [o["offset"]["offset"] for o in offsets(lab, flow)] == [6, 5], timeout_s=60,
-               what="the new record replicated")
+    eventually(
+        lambda: [o["offset"]["offset"] for o in offsets(lab, flow)] == [6, 5],
+        timeout_s=60,
+        what="the new record replicated",
+    )
     assert end_offset(target_conf(lab), remote, 0) == 7  # 6 + 1, nothing copied twice
 
     # Applied for real: after the resume MM2 replicates partition 0 again from upstream offset 2.
-    _, _, a = plan_and_apply(lab, flow, state_dir, "pos2", "reset-connector-offsets", "--connector", src,
-                             "--position", f"{topic}:0=2")
+    _, _, a = plan_and_apply(
+        lab, flow, state_dir, "pos2", "reset-connector-offsets", "--connector", src, "--position", f"{topic}:0=2"
+    )
     assert a.returncode == 0, a.stderr
     assert conn_state(lab, src) == "RUNNING"
     eventually(lambda: end_offset(target_conf(lab), remote, 0) == 7 + 5, timeout_s=60, what="re-replication")
     assert values(target_conf(lab), remote, 0, 7, 12) == values(source_conf(lab), topic, 0, 2, 7)
     assert end_offset(target_conf(lab), remote, 1) == 6  # partition 1 untouched
-    eventually(lambda: [o["offset"]["offset"] for o in offsets(lab, flow)] == [6, 5], timeout_s=60,
-               what="offsets committed again")
+    eventually(
+        lambda: [o["offset"]["offset"] for o in offsets(lab, flow)] == [6, 5],
+        timeout_s=60,
+        what="offsets committed again",
+    )
 
 
 def test_reset_connector_offsets_resume_at_target_preset(lab: LabInfo, state_dir: Path) -> None:
@@ -263,8 +330,9 @@ def test_reset_connector_offsets_resume_at_target_preset(lab: LabInfo, state_dir
     assert expected == {0: 6, 1: 6}  # where the target is, not the source's end (9 on partition 0)
 
     pair = f"{flow.source_alias}->{flow.target_alias}"
-    plan, journal, a = plan_and_apply(lab, flow, state_dir, "preset", "reset-connector-offsets", "--pair", pair,
-                                      "--preset", "resume-at-target")
+    plan, journal, a = plan_and_apply(
+        lab, flow, state_dir, "preset", "reset-connector-offsets", "--pair", pair, "--preset", "resume-at-target"
+    )
     assert a.returncode == 0, a.stderr
     (patch,) = plan_steps(plan)  # already STOPPED: no stop, and it stays stopped
     assert patch["kind"] == "connect_offsets_patch"
@@ -281,6 +349,7 @@ def test_reset_connector_offsets_resume_at_target_preset(lab: LabInfo, state_dir
     assert a.returncode == 0, a.stderr
     eventually(lambda: end_offset(target_conf(lab), remote, 0) == 9, timeout_s=60, what="the late records")
     assert values(target_conf(lab), remote, 0, 6, 9) == [b"late0", b"late1", b"late2"]
-    eventually(lambda: [o["offset"]["offset"] for o in offsets(lab, flow)] == [8, 5], timeout_s=60,
-               what="offsets committed")
+    eventually(
+        lambda: [o["offset"]["offset"] for o in offsets(lab, flow)] == [8, 5], timeout_s=60, what="offsets committed"
+    )
     assert end_offset(target_conf(lab), remote, 0) == 9 and end_offset(target_conf(lab), remote, 1) == 6

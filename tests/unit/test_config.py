@@ -85,8 +85,7 @@ def test_pair_lookup_errors() -> None:
     with pytest.raises(ConfigError) as info:
         config.pair("B->A")
     assert str(info.value) == (
-        "mm2.properties: B->A.enabled: this flow is not enabled "
-        "(MM2 only replicates a flow whose enabled is true)"
+        "mm2.properties: B->A.enabled: this flow is not enabled (MM2 only replicates a flow whose enabled is true)"
     )
     assert config.pair("B->A", enabled_only=False).enabled is False
     with pytest.raises(ConfigError, match="is not a flow name"):
@@ -296,9 +295,7 @@ def test_flow_settings_pair_over_top_level_and_cluster_level_ignored() -> None:
         ),
     ],
 )
-def test_topic_names_from_config(
-    extra: str, offset_syncs: str, lives_on: str, checkpoints: str, remote: str
-) -> None:
+def test_topic_names_from_config(extra: str, offset_syncs: str, lives_on: str, checkpoints: str, remote: str) -> None:
     pair = cfg(extra).pair("A->B")
     assert pair.offset_syncs_topic == offset_syncs
     assert pair.offset_syncs_cluster == lives_on
@@ -381,9 +378,7 @@ def test_group_filter_legacy_and_keys() -> None:
     assert pair.group_filter.matches("app-prod")
     assert not pair.group_filter.matches("app-test-1")
     assert pair.group_filter.exclude_key == "groups.blacklist"
-    assert any(
-        "groups.blacklist: deprecated: use groups.exclude" in w for w in cfg("groups.blacklist=x\n").warnings
-    )
+    assert any("groups.blacklist: deprecated: use groups.exclude" in w for w in cfg("groups.blacklist=x\n").warnings)
 
 
 def test_replicates_topic_like_mirror_source_connector() -> None:
@@ -493,8 +488,7 @@ MALFORMED = [
     pytest.param(
         BASE,
         "A->B.topics = orders, [abc\n",
-        "mm2.properties:5: A->B.topics: pattern '[abc' is not a valid regular expression: "
-        "unterminated character set",
+        "mm2.properties:5: A->B.topics: pattern '[abc' is not a valid regular expression: unterminated character set",
         id="bad-regex",
     ),
     pytest.param(
@@ -536,15 +530,13 @@ MALFORMED = [
         BASE,
         "A.ssl.truststore.type = PEM\nA.security.protocol = SSL\n"
         "A.ssl.truststore.location = /a.pem\nA.ssl.truststore.password = " + SECRET + "\n",
-        "mm2.properties:8: A.ssl.truststore.password: cannot be set for a PEM truststore "
-        "(Java rejects it too)",
+        "mm2.properties:8: A.ssl.truststore.password: cannot be set for a PEM truststore (Java rejects it too)",
         id="pem-truststore-password",
     ),
     pytest.param(
         BASE,
         "A.bootstrap.servers = a\\u00G0\n",
-        "mm2.properties:5: A.bootstrap.servers: malformed \\uXXXX escape (Java's Properties.load "
-        "rejects it too)",
+        "mm2.properties:5: A.bootstrap.servers: malformed \\uXXXX escape (Java's Properties.load rejects it too)",
         id="bad-unicode-escape",
     ),
 ]
@@ -571,9 +563,7 @@ def test_config_provider_only_fails_when_the_value_is_needed() -> None:
 
 def test_warning_for_flow_naming_an_unknown_cluster() -> None:
     config = cfg("A->C.enabled = true\n")
-    assert config.warnings == (
-        "mm2.properties:5: A->C.enabled: names a cluster not in clusters; MM2 ignores it",
-    )
+    assert config.warnings == ("mm2.properties:5: A->C.enabled: names a cluster not in clusters; MM2 ignores it",)
 
 
 def test_setting_reads_raw_values() -> None:

@@ -342,9 +342,7 @@ def test_get_offsets_parses_partition_offset_pairs(client: ConnectClient, fake: 
     }
     fake.script("GET", "/connectors/mm2-source/offsets", Reply(200, body))
     offsets = client.get_offsets("mm2-source")
-    assert list(offsets) == [
-        ConnectorOffset({"cluster": "src", "topic": "orders", "partition": 3}, {"offset": 41})
-    ]
+    assert list(offsets) == [ConnectorOffset({"cluster": "src", "topic": "orders", "partition": 3}, {"offset": 41})]
     assert offsets.to_json() == body
 
 
@@ -420,9 +418,7 @@ def test_409_forever_gives_up_at_the_time_cap(fake: FakeConnect, session: reques
 
 
 def test_409_already_exists_is_not_retried(client: ConnectClient, fake: FakeConnect) -> None:
-    fake.script(
-        "POST", "/connectors", Reply(409, {"error_code": 409, "message": "Connector c already exists"})
-    )
+    fake.script("POST", "/connectors", Reply(409, {"error_code": 409, "message": "Connector c already exists"}))
     with pytest.raises(ConnectConflictError, match="already exists") as caught:
         client.create("c", {})
     assert not is_retryable(caught.value)
@@ -494,9 +490,7 @@ def test_fails_over_to_the_next_worker_and_remembers_it(
     assert len(fake.requests_to("GET", "/connectors/c/status")) == 2
 
 
-def test_every_worker_down_is_retried_then_raised(
-    session: requests.Session, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_every_worker_down_is_retried_then_raised(session: requests.Session, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="mm2ctl.connect")
     dead = [closed_port_url(), closed_port_url()]
     client = ConnectClient(dead, session, retry=RetryPolicy(3, 5.0, 0.01, 0.01, 0))
@@ -510,9 +504,7 @@ def test_every_worker_down_is_retried_then_raised(
 # -- auth and secrets --------------------------------------------------------------------------------
 
 
-def test_basic_auth_is_sent_and_the_password_never_logged(
-    fake: FakeConnect, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_basic_auth_is_sent_and_the_password_never_logged(fake: FakeConnect, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)  # every logger, urllib3 included
     password = "s3cr3t-P@ss"
     dead = closed_port_url()
@@ -583,9 +575,7 @@ def test_urls_from_env() -> None:
 # -- waiting for a state -----------------------------------------------------------------------------
 
 
-def test_wait_for_state_polls_until_connector_and_tasks_arrive(
-    client: ConnectClient, fake: FakeConnect
-) -> None:
+def test_wait_for_state_polls_until_connector_and_tasks_arrive(client: ConnectClient, fake: FakeConnect) -> None:
     fake.script(
         "GET",
         "/connectors/c/status",
@@ -598,9 +588,7 @@ def test_wait_for_state_polls_until_connector_and_tasks_arrive(
     assert len(fake.requests_to("GET", "/connectors/c/status")) == 3
 
 
-def test_wait_for_state_on_a_stopped_connector_without_tasks(
-    client: ConnectClient, fake: FakeConnect
-) -> None:
+def test_wait_for_state_on_a_stopped_connector_without_tasks(client: ConnectClient, fake: FakeConnect) -> None:
     fake.script("GET", "/connectors/c/status", Reply(200, status_body("c", "STOPPED")))
     assert client.wait_for_state("c", {"STOPPED"}, timeout=1, poll_interval=0.02).tasks == ()
 
@@ -619,9 +607,7 @@ def test_wait_for_state_times_out_with_the_last_status(client: ConnectClient, fa
     assert client.wait_for_state("c", {"RUNNING"}, timeout=1, poll_interval=0.05, include_tasks=False)
 
 
-def test_wait_for_state_treats_404_as_not_yet_only_when_asked(
-    client: ConnectClient, fake: FakeConnect
-) -> None:
+def test_wait_for_state_treats_404_as_not_yet_only_when_asked(client: ConnectClient, fake: FakeConnect) -> None:
     missing = Reply(404, {"error_code": 404, "message": "No status found for connector c"})
     fake.script("GET", "/connectors/c/status", missing, Reply(200, status_body("c", "RUNNING", "RUNNING")))
     assert client.wait_for_state("c", {"RUNNING"}, timeout=5, poll_interval=0.02, allow_missing=True)

@@ -28,10 +28,7 @@ PROPERTY = settings(max_examples=8, deadline=None, suppress_health_check=[Health
 def _records(spark: Any, pairs: list[tuple[bytes | None, bytes | None]]) -> Any:
     """A Kafka-source frame, built through Arrow: a local relation, no Python worker round trip."""
     names = KAFKA_RECORD_SCHEMA.names
-    rows = [
-        dict(zip(names, ("a->b", k, v, "internal", 0, i, TS, 0), strict=True))
-        for i, (k, v) in enumerate(pairs)
-    ]
+    rows = [dict(zip(names, ("a->b", k, v, "internal", 0, i, TS, 0), strict=True)) for i, (k, v) in enumerate(pairs)]
     table = pa.Table.from_pylist(rows, schema=to_arrow_schema(KAFKA_RECORD_SCHEMA))
     return spark.createDataFrame(table, KAFKA_RECORD_SCHEMA)
 
@@ -62,9 +59,7 @@ def test_offset_sync_design_example_bytes(spark: Any) -> None:
 
 def test_offset_sync_schema_matches_declared(spark: Any) -> None:
     df = decode.decode_offset_syncs(_records(spark, []))
-    assert [(f.name, f.dataType) for f in df.schema] == [
-        (f.name, f.dataType) for f in DECODED_OFFSET_SYNC_SCHEMA
-    ]
+    assert [(f.name, f.dataType) for f in df.schema] == [(f.name, f.dataType) for f in DECODED_OFFSET_SYNC_SCHEMA]
 
 
 SIGNED_EXTREMES = [
@@ -142,9 +137,7 @@ def test_malformed_counts(spark: Any) -> None:
     decoded = decode.decode_offset_syncs(
         _records(spark, [(None, None), (b"", b""), (b"\x00", None), (GOOD_SYNC_KEY, GOOD_SYNC_VALUE)])
     )
-    counts = {
-        (r.cluster_pair, r.malformed_reason): r.records for r in decode.malformed_counts(decoded).collect()
-    }
+    counts = {(r.cluster_pair, r.malformed_reason): r.records for r in decode.malformed_counts(decoded).collect()}
     assert counts == {("a->b", decode.NULL_KEY): 1, ("a->b", decode.KEY_TRUNCATED): 2}
 
 
@@ -154,9 +147,7 @@ def test_malformed_counts(spark: Any) -> None:
 def test_checkpoint_roundtrip_and_schema(spark: Any) -> None:
     cp = codecs.Checkpoint("grp-ü", "src.orders", 5, LONG_MAX, -1, 'meta,with "commas"')
     df = decode.decode_checkpoints(_records(spark, [codecs.encode_checkpoint(cp)]))
-    assert [(f.name, f.dataType) for f in df.schema] == [
-        (f.name, f.dataType) for f in DECODED_CHECKPOINT_SCHEMA
-    ]
+    assert [(f.name, f.dataType) for f in df.schema] == [(f.name, f.dataType) for f in DECODED_CHECKPOINT_SCHEMA]
     (row,) = df.collect()
     assert (
         row.group,

@@ -37,7 +37,6 @@ def test_pyspark_call_site_capture_is_off(spark: Any) -> None:
     assert not is_debugging_enabled()
 
 
-
 def test_the_embedded_driver_runs_the_throughput_collector(spark: Any) -> None:
     # The JVM's own collectors, not the setting: a flag Spark dropped on the way to `java` would fail here.
     beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()

@@ -227,8 +227,7 @@ def test_translate_downstream_overflow_is_null_not_a_crash(spark: Any) -> None:
 
 def _model_translate(syncs: list[tuple[int, int, int]], c: int | None) -> dict[str, int | None]:
     """DESIGN §5 in plain Python. syncs: (upstream, downstream, record_offset) of one partition."""
-    out: dict[str, int | None] = dict.fromkeys(
-("translated_offset", "sync_upstream", "sync_downstream"))
+    out: dict[str, int | None] = dict.fromkeys(("translated_offset", "sync_upstream", "sync_downstream"))
     if c is None:
         return out
     below = [s for s in syncs if s[0] <= c]
@@ -321,8 +320,10 @@ def test_property_latest_syncs_then_translate_match_model(
     offset_rows = [(f"g{p}-{i}", "t", p, c) for i, c in enumerate(offsets) for p in range(SCENARIOS)]
     got = {r.group: r for r in transforms.translate(_group_offsets(spark, offset_rows), decoded).collect()}
     live = _model_live_syncs(records)
-    kept = sorted((r.partition, r.upstream_offset, r.downstream_offset, r.record_offset, r.sync_count)
-                  for r in transforms.latest_syncs(decoded).collect())
+    kept = sorted(
+        (r.partition, r.upstream_offset, r.downstream_offset, r.record_offset, r.sync_count)
+        for r in transforms.latest_syncs(decoded).collect()
+    )
     assert kept == sorted((p, up, down, rec, len(syncs)) for p, syncs in live.items() for up, down, rec in syncs)
     for group, _, partition, c in offset_rows:
         expected = _model_translate(live.get(partition, []), c)

@@ -125,9 +125,7 @@ def test_second_process_is_refused_while_held_and_admitted_after_release(tmp_pat
     assert admitted.stdout.strip() == "acquired"
 
 
-def test_lock_held_by_another_process_names_its_pid_and_start_time(
-    tmp_path: Path, holders: list[Holder]
-) -> None:
+def test_lock_held_by_another_process_names_its_pid_and_start_time(tmp_path: Path, holders: list[Holder]) -> None:
     holder = Holder(tmp_path, ["clusterA"])
     holders.append(holder)
     with pytest.raises(LockError) as info:

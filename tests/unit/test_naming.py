@@ -83,9 +83,7 @@ def test_internal_separator_opt_out_only_applies_with_a_custom_separator() -> No
         ("A..x", "A", ".x"),
     ],
 )
-def test_default_policy_parsing_matches_java_split(
-    topic: str, source: str | None, upstream: str | None
-) -> None:
+def test_default_policy_parsing_matches_java_split(topic: str, source: str | None, upstream: str | None) -> None:
     pol = replication_policy()
     assert pol.topic_source(topic) == source
     assert pol.upstream_topic(topic) == upstream

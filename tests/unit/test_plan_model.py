@@ -50,9 +50,7 @@ def test_plan_and_steps_are_deeply_frozen() -> None:
 
 
 def test_step_payload_must_match_its_kind() -> None:
-    with pytest.raises(
-        PlanError, match="payload: a connector_pause step needs a ConnectorPause, got ConnectorStop"
-    ):
+    with pytest.raises(PlanError, match="payload: a connector_pause step needs a ConnectorPause, got ConnectorStop"):
         Step(
             index=0,
             kind=StepKind.CONNECTOR_PAUSE,

@@ -67,8 +67,7 @@ CLUSTERS = {"A": "aaaaAAAAaaaaAAAAaaaaAA", "B": "bbbbBBBBbbbbBBBBbbbbBB"}
 SRC = "mm2-source"
 SECRET_PASSWORD = "hunter2-s3cr3t-Pa55"
 SECRET_JAAS = (
-    'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" '
-    f'password="{SECRET_PASSWORD}";'
+    f'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="{SECRET_PASSWORD}";'
 )
 
 
@@ -110,9 +109,7 @@ def tombstone_records() -> tuple[TombstoneRecord, ...]:
 def every_step() -> list[Step]:
     """One step of every kind, each with a different precondition kind, in a plausible order."""
     src = ConnectorTarget(connector=SRC)
-    offsets_before = [
-        {"partition": {"cluster": "A", "topic": "orders", "partition": 0}, "offset": {"offset": 1000}}
-    ]
+    offsets_before = [{"partition": {"cluster": "A", "topic": "orders", "partition": 0}, "offset": {"offset": 1000}}]
     syncs = TopicPartitionsTarget(cluster="A", topic="mm2-offset-syncs.B.internal", partitions=(0,))
     group = GroupTarget(cluster="B", group="billing")
     rows = (
@@ -132,9 +129,7 @@ def every_step() -> list[Step]:
             method=TranslationMethod.OFFSET_SYNC_NEXT,
             source_offset=60,
         ),
-        GroupOffsetRow(
-            topic="A.payments", partition=0, offset=0, before_offset=3, method=TranslationMethod.EARLIEST
-        ),
+        GroupOffsetRow(topic="A.payments", partition=0, offset=0, before_offset=3, method=TranslationMethod.EARLIEST),
     )
     specs: list[tuple[StepKind, object, object, Precondition, object, object, bool, str | None]] = [
         (
@@ -151,9 +146,7 @@ def every_step() -> list[Step]:
             StepKind.CONNECTOR_STOP,
             src,
             ConnectorStop(),
-            ConnectorStateIn(
-                connector=SRC, states=frozenset({ConnectorState.RUNNING, ConnectorState.PAUSED})
-            ),
+            ConnectorStateIn(connector=SRC, states=frozenset({ConnectorState.RUNNING, ConnectorState.PAUSED})),
             {"state": "PAUSED"},
             {"state": "STOPPED"},
             True,
@@ -190,9 +183,7 @@ def every_step() -> list[Step]:
                     ConnectorOffset(
                         partition={"cluster": "A", "topic": "orders", "partition": 0}, offset={"offset": 5}
                     ),
-                    ConnectorOffset(
-                        partition={"cluster": "A", "topic": "orders", "partition": 1}, offset=None
-                    ),
+                    ConnectorOffset(partition={"cluster": "A", "topic": "orders", "partition": 1}, offset=None),
                 )
             ),
             ConnectorStopped(connector=SRC),
@@ -215,9 +206,7 @@ def every_step() -> list[Step]:
             StepKind.OFFSET_SYNCS_BACKUP,
             syncs,
             OffsetSyncsBackup(up_to_offset=4242, backup_file="offset-syncs-A-0.jsonl"),
-            TopicEndOffsetEquals(
-                cluster="A", topic="mm2-offset-syncs.B.internal", partition=0, end_offset=4242
-            ),
+            TopicEndOffsetEquals(cluster="A", topic="mm2-offset-syncs.B.internal", partition=0, end_offset=4242),
             {"end_offset": 4242},
             None,
             True,
@@ -307,9 +296,7 @@ def every_step() -> list[Step]:
                     ),
                     GroupOffsetsInRange(
                         cluster="B",
-                        offsets=tuple(
-                            GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset) for r in rows
-                        ),
+                        offsets=tuple(GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset) for r in rows),
                     ),
                 )
             ),
@@ -322,9 +309,7 @@ def every_step() -> list[Step]:
             StepKind.GROUP_OFFSETS_VERIFY,
             group,
             GroupOffsetsVerify(
-                expected=tuple(
-                    GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset) for r in rows
-                )
+                expected=tuple(GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset) for r in rows)
             ),
             NoPrecondition(),
             None,
@@ -355,9 +340,7 @@ def every_step() -> list[Step]:
 def live_parts() -> dict[str, object]:
     return {
         f"connector:{SRC}:state": "RUNNING",
-        f"connector:{SRC}:offsets": [
-            {"partition": {"topic": "orders", "partition": 0}, "offset": {"offset": 1000}}
-        ],
+        f"connector:{SRC}:offsets": [{"partition": {"topic": "orders", "partition": 0}, "offset": {"offset": 1000}}],
         "topic:A:mm2-offset-syncs.B.internal:0:end": 4242,
         "group:B:billing:offsets": {"A.orders/1": 40, "A.payments/0": 3},
     }
@@ -371,9 +354,7 @@ def sample_plan(**overrides: object) -> Plan:
         kind=PlanKind.RESET_MM2,
         pair="A->B",
         clusters=CLUSTERS,
-        connect=ConnectTarget(
-            urls=("http://connect-1:8083",), kafka_cluster_id=CLUSTERS["B"], version="3.9.0"
-        ),
+        connect=ConnectTarget(urls=("http://connect-1:8083",), kafka_cluster_id=CLUSTERS["B"], version="3.9.0"),
         fingerprint=fingerprint_of(live_parts()),
         steps=tuple(every_step()),
         notes=("display only: the executor never reads this",),

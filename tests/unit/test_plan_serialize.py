@@ -289,12 +289,8 @@ MALFORMED: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("mutate", "expected"), [(m, e) for _, m, e in MALFORMED], ids=[n for n, _, _ in MALFORMED]
-)
-def test_malformed_plan_gets_a_precise_plan_error(
-    mutate: Callable[[dict[str, Any]], None], expected: str
-) -> None:
+@pytest.mark.parametrize(("mutate", "expected"), [(m, e) for _, m, e in MALFORMED], ids=[n for n, _, _ in MALFORMED])
+def test_malformed_plan_gets_a_precise_plan_error(mutate: Callable[[dict[str, Any]], None], expected: str) -> None:
     doc = _doc()
     mutate(doc)
     text = yaml.safe_dump(doc, sort_keys=False)
@@ -338,7 +334,7 @@ def test_a_large_plan_is_written_in_flow_syntax_that_is_still_yaml(monkeypatch: 
     monkeypatch.setattr(serialize, "FLOW_STYLE_MIN_BYTES", 1)  # every plan counts as large now
     flow = dump_plan(plan)
     assert flow != block and flow.startswith("# mm2ctl plan (schema_version 1)")
-    body = flow[flow.index("\n{") + 1:]
+    body = flow[flow.index("\n{") + 1 :]
     assert json.loads(body) == plan_to_json(plan)  # strict JSON after the comment header ...
     assert yaml.safe_load(flow) == plan_to_json(plan)  # ... and YAML to any YAML parser
     assert load_plan(flow) == plan

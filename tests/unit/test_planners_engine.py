@@ -63,8 +63,12 @@ class FakeConnect:
 
     def add(self, name: str, cls: str, state: str = "RUNNING", offsets: list[dict[str, Any]] | None = None) -> None:
         self.states[name] = state
-        self.configs[name] = {"connector.class": cls, "source.cluster.alias": "A", "target.cluster.alias": "B",
-                              "tasks.max": "1"}
+        self.configs[name] = {
+            "connector.class": cls,
+            "source.cluster.alias": "A",
+            "target.cluster.alias": "B",
+            "tasks.max": "1",
+        }
         self.offsets[name] = list(offsets or [])
 
     # reads
@@ -72,8 +76,10 @@ class FakeConnect:
         return ServerInfo(version=self.version, kafka_cluster_id=self.cluster_id)
 
     def list_connectors(self, **_kw: Any) -> dict[str, ConnectorOverview]:
-        return {n: ConnectorOverview(n, self.status(n), ConnectorInfo(n, dict(self.configs[n]), (0,), "source"))
-                for n in self.states}
+        return {
+            n: ConnectorOverview(n, self.status(n), ConnectorInfo(n, dict(self.configs[n]), (0,), "source"))
+            for n in self.states
+        }
 
     def status(self, name: str, **_kw: Any) -> ConnectorStatus:
         if name not in self.states:
@@ -383,7 +389,6 @@ def test_apply_stops_at_a_failed_precondition_and_says_how_to_go_on(world: World
     assert "ab-source is RUNNING, expected STOPPED" in str(info.value) and "rollback" in str(info.value)
     assert info.value.exit_code == PreconditionError("x").exit_code  # type: ignore[attr-defined]
     assert "delete_offsets" not in {op for op, _ in world.connect.calls}
-
 
 
 def test_restart_waits_for_the_announced_restart_before_trusting_running(world: World, tmp_path: Path) -> None:

@@ -155,21 +155,15 @@ def test_endpoint_identification_unknown() -> None:
 
 # --- SASL -----------------------------------------------------------------------------------------
 
-PLAIN_JAAS = (
-    f'org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="{SECRET}";'
-)
+PLAIN_JAAS = f'org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="{SECRET}";'
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "scram-sha-512"])
 def test_sasl_mechanisms(mechanism: str) -> None:
     jaas = (
-        PLAIN_JAAS
-        if mechanism == "PLAIN"
-        else PLAIN_JAAS.replace("plain.PlainLoginModule", "scram.ScramLoginModule")
+        PLAIN_JAAS if mechanism == "PLAIN" else PLAIN_JAAS.replace("plain.PlainLoginModule", "scram.ScramLoginModule")
     )
-    out = to_librdkafka(
-        {"security.protocol": "SASL_SSL", "sasl.mechanism": mechanism, "sasl.jaas.config": jaas}
-    )
+    out = to_librdkafka({"security.protocol": "SASL_SSL", "sasl.mechanism": mechanism, "sasl.jaas.config": jaas})
     assert out["sasl.mechanism"] == mechanism.upper()
     assert out["sasl.username"] == "alice"
     assert out["sasl.password"] == SECRET
@@ -186,9 +180,7 @@ def test_sasl_plaintext_has_no_ssl_settings() -> None:
 @pytest.mark.parametrize(
     ("jaas", "username", "password"),
     [
-        pytest.param(
-            'M required username="a b" password="p;q";', "a b", "p;q", id="spaces-and-semicolon-in-quotes"
-        ),
+        pytest.param('M required username="a b" password="p;q";', "a b", "p;q", id="spaces-and-semicolon-in-quotes"),
         pytest.param('M required username="a\\"b" password="x\\\\y";', 'a"b', "x\\y", id="escaped-quotes"),
         pytest.param("M required username='sq' password='x';", "sq", "x", id="single-quotes"),
         pytest.param("M required username=bare password=word_1-2;", "bare", "word_1-2", id="unquoted"),

@@ -61,10 +61,21 @@ def gapped(n: int) -> tuple[FakeSide, FakeSide]:
 def test_digest_covers_timestamp_key_value_headers() -> None:
     base = record_digest(1, b"k", b"v", [("h", b"x")])
     assert base == record_digest(1, b"k", b"v", [("h", b"x")])
-    assert len({base, record_digest(2, b"k", b"v", [("h", b"x")]), record_digest(1, b"K", b"v", [("h", b"x")]),
-                record_digest(1, b"k", b"V", [("h", b"x")]), record_digest(1, b"k", b"v", [("h", b"y")]),
-                record_digest(1, b"k", b"v", []), record_digest(1, None, b"v", [("h", b"x")]),
-                record_digest(1, b"", b"v", [("h", b"x")])}) == 8
+    assert (
+        len(
+            {
+                base,
+                record_digest(2, b"k", b"v", [("h", b"x")]),
+                record_digest(1, b"K", b"v", [("h", b"x")]),
+                record_digest(1, b"k", b"V", [("h", b"x")]),
+                record_digest(1, b"k", b"v", [("h", b"y")]),
+                record_digest(1, b"k", b"v", []),
+                record_digest(1, None, b"v", [("h", b"x")]),
+                record_digest(1, b"", b"v", [("h", b"x")]),
+            }
+        )
+        == 8
+    )
 
 
 def test_conservative_rule_is_design_section_5() -> None:
@@ -125,8 +136,7 @@ def test_unmatched_target_falls_back_to_the_conservative_rule() -> None:
 
 def test_no_sync_at_or_below_is_untranslatable() -> None:
     src, dst = gapped(5)
-    assert verified([Sync(4, 2)], 3, source=src, target=dst, source_bounds=src.bounds,
-                     target_bounds=dst.bounds) is None
+    assert verified([Sync(4, 2)], 3, source=src, target=dst, source_bounds=src.bounds, target_bounds=dst.bounds) is None
 
 
 def test_duplicated_copy_needs_the_previous_record_too() -> None:
@@ -144,8 +154,9 @@ def test_duplicated_copy_needs_the_previous_record_too() -> None:
 
 def test_search_is_bounded() -> None:
     src, dst = gapped(200)
-    t = verified([Sync(0, 0)], 300, source=src, target=dst, source_bounds=src.bounds, target_bounds=dst.bounds,
-                 max_scan=50)
+    t = verified(
+        [Sync(0, 0)], 300, source=src, target=dst, source_bounds=src.bounds, target_bounds=dst.bounds, max_scan=50
+    )
     assert t is not None and t.method is TranslationMethod.OFFSET_SYNC_NEXT
 
 
@@ -164,17 +175,20 @@ def test_normalize_keeps_syncs_mm2_wrote_out_of_order() -> None:
     assert conservative(got, 126) == conservative([Sync(60, 0)], 126)
 
 
-@pytest.mark.parametrize(("written", "kept"), [
-    # The target topic was recreated and MM2 went on from upstream 11 at downstream 0.
-    ([Sync(0, 0), Sync(10, 10), Sync(11, 0), Sync(15, 4)], [Sync(11, 0), Sync(15, 4)]),
-    # MM2 restarted and copied upstream 5.. again, after the copies it had already written (at-least-once).
-    ([Sync(0, 0), Sync(10, 10), Sync(5, 11), Sync(20, 26)], [Sync(5, 11), Sync(20, 26)]),
-    # The source was recreated: upstream starts again at 0, appended to the same target.
-    ([Sync(0, 0), Sync(10, 10), Sync(0, 11)], [Sync(0, 11)]),
-    # The same sync written twice is one sync.
-    ([Sync(0, 0), Sync(10, 10), Sync(10, 10)], [Sync(0, 0), Sync(10, 10)]),
-    ([], []),
-])
+@pytest.mark.parametrize(
+    ("written", "kept"),
+    [
+        # The target topic was recreated and MM2 went on from upstream 11 at downstream 0.
+        ([Sync(0, 0), Sync(10, 10), Sync(11, 0), Sync(15, 4)], [Sync(11, 0), Sync(15, 4)]),
+        # MM2 restarted and copied upstream 5.. again, after the copies it had already written (at-least-once).
+        ([Sync(0, 0), Sync(10, 10), Sync(5, 11), Sync(20, 26)], [Sync(5, 11), Sync(20, 26)]),
+        # The source was recreated: upstream starts again at 0, appended to the same target.
+        ([Sync(0, 0), Sync(10, 10), Sync(0, 11)], [Sync(0, 11)]),
+        # The same sync written twice is one sync.
+        ([Sync(0, 0), Sync(10, 10), Sync(10, 10)], [Sync(0, 0), Sync(10, 10)]),
+        ([], []),
+    ],
+)
 def test_normalize_starts_a_new_mapping_at_a_contradiction(written: list[Sync], kept: list[Sync]) -> None:
     assert normalize_syncs(written) == kept
 
@@ -212,7 +226,7 @@ def test_verified_matches_the_reference_on_random_gapped_topics(seed: int) -> No
     for _ in range(15):
         c = rng.randint(0, src_end)
         nxt = next((i for i, o in enumerate(src_offsets) if o >= c), None)
-        truth = (copied if nxt is None or nxt >= copied else nxt)
+        truth = copied if nxt is None or nxt >= copied else nxt
         t = verified(syncs, c, source=src, target=dst, source_bounds=src.bounds, target_bounds=dst.bounds)
         cons = conservative(syncs, c)
         if cons is None:
@@ -240,8 +254,9 @@ def test_read_ahead_serves_increasing_windows_from_few_reads_and_never_reads_pas
     present = [o for o in range(0, 30_000) if o % 7 != 3]  # gaps, as compaction and markers leave
     calls: list[tuple[int, int]] = []
 
-    def fake_read(conf: object, topic: str, partitions: list[int], *, start: dict[int, int],
-                  end: dict[int, int]) -> list[RawRecord]:
+    def fake_read(
+        conf: object, topic: str, partitions: list[int], *, start: dict[int, int], end: dict[int, int]
+    ) -> list[RawRecord]:
         lo, hi = start[partitions[0]], end[partitions[0]]
         calls.append((lo, hi))
         return [RawRecord(topic, partitions[0], o, o, b"k", b"v%d" % o) for o in present if lo <= o < hi]
