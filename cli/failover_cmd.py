@@ -14,7 +14,8 @@ from pathlib import Path
 import typer
 
 from mm2ctl.core.errors import ConfigError
-from mm2ctl.plans.model import PlanKind, parse_pair
+from mm2ctl.core.flows import parse_flow
+from mm2ctl.plans.model import PlanKind
 from mm2ctl.plans.planners.context import PlanBuilder
 from mm2ctl.plans.planners.failover import FailoverOptions, FailoverReport, Source, plan_failover
 from mm2ctl.plans.serialize import dump_plan_json, write_plan_file
@@ -83,7 +84,7 @@ def run_plan_failover(
     """Plan, write the plan (and CSV), print; returns whether the plan has changes."""
     from mm2ctl.cli.plan_cmd import render_plan
 
-    parse_pair(pair)
+    parse_flow(pair)
     try:
         src = Source(source)
     except ValueError:

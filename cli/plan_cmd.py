@@ -17,9 +17,10 @@ import typer
 
 from mm2ctl.core.errors import ApprovalRequiredError, ConfigError, Mm2ctlError
 from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.core.flows import parse_flow
 from mm2ctl.core.properties import load_properties
 from mm2ctl.plans.live_state import LiveState, open_live_state
-from mm2ctl.plans.model import Plan, PlanKind, parse_pair
+from mm2ctl.plans.model import Plan, PlanKind
 from mm2ctl.plans.planners import (
     Action,
     Method,
@@ -130,7 +131,7 @@ def _finish_plan(plan: Plan, out: Path, as_json: bool, detailed: bool) -> None:
 
 def _pair(pair: str | None) -> str | None:
     if pair is not None:
-        parse_pair(pair)
+        parse_flow(pair)
     return pair
 
 

@@ -29,6 +29,7 @@ from typing import Literal
 
 from mm2ctl.core import naming, security
 from mm2ctl.core.errors import ConfigError
+from mm2ctl.core.flows import is_cluster_alias, parse_flow
 from mm2ctl.core.naming import OffsetSyncsLocation, ReplicationPolicy
 from mm2ctl.core.properties import Properties, load_properties, parse_properties
 from mm2ctl.core.security import SettingOrigin
@@ -344,11 +345,11 @@ class MM2Config:
 
     def pair(self, name: str, *, enabled_only: bool = True) -> PairConfig:
         """The flow named ``A->B``. ConfigError for an unknown alias or (by default) a disabled flow."""
-        source, sep, target = name.partition("->")
-        source, target = source.strip(), target.strip()
-        if not sep or not source or not target:
-            raise ConfigError(f"{name!r} is not a flow name; write it as SOURCE->TARGET", path=self.path)
-        for alias in (source, target):
+        try:
+            flow = parse_flow(name)
+        except ConfigError as exc:
+            raise ConfigError(str(exc), path=self.path) from None
+        for alias in flow:
             if alias not in self.clusters:
                 raise ConfigError(
                     f"cluster {alias!r} is not in clusters ({', '.join(self.clusters)})",
@@ -356,9 +357,7 @@ class MM2Config:
                     line=self._props.line("clusters"),
                     key="clusters",
                 )
-        if source == target:
-            raise ConfigError(f"{name}: source and target are the same cluster", path=self.path)
-        pair = self._pairs[f"{source}->{target}"]
+        pair = self._pairs[str(flow)]
         if enabled_only and not pair.enabled:
             key = f"{pair.name}.enabled"
             raise ConfigError(
@@ -647,7 +646,7 @@ def _parse_clusters(props: Properties) -> tuple[str, ...]:
             raise ConfigError(
                 "has an empty alias (two commas in a row?)", path=props.path, line=origin.line, key="clusters"
             )
-        if "->" in alias or any(ch.isspace() for ch in alias):
+        if not is_cluster_alias(alias):
             raise ConfigError(
                 f"alias {alias!r} cannot contain '->' or whitespace",
                 path=props.path,

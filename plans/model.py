@@ -58,7 +58,8 @@ from typing import ClassVar, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
 from mm2ctl.core import security as _security
-from mm2ctl.core.errors import PlanError, PreconditionError
+from mm2ctl.core.errors import ConfigError, PlanError, PreconditionError
+from mm2ctl.core.flows import Flow, is_cluster_alias, parse_flow
 from mm2ctl.core.security import is_secret_key
 from mm2ctl.plans.fingerprint import Fingerprint, FrozenJSON, JSONable, freeze_json, thaw_json
 
@@ -1060,16 +1061,12 @@ class ConnectTarget:
         _check_str(self.version, "version")
 
 
-_ALIAS = r"[A-Za-z0-9_.\-]+"
-_PAIR = re.compile(rf"^({_ALIAS})->({_ALIAS})$")
-
-
-def parse_pair(pair: str) -> tuple[str, str]:
-    """``"A->B"`` -> ``("A", "B")``."""
-    m = _PAIR.match(pair)
-    if not m:
-        raise _fail(f"pair: {pair!r} is not of the form SOURCE->TARGET")
-    return m.group(1), m.group(2)
+def _plan_flow(pair: str) -> Flow:
+    """The plan's flow; a malformed one is a malformed plan (``PlanError``), not a bad option."""
+    try:
+        return parse_flow(pair)
+    except ConfigError as exc:
+        raise _fail(f"pair: {exc}") from None
 
 
 def _step_clusters(step: Step) -> Iterator[str]:
@@ -1136,13 +1133,13 @@ class Plan:
             raise _fail("clusters: expected a mapping of alias to cluster id")
         for alias, cid in self.clusters.items():
             _check_str(alias, "clusters key")
-            if not re.fullmatch(_ALIAS, alias):
+            if not is_cluster_alias(alias):
                 raise _fail(f"clusters: {alias!r} is not a valid cluster alias")
             _check_str(cid, f"clusters.{alias}")
         _set(self, "clusters", MappingProxyType(dict(sorted(self.clusters.items()))))
         if self.pair is not None:
             _check_str(self.pair, "pair")
-            for alias in parse_pair(self.pair):
+            for alias in _plan_flow(self.pair):
                 if alias not in self.clusters:
                     raise _fail(f"pair: alias {alias!r} has no entry in clusters")
         if self.connect is not None and not isinstance(self.connect, ConnectTarget):
@@ -1191,11 +1188,11 @@ class Plan:
 
     @property
     def source_alias(self) -> str | None:
-        return None if self.pair is None else parse_pair(self.pair)[0]
+        return None if self.pair is None else _plan_flow(self.pair)[0]
 
     @property
     def target_alias(self) -> str | None:
-        return None if self.pair is None else parse_pair(self.pair)[1]
+        return None if self.pair is None else _plan_flow(self.pair)[1]
 
 
 def tool_version() -> str:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 
 from mm2ctl.core.errors import PlanError
+from mm2ctl.core.flows import parse_flow
 from mm2ctl.plans.live_state import part_connector_config, part_connector_state
 from mm2ctl.plans.model import (
     ConnectorAbsent,
@@ -152,7 +153,7 @@ def plan_connectors(
     """A plan that moves each named connector (or each MM2 connector of ``pair``) to ``action``'s state."""
     names = list(connectors)
     if pair is not None:
-        source, target = pair.split("->")
+        source, target = parse_flow(pair)
         b.pair = pair
         found = find_pair_connectors(b.live, source, target, roles)
         if not found:

@@ -14,6 +14,7 @@ from typing import Any
 
 from mm2ctl.connect_client import ServerInfo
 from mm2ctl.core.errors import ConfigError, PlanError
+from mm2ctl.core.flows import parse_flow
 from mm2ctl.plans.fingerprint import JSONable, fingerprint_of
 from mm2ctl.plans.live_state import LiveState
 from mm2ctl.plans.model import (
@@ -94,7 +95,7 @@ class PlanBuilder:
     def build(self, description: str) -> Plan:
         aliases = set(self.aliases)
         if self.pair is not None:
-            aliases |= set(self.pair.split("->"))
+            aliases |= set(parse_flow(self.pair))
         return new_plan(
             kind=self.kind,
             pair=self.pair,

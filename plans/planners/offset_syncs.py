@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 
 from mm2ctl.core.errors import PlanError
+from mm2ctl.core.flows import parse_flow
 from mm2ctl.plans.live_state import part_group_members, part_topic_bounds
 from mm2ctl.plans.model import (
     AllOf,
@@ -97,7 +98,7 @@ def truncate_steps(b: PlanBuilder, pair: str, halted: Precondition) -> bool:
 
 def _source_guard(b: PlanBuilder, pair: str, source_connector: str | None) -> Precondition:
     """What must hold before truncating: MirrorSourceConnector stopped (or, dedicated MM2, no workers)."""
-    target = pair.split("->")[1]
+    target = parse_flow(pair).target
     if b.live.connect is None:
         flow = b.live.mm2.pair(pair)
         members = b.read(part_group_members(target, flow.dedicated_group_id))["members"]
@@ -117,7 +118,7 @@ def plan_truncate_offset_syncs(b: PlanBuilder, pair: str) -> Plan:
     b.kind, b.pair = PlanKind.TRUNCATE_OFFSET_SYNCS, pair
     source_connector = None
     if b.live.connect is not None:
-        source, target = pair.split("->")
+        source, target = parse_flow(pair)
         source_connector = find_pair_connectors(b.live, source, target, ["source"]).get("source")
         if source_connector is not None:
             state = observed_state(b, source_connector)
@@ -147,7 +148,7 @@ def plan_reset_mm2(
             "reset-mm2 drives connectors through the Connect REST API (--connect-url); for dedicated MM2 stop "
             "it, then plan truncate-offset-syncs and reset-connector-offsets"
         )
-    source, target = pair.split("->")
+    source, target = parse_flow(pair)
     found = find_pair_connectors(b.live, source, target, roles)
     if "source" not in found:
         raise PlanError(f"no MirrorSourceConnector of {pair} on the Connect worker")

@@ -24,6 +24,7 @@ from enum import StrEnum
 from typing import Any
 
 from mm2ctl.core.errors import PlanError
+from mm2ctl.core.flows import parse_flow
 from mm2ctl.plans.fingerprint import canonical_json
 from mm2ctl.plans.live_state import (
     part_connector_offsets,
@@ -182,7 +183,7 @@ def _source_alias_of(b: PlanBuilder, connector: str, current: Sequence[Mapping[s
         if isinstance(cluster, str):
             return cluster
     if b.pair is not None:
-        return b.pair.split("->")[0]
+        return parse_flow(b.pair).source
     config = b.live.connector_config(connector) or {}
     alias = config.get("source.cluster.alias")
     if not alias:
@@ -300,7 +301,7 @@ def plan_reset_connector_offsets(
         return _plan_dedicated(b, pair, roles, selection, offsets_topic)
     names = list(connectors)
     if pair is not None and not names:
-        source, target = pair.split("->")
+        source, target = parse_flow(pair)
         names = list(find_pair_connectors(b.live, source, target, roles).values())
         if not names:
             raise PlanError(f"no MM2 connectors of {pair} (roles {', '.join(roles)}) on the Connect worker")
@@ -322,7 +323,7 @@ def plan_reset_connector_offsets(
 def _plan_dedicated(
     b: PlanBuilder, pair: str, roles: Sequence[str], selection: Selection, offsets_topic: str | None
 ) -> Plan:
-    target = pair.split("->")[1]
+    target = parse_flow(pair).target
     flow = b.live.mm2.pair(pair)
     location = OffsetsLocation(target, offsets_topic or flow.dedicated_offsets_topic)
     members = b.read(part_group_members(target, flow.dedicated_group_id))["members"]

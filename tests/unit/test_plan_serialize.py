@@ -141,7 +141,7 @@ MALFORMED: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("unknown-plan-kind", _set("kind", "teleport"), "plan: kind: unknown value 'teleport'"),
     ("unknown-top-field", _set("colour", "red"), "plan: unknown field(s) colour"),
     ("pair-alias-unknown", _set("pair", "A->C"), "pair: alias 'C' has no entry in clusters"),
-    ("pair-malformed", _set("pair", "A=>B"), "pair: 'A=>B' is not of the form SOURCE->TARGET"),
+    ("pair-malformed", _set("pair", "A=>B"), "pair: 'A=>B' is not a flow name; write it as SOURCE->TARGET"),
     ("clusters-not-mapping", _set("clusters", ["A"]), "plan: clusters: expected a mapping, got list"),
     (
         "url-with-credentials",
