@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from contextlib import nullcontext
 from enum import StrEnum
 from pathlib import Path
@@ -89,7 +90,7 @@ def inspect(
         raise ConfigError("--format parquet writes a folder: give it with --output PATH")
     config = load_mm2_config(mm2_config)
     conf = _spark_conf(spark_conf)
-    say = (lambda _m: None) if quiet else (lambda m: typer.echo(f"inspect: {m}", err=True))
+    say: Callable[[str], None] = (lambda _m: None) if quiet else (lambda m: typer.echo(f"inspect: {m}", err=True))
     say("reaching the clusters")
     reach_clusters(select_pairs(config, pair))
     say("starting Spark")

@@ -366,7 +366,7 @@ def _resume_and_read(
                 if err.code() == RdKafkaError._PARTITION_EOF and p is not None:
                     pending.discard(p)
                 continue
-            seq = _seq_of(msg.value())  # type: ignore[arg-type]
+            seq = _seq_of(msg.value())
             if p is not None and seq is not None:
                 seen[p].append(seq)
     except KafkaException as exc:

@@ -134,7 +134,7 @@ def _inspect_pair(
     def frame(table: pa.Table, schema: StructType) -> DataFrame:
         # Spark makes one partition per Arrow batch (10,000 rows): 100 tasks for a million group offsets, each
         # mostly scheduling overhead. One partition per core reads the same rows.
-        df = spark.createDataFrame(table, schema=schema)  # type: ignore[call-overload]
+        df = spark.createDataFrame(table, schema=schema)
         return df.coalesce(spark.sparkContext.defaultParallelism)
 
     syncs_alias = pair.offset_syncs_cluster
@@ -199,7 +199,7 @@ def partition_numbers_on_driver(spark: SparkSession, group_offsets: pa.Table) ->
     keys = group_offsets.select(transforms.SYNC_KEY).group_by(transforms.SYNC_KEY).aggregate([])
     keys = keys.sort_by([(k, "ascending") for k in transforms.SYNC_KEY])
     numbered = keys.append_column("_part", pa.array(range(1, keys.num_rows + 1), pa.int32()))
-    return spark.createDataFrame(numbered, schema=schemas.PARTITION_NUMBERS_SCHEMA)  # type: ignore[call-overload]
+    return spark.createDataFrame(numbered, schema=schemas.PARTITION_NUMBERS_SCHEMA)
 
 
 def fresh_checkpoint_age(pair: PairConfig) -> dt.timedelta:
