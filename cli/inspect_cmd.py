@@ -10,6 +10,7 @@ from typing import TextIO
 
 import typer
 
+from mm2ctl.cli.render import inspect_summary_lines
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.exit_codes import ExitCode
 
@@ -76,7 +77,7 @@ def inspect(
     from mm2ctl.core.config import load_mm2_config
     from mm2ctl.inspector.admin_state import Selection, reach_clusters
     from mm2ctl.inspector.job import InspectOptions, run_inspection, select_pairs
-    from mm2ctl.inspector.report import summary_lines, write_csv, write_json_lines
+    from mm2ctl.inspector.report import write_csv, write_json_lines
     from mm2ctl.inspector.session import build_session
 
     for name, regex in (("--groups", groups), ("--topics", topics)):
@@ -108,7 +109,7 @@ def inspect(
         target: TextIO
         with Path(output).open("w", newline="", encoding="utf-8") if output else nullcontext(sys.stdout) as target:
             if fmt is Format.table:
-                for line in summary_lines(result):
+                for line in inspect_summary_lines(result):
                     target.write(line + "\n")
             elif fmt is Format.csv:
                 write_csv(result.rows, target)
