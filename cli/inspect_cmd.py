@@ -6,10 +6,11 @@ import sys
 from contextlib import nullcontext
 from enum import StrEnum
 from pathlib import Path
-from typing import TextIO
+from typing import Annotated, TextIO
 
 import typer
 
+from mm2ctl.cli.options import MM2Config, pair_option
 from mm2ctl.cli.render import inspect_summary_lines
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.exit_codes import ExitCode
@@ -33,10 +34,11 @@ def _spark_conf(pairs: list[str]) -> dict[str, str]:
 
 
 def inspect(
-    mm2_config: Path = typer.Option(..., "--mm2-config", help="The MirrorMaker 2 properties file.", exists=False),
-    pair: list[str] = typer.Option(
-        [], "--pair", help="Flow to inspect, as A->B; repeatable. Default: every enabled pair."
-    ),
+    mm2_config: MM2Config,
+    pair: Annotated[
+        list[str] | None,
+        pair_option("A flow to inspect, SOURCE->TARGET; repeatable. Default: every enabled flow of the MM2 file."),
+    ] = None,
     groups: str | None = typer.Option(
         None, "--groups", help="Only groups matching this regex (after MM2's groups filter)."
     ),
@@ -92,11 +94,11 @@ def inspect(
     conf = _spark_conf(spark_conf)
     say = (lambda _m: None) if quiet else (lambda m: typer.echo(f"inspect: {m}", err=True))
     say("reaching the clusters")
-    reach_clusters(select_pairs(config, pair))
+    reach_clusters(select_pairs(config, pair or []))
     say("starting Spark")
     spark = build_session(spark_master, conf)
     options = InspectOptions(
-        pairs=tuple(pair),
+        pairs=tuple(pair or ()),
         selection=Selection(groups=groups, topics=topics, active_only=active_only),
         only_problems=only_problems,
     )

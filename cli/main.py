@@ -1,8 +1,10 @@
-"""The ``mm2ctl`` command line: parse options, call the core, render; nothing else.
+"""The ``mm2ctl`` command line: the root app, which gathers one module per command group, and its one error
+handler.
 
-One handler (``main``) maps every ``Mm2ctlError`` to a one-line message on stderr and its documented exit
-code (core/exit_codes.py); anything else is a bug and exits 1 with the exception's one-line summary
-(``MM2CTL_DEBUG=1`` shows the traceback).
+``main`` maps every ``Mm2ctlError`` to a one-line message on stderr and its documented exit code
+(``core/exit_codes.py``); anything else is a bug and exits 1 with the exception's one-line summary
+(``MM2CTL_DEBUG=1`` shows the traceback). Under ``--json`` an error prints nothing on stdout, so a script
+reads either one JSON result or an exit code and a message.
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ import sys
 
 import typer
 
+from mm2ctl.cli.apply_cmd import apply, rollback, show
 from mm2ctl.cli.drill_cmd import demo, drill
 from mm2ctl.cli.inspect_cmd import inspect
 from mm2ctl.cli.lab_cmd import lab_app
-from mm2ctl.cli.plan_cmd import apply, plan_app, rollback, show
+from mm2ctl.cli.options import JsonOutput
+from mm2ctl.cli.plan_cmd import plan_app
+from mm2ctl.cli.render import result_json
 from mm2ctl.core.errors import Mm2ctlError
 from mm2ctl.core.exit_codes import ExitCode
 
@@ -55,11 +60,15 @@ def _root(
 
 
 @app.command()
-def version() -> None:
+def version(as_json: JsonOutput = False) -> None:
     """Print mm2ctl's version."""
-    from importlib.metadata import version as dist_version
+    from mm2ctl import __version__
 
-    typer.echo(dist_version("mm2ctl"))
+    if as_json:
+        python = ".".join(str(n) for n in sys.version_info[:3])
+        typer.echo(result_json({"command": "version", "version": __version__, "python": python}))
+    else:
+        typer.echo(__version__)
 
 
 def main(argv: list[str] | None = None) -> None:
