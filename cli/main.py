@@ -5,6 +5,10 @@ handler.
 (``core/exit_codes.py``); anything else is a bug and exits 1 with the exception's one-line summary
 (``MM2CTL_DEBUG=1`` shows the traceback). Under ``--json`` an error prints nothing on stdout, so a script
 reads either one JSON result or an exit code and a message.
+
+The program is named ``mm2ctl`` however it was started (the console script, or ``python -m mm2ctl``), so
+usage lines read ``mm2ctl …`` and shell completion answers to ``_MM2CTL_COMPLETE``:
+``mm2ctl --install-completion`` installs it for the current shell.
 """
 
 from __future__ import annotations
@@ -25,8 +29,11 @@ from mm2ctl.cli.render import result_json
 from mm2ctl.core.errors import Mm2ctlError
 from mm2ctl.core.exit_codes import ExitCode
 
+#: The program's name in usage lines and for shell completion, however it was started.
+PROG_NAME = "mm2ctl"
+
 app = typer.Typer(
-    name="mm2ctl",
+    name=PROG_NAME,
     help=(
         "Inspect, plan and repair MirrorMaker 2 offsets.\n\n"
         "inspect classifies every consumer-group partition as synced or not, and says why; "
@@ -34,7 +41,7 @@ app = typer.Typer(
         "lab runs a real Kafka + Connect + MM2 setup on this machine."
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -77,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     Click handles usage errors itself (exit 2, with the usage line) and exits through ``SystemExit``.
     """
     try:
-        app(args=argv)
+        app(args=argv, prog_name=PROG_NAME)
     except Mm2ctlError as exc:
         typer.echo(f"mm2ctl: error: {exc}", err=True)
         sys.exit(int(exc.exit_code))

@@ -1,9 +1,10 @@
 """The CLI's contract with scripts: one-line errors, documented exit codes, --json results, a --pair checked
-before any I/O, helpful --help."""
+before any I/O, shell completion, helpful --help."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -229,3 +230,47 @@ def test_every_command_and_option_says_what_it_is_for(path: str, command: Any) -
     assert (command.help or "").strip(), f"{path} has no help"
     silent = [p.name for p in command.params if not (getattr(p, "help", None) or "").strip()]
     assert not silent, f"{path}: no help for {silent}"
+
+
+# --- as a subprocess: completion, python -m ----------------------------------------------------------------
+
+
+def test_python_m_mm2ctl_runs_as_mm2ctl() -> None:
+    out = run_cli("version")
+    assert out.returncode == 0 and out.stdout.strip() == mm2ctl.__version__
+    usage = run_cli("plan", "--help")
+    assert "Usage: mm2ctl plan" in usage.stdout
+
+
+def _console_script() -> str:
+    script = Path(sys.executable).parent / "mm2ctl"
+    assert script.exists(), "the mm2ctl console script is not installed next to this interpreter"
+    return str(script)
+
+
+def test_install_completion_writes_a_bash_script_for_mm2ctl(tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path), "SHELL": "/bin/bash"}
+    shown = run_cli("--show-completion", "bash", env=env)
+    assert shown.returncode == 0
+    assert "_MM2CTL_COMPLETE=complete_bash" in shown.stdout and "complete -o default -F" in shown.stdout
+    assert shown.stdout.rstrip().endswith(" mm2ctl")
+    installed = subprocess.run(
+        [_console_script(), "--install-completion"], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert installed.returncode == 0, installed.stderr
+    script = tmp_path / ".bash_completions" / "mm2ctl.sh"
+    assert script.read_text().strip() == shown.stdout.strip()
+    assert str(script) in (tmp_path / ".bashrc").read_text()
+
+
+@pytest.mark.parametrize("how", ["console script", "python -m"])
+def test_completion_answers_for_mm2ctl(how: str) -> None:
+    argv = [_console_script()] if how == "console script" else [sys.executable, "-m", "mm2ctl"]
+    env = {**os.environ, "_MM2CTL_COMPLETE": "complete_bash", "COMP_WORDS": "mm2ctl plan tr", "COMP_CWORD": "2"}
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["truncate-offset-syncs"]
+    # Completing after a malformed --pair neither fails nor checks the flow.
+    env["COMP_WORDS"], env["COMP_CWORD"] = "mm2ctl plan failover --pair A=>B --mm2", "5"
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and done.stdout.split() == ["--mm2-config"], done.stderr
