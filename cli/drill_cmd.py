@@ -238,11 +238,11 @@ def demo(
         fields = {
             "command": "demo",
             "lab_dir": str(lab_dir),
-            "workdir": str(base),
             "kept": keep,
             "groups": {} if scenario is None else dict(scenario.groups),
             "steps": out.steps,
             # Only paths still on disk: a demo that started its own lab removes its folder unless --keep.
+            "workdir": str(base) if base.exists() else None,
             "plan": str(plan) if plan.exists() else None,
             "journal": str(journal) if journal.exists() else None,
             "drill": None if drilled is None else drilled.to_json(),
