@@ -1,7 +1,9 @@
-"""``mm2ctl drill`` and ``mm2ctl demo``: parse options, call ``remediate.drill`` / ``remediate.demo``, render.
+"""``mm2ctl drill`` and ``mm2ctl demo``: parse options, call ``drill.failover_drill`` / ``drill.demo``, render.
 
 The demo drives the other commands as subprocesses (``python -m mm2ctl ...``) and shows each command
-line before its output, so what it prints is exactly what an operator would type.
+line before its output, so what it prints is exactly what an operator would type. With ``--json`` that
+transcript goes to stderr and stdout holds one result: the commands run with their exit codes, the plan
+and journal paths, the drill's result, ``exit_code`` and ``exit_meaning``.
 """
 
 from __future__ import annotations
@@ -13,13 +15,17 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
+from mm2ctl.cli.options import URL_ENV, JsonOutput, mm2_config_option, pair_option
+from mm2ctl.cli.render import drill_table, result_json
 from mm2ctl.core.errors import ConfigError
-from mm2ctl.core.exit_codes import ExitCode
-from mm2ctl.drill.failover_drill import DrillOptions, DrillResult, render_table
+from mm2ctl.core.exit_codes import ExitCode, meaning_of
+from mm2ctl.drill.failover_drill import DrillOptions, DrillResult
 
 
 def _say(quiet: bool) -> Callable[[str], None]:
@@ -31,7 +37,7 @@ def _finish(results: list[DrillResult], as_json: bool) -> None:
         typer.echo(json.dumps([r.to_json() for r in results], indent=2))
     else:
         for r in results:
-            typer.echo("\n".join(render_table(r)))
+            typer.echo("\n".join(drill_table(r)))
     if not all(r.goals_met for r in results):
         typer.echo("mm2ctl: error: the drill missed its goal for (c) or (d)", err=True)
         raise typer.Exit(int(ExitCode.DRILL_GOAL_MISSED))
@@ -42,13 +48,16 @@ def drill(
     replication_policy: list[str] = typer.Option(
         [], "--replication-policy", help="Lab mode: default | identity (repeatable; default: both)."
     ),
-    mm2_config: str | None = typer.Option(None, "--mm2-config", help="Drill given clusters instead of the lab."),
-    pair: str | None = typer.Option(None, "--pair", help="With --mm2-config: the flow A->B."),
+    mm2_config: Annotated[
+        str | None, mm2_config_option("Drill these clusters instead of the lab (with --pair and --connect-url).")
+    ] = None,
+    pair: Annotated[str | None, pair_option("With --mm2-config: the flow to drill, SOURCE->TARGET.")] = None,
     connect_url: str | None = typer.Option(
         None,
         "--connect-url",
-        envvar="MM2CTL_CONNECT_URL",
-        help="With --mm2-config: the Connect worker running the flow.",
+        envvar=URL_ENV,
+        metavar="URL",
+        help="With --mm2-config: the Connect worker running the flow (one URL, no authentication).",
     ),
     name_prefix: str = typer.Option(
         "mm2ctl-drill", "--name-prefix", help="With --mm2-config: topic/group name prefix the flow mirrors."
@@ -58,11 +67,11 @@ def drill(
         "--stop-mirroring",
         help="With --mm2-config: let (d) stop the pair's connectors (the lab's own drill flow always does).",
     ),
-    partitions: int = typer.Option(3, "--partitions", min=1),
+    partitions: int = typer.Option(3, "--partitions", min=1, help="Partitions of the drill's topic."),
     rate: float = typer.Option(150.0, "--rate", help="Transactional records per second while MM2 runs."),
     keep: bool = typer.Option(False, "--keep", help="Lab mode: keep the drill flow's connectors."),
     workdir: Path | None = typer.Option(None, "--workdir", help="Keep the plans and journals here."),
-    as_json: bool = typer.Option(False, "--json", help="The results as JSON."),
+    as_json: bool = typer.Option(False, "--json", help="The results as a JSON list, one object per drill."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
 ) -> None:
     """Measure messages lost and duplicated at failover for (a) raw offsets, (b) MM2's sync.group.offsets,
@@ -105,53 +114,86 @@ def drill(
     _finish(results, as_json)
 
 
-def _run(args: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> None:
-    typer.echo(f"\n$ mm2ctl {' '.join(args)}")
-    proc = subprocess.run(
-        [sys.executable, "-m", "mm2ctl", *args],
-        env=env,
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        timeout=600,
-    )
-    typer.echo(proc.stdout.rstrip())
-    if proc.returncode not in ok:
-        typer.echo(f"(exit {proc.returncode})")
-        raise typer.Exit(proc.returncode)
-    if proc.returncode:
-        typer.echo(f"(exit {proc.returncode}, as expected)")
+class _StepFailed(Exception):
+    """A command of the demo ended with an exit code the demo did not expect."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(f"exit {code}")
+        self.code = code
+
+
+@dataclass
+class _Transcript:
+    """What the demo runs, shown as it goes (on stderr when stdout is for ``--json``) and kept for the result."""
+
+    to_stderr: bool
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+    def say(self, text: str) -> None:
+        typer.echo(text, err=self.to_stderr)
+
+    def record(self, command: str, code: int) -> None:
+        self.steps.append({"command": command, "exit_code": code, "exit_meaning": meaning_of(code)})
+
+    def run(self, args: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> None:
+        """Run ``mm2ctl ARGS`` as an operator would, show its output, and stop the demo on an unexpected code."""
+        command = f"mm2ctl {' '.join(args)}"
+        self.say(f"\n$ {command}")
+        proc = subprocess.run(
+            [sys.executable, "-m", "mm2ctl", *args],
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=600,
+        )
+        self.say(proc.stdout.rstrip())
+        self.record(command, proc.returncode)
+        if proc.returncode not in ok:
+            self.say(f"(exit {proc.returncode})")
+            raise _StepFailed(proc.returncode)
+        if proc.returncode:
+            self.say(f"(exit {proc.returncode}, as expected)")
 
 
 def demo(
     lab_dir: Path | None = typer.Option(None, "--lab-dir", help="Use this running lab (default: start one)."),
     keep: bool = typer.Option(False, "--keep", help="Leave the lab (and the demo flow) running."),
     no_drill: bool = typer.Option(False, "--no-drill", help="Skip the final drill."),
+    as_json: JsonOutput = False,
 ) -> None:
-    """Lab up, traffic and broken groups, inspect, plan failover, show, apply (dry run, then for real), drill."""
+    """Lab up, traffic and broken groups, inspect, plan failover, show, apply (dry run, then for real), drill.
+
+    Exit 17 when the drill misses its goal, or the exit code of the first command that failed.
+    """
     from mm2ctl.drill.demo import build_scenario, remove_flow
     from mm2ctl.drill.failover_drill import drill_on_lab
     from mm2ctl.lab import lab as lab_core
 
     say = _say(False)
+    out = _Transcript(to_stderr=as_json)
     started = lab_dir is None
     base = Path(tempfile.mkdtemp(prefix="mm2ctl-demo-"))
     if lab_dir is None:
         lab_dir = base / "lab"
-        typer.echo(f"$ mm2ctl lab up --dir {lab_dir}")
+        out.say(f"$ mm2ctl lab up --dir {lab_dir}")
         info = lab_core.up(lab_dir, progress=lambda m: typer.echo(f"lab: {m}", err=True))
+        out.record(f"mm2ctl lab up --dir {lab_dir}", 0)
     else:
         info = lab_core.read_lab(lab_dir)
     env = {**os.environ, "MM2CTL_STATE_DIR": str(base / "state")}
-    env.pop("MM2CTL_CONNECT_URL", None)
+    env.pop(URL_ENV, None)
     scenario = None
+    plan = base / "failover.yaml"
+    journal = base / "failover.journal.jsonl"
+    drilled: DrillResult | None = None
+    code = int(ExitCode.OK)
     try:
         scenario = build_scenario(info, progress=lambda m: typer.echo(f"demo: {m}", err=True))
         cfg, pair = scenario.flow.mm2_config, scenario.pair
-        typer.echo("groups: " + ", ".join(f"{k}={g}" for k, g in scenario.groups.items()))
-        _run(["inspect", "--mm2-config", cfg, "--pair", pair, "--quiet"], env, ok=(0, 10))
-        plan = base / "failover.yaml"
-        _run(
+        out.say("groups: " + ", ".join(f"{k}={g}" for k, g in scenario.groups.items()))
+        out.run(["inspect", "--mm2-config", cfg, "--pair", pair, "--quiet"], env, ok=(0, 10))
+        out.run(
             [
                 "plan",
                 "failover",
@@ -170,13 +212,19 @@ def demo(
             ],
             env,
         )
-        _run(["show", str(plan)], env)
-        _run(["apply", str(plan), "--dry-run"], env)
-        _run(["apply", str(plan), "--auto-approve", "--journal", str(base / "failover.journal.jsonl")], env)
+        out.run(["show", str(plan)], env)
+        out.run(["apply", str(plan), "--dry-run"], env)
+        out.run(["apply", str(plan), "--auto-approve", "--journal", str(journal)], env)
         if not no_drill:
-            typer.echo(f"\n$ mm2ctl drill --lab-dir {lab_dir} --replication-policy {info.replication_policy}")
-            result = drill_on_lab(info, replication_policy=info.replication_policy, keep=keep, progress=say)
-            _finish([result], as_json=False)
+            command = f"mm2ctl drill --lab-dir {lab_dir} --replication-policy {info.replication_policy}"
+            out.say(f"\n$ {command}")
+            drilled = drill_on_lab(info, replication_policy=info.replication_policy, keep=keep, progress=say)
+            code = int(ExitCode.OK if drilled.goals_met else ExitCode.DRILL_GOAL_MISSED)
+            out.record(command, code)
+            if not as_json:
+                typer.echo("\n".join(drill_table(drilled)))
+    except _StepFailed as failed:
+        code = failed.code
     finally:
         if not keep:
             if started:
@@ -185,4 +233,22 @@ def demo(
             elif scenario is not None:
                 remove_flow(info, scenario)
         else:
-            typer.echo(f"kept: lab {lab_dir}, plans and journal in {base}")
+            out.say(f"kept: lab {lab_dir}, plans and journal in {base}")
+    if as_json:
+        fields = {
+            "command": "demo",
+            "lab_dir": str(lab_dir),
+            "kept": keep,
+            "groups": {} if scenario is None else dict(scenario.groups),
+            "steps": out.steps,
+            # Only paths still on disk: a demo that started its own lab removes its folder unless --keep.
+            "workdir": str(base) if base.exists() else None,
+            "plan": str(plan) if plan.exists() else None,
+            "journal": str(journal) if journal.exists() else None,
+            "drill": None if drilled is None else drilled.to_json(),
+        }
+        typer.echo(result_json(fields, code))
+    if code == ExitCode.DRILL_GOAL_MISSED:
+        typer.echo("mm2ctl: error: the drill missed its goal for (c) or (d)", err=True)
+    if code:
+        raise typer.Exit(code)

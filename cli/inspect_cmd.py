@@ -7,10 +7,12 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from enum import StrEnum
 from pathlib import Path
-from typing import TextIO
+from typing import Annotated, TextIO
 
 import typer
 
+from mm2ctl.cli.options import MM2Config, pair_option
+from mm2ctl.cli.render import inspect_summary_lines
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.exit_codes import ExitCode
 
@@ -33,10 +35,11 @@ def _spark_conf(pairs: list[str]) -> dict[str, str]:
 
 
 def inspect(
-    mm2_config: Path = typer.Option(..., "--mm2-config", help="The MirrorMaker 2 properties file.", exists=False),
-    pair: list[str] = typer.Option(
-        [], "--pair", help="Flow to inspect, as A->B; repeatable. Default: every enabled pair."
-    ),
+    mm2_config: MM2Config,
+    pair: Annotated[
+        list[str] | None,
+        pair_option("A flow to inspect, SOURCE->TARGET; repeatable. Default: every enabled flow of the MM2 file."),
+    ] = None,
     groups: str | None = typer.Option(
         None, "--groups", help="Only groups matching this regex (after MM2's groups filter)."
     ),
@@ -77,7 +80,7 @@ def inspect(
     from mm2ctl.core.config import load_mm2_config
     from mm2ctl.inspector.admin_state import Selection, reach_clusters
     from mm2ctl.inspector.job import InspectOptions, run_inspection, select_pairs
-    from mm2ctl.inspector.report import summary_lines, write_csv, write_json_lines
+    from mm2ctl.inspector.report import write_csv, write_json_lines
     from mm2ctl.inspector.session import build_session
 
     for name, regex in (("--groups", groups), ("--topics", topics)):
@@ -92,11 +95,11 @@ def inspect(
     conf = _spark_conf(spark_conf)
     say: Callable[[str], None] = (lambda _m: None) if quiet else (lambda m: typer.echo(f"inspect: {m}", err=True))
     say("reaching the clusters")
-    reach_clusters(select_pairs(config, pair))
+    reach_clusters(select_pairs(config, pair or []))
     say("starting Spark")
     spark = build_session(spark_master, conf)
     options = InspectOptions(
-        pairs=tuple(pair),
+        pairs=tuple(pair or ()),
         selection=Selection(groups=groups, topics=topics, active_only=active_only),
         only_problems=only_problems,
     )
@@ -109,7 +112,7 @@ def inspect(
         target: TextIO
         with Path(output).open("w", newline="", encoding="utf-8") if output else nullcontext(sys.stdout) as target:
             if fmt is Format.table:
-                for line in summary_lines(result):
+                for line in inspect_summary_lines(result):
                     target.write(line + "\n")
             elif fmt is Format.csv:
                 write_csv(result.rows, target)

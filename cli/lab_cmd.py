@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 
 import typer
 
+from mm2ctl.cli.options import JsonOutput
+from mm2ctl.cli.render import lab_status_json, lab_status_lines, lab_up_lines, result_json
 from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.versions import DEFAULT_KAFKA_VERSION, RELEASES
@@ -50,39 +51,17 @@ def up(
     if as_json:
         typer.echo(info.to_json(), nl=False)
         return
-    typer.echo(f"Kafka {info.kafka_version} lab up in {info.boot_seconds:.1f}s ({info.dir})")
-    for c in info.clusters.values():
-        typer.echo(f"  {c.alias:<8} {c.bootstrap:<22} cluster id {c.cluster_id}")
-    typer.echo(f"  connect  {info.connect_url}")
-    typer.echo(f"  mm2 config: {info.mm2_config}")
+    typer.echo("\n".join(lab_up_lines(info)))
 
 
 @lab_app.command("status")
-def status(lab_dir: Path = _DIR, as_json: bool = typer.Option(False, "--json")) -> None:
+def status(lab_dir: Path = _DIR, as_json: bool = typer.Option(False, "--json", help="The status as JSON.")) -> None:
     """Show the clusters and the connector states. Exit 6 when anything is not healthy."""
     st = lab_core.status(lab_dir)
     if as_json:
-        out = {
-            "healthy": st.healthy,
-            "kafka_version": st.info.kafka_version,
-            "clusters": [asdict(c) for c in st.clusters],
-            "connect": {"url": st.info.connect_url, "alive": st.connect_alive},
-            "connectors": st.connectors,
-        }
-        typer.echo(json.dumps(out, indent=2, sort_keys=True))
+        typer.echo(json.dumps(lab_status_json(st), indent=2, sort_keys=True))
     else:
-        typer.echo(f"Kafka {st.info.kafka_version} lab in {st.info.dir}")
-        for c in st.clusters:
-            state = (
-                f"up, {c.topics} topics"
-                if c.reachable
-                else ("process alive, not answering" if c.process_alive else "down")
-            )
-            typer.echo(f"  {c.alias:<8} {c.bootstrap:<22} {state}")
-        typer.echo(f"  connect  {st.info.connect_url:<22} {'up' if st.connect_alive else 'down'}")
-        for name, s in sorted(st.connectors.items()):
-            tasks = ",".join(s["tasks"]) or "no tasks"  # type: ignore[arg-type]
-            typer.echo(f"    {name:<32} {s['state']:<9} tasks: {tasks}")
+        typer.echo("\n".join(lab_status_lines(st)))
     if not st.healthy:
         raise typer.Exit(int(ExitCode.LAB))
 
@@ -109,7 +88,12 @@ def jars(
 def down(
     lab_dir: Path = _DIR,
     remove: bool = typer.Option(False, "--rm", help="Also delete the lab folder (data and logs)."),
+    as_json: JsonOutput = False,
 ) -> None:
-    """Stop every process the lab started (SIGTERM, then SIGKILL at a deadline)."""
+    """Stop every process the lab started (SIGTERM, then SIGKILL at a deadline). Exit 6 when there is no lab."""
     stopped = lab_core.down(lab_dir, remove_data=remove)
-    typer.echo(f"lab down: stopped {len(stopped)} process(es)")
+    if as_json:
+        fields = {"command": "lab down", "dir": str(lab_dir.resolve()), "stopped_pids": stopped, "removed": remove}
+        typer.echo(result_json(fields))
+    else:
+        typer.echo(f"lab down: stopped {len(stopped)} process(es)")

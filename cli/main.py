@@ -1,8 +1,14 @@
-"""The ``mm2ctl`` command line: parse options, call the core, render; nothing else.
+"""The ``mm2ctl`` command line: the root app, which gathers one module per command group, and its one error
+handler.
 
-One handler (``main``) maps every ``Mm2ctlError`` to a one-line message on stderr and its documented exit
-code (core/exit_codes.py); anything else is a bug and exits 1 with the exception's one-line summary
-(``MM2CTL_DEBUG=1`` shows the traceback).
+``main`` maps every ``Mm2ctlError`` to a one-line message on stderr and its documented exit code
+(``core/exit_codes.py``); anything else is a bug and exits 1 with the exception's one-line summary
+(``MM2CTL_DEBUG=1`` shows the traceback). Under ``--json`` an error prints nothing on stdout, so a script
+reads either one JSON result or an exit code and a message.
+
+The program is named ``mm2ctl`` however it was started (the console script, or ``python -m mm2ctl``), so
+usage lines read ``mm2ctl …`` and shell completion answers to ``_MM2CTL_COMPLETE``:
+``mm2ctl --install-completion`` installs it for the current shell.
 """
 
 from __future__ import annotations
@@ -13,15 +19,21 @@ import sys
 
 import typer
 
+from mm2ctl.cli.apply_cmd import apply, rollback, show
 from mm2ctl.cli.drill_cmd import demo, drill
 from mm2ctl.cli.inspect_cmd import inspect
 from mm2ctl.cli.lab_cmd import lab_app
-from mm2ctl.cli.plan_cmd import apply, plan_app, rollback, show
+from mm2ctl.cli.options import JsonOutput
+from mm2ctl.cli.plan_cmd import plan_app
+from mm2ctl.cli.render import result_json
 from mm2ctl.core.errors import Mm2ctlError
 from mm2ctl.core.exit_codes import ExitCode
 
+#: The program's name in usage lines and for shell completion, however it was started.
+PROG_NAME = "mm2ctl"
+
 app = typer.Typer(
-    name="mm2ctl",
+    name=PROG_NAME,
     help=(
         "Inspect, plan and repair MirrorMaker 2 offsets.\n\n"
         "inspect classifies every consumer-group partition as synced or not, and says why; "
@@ -29,7 +41,7 @@ app = typer.Typer(
         "lab runs a real Kafka + Connect + MM2 setup on this machine."
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -55,11 +67,15 @@ def _root(
 
 
 @app.command()
-def version() -> None:
+def version(as_json: JsonOutput = False) -> None:
     """Print mm2ctl's version."""
-    from importlib.metadata import version as dist_version
+    from mm2ctl import __version__
 
-    typer.echo(dist_version("mm2ctl"))
+    if as_json:
+        python = ".".join(str(n) for n in sys.version_info[:3])
+        typer.echo(result_json({"command": "version", "version": __version__, "python": python}))
+    else:
+        typer.echo(__version__)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -68,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     Click handles usage errors itself (exit 2, with the usage line) and exits through ``SystemExit``.
     """
     try:
-        app(args=argv)
+        app(args=argv, prog_name=PROG_NAME)
     except Mm2ctlError as exc:
         typer.echo(f"mm2ctl: error: {exc}", err=True)
         sys.exit(int(exc.exit_code))

@@ -1,4 +1,9 @@
-"""Exit codes a script can trust. Documented in README.md ("Exit codes"); never renumber one."""
+"""Exit codes a script can trust, and what each means. Documented in README.md ("Exit codes"), whose table
+holds the same texts as ``ExitCode.meaning``; never renumber one.
+
+The meanings live here, once, so the table, a ``--json`` result (``exit_code`` with ``exit_meaning``) and
+the CLI's error handler cannot drift apart.
+"""
 
 from __future__ import annotations
 
@@ -42,3 +47,41 @@ class ExitCode(IntEnum):
     APPROVAL_REQUIRED = 16
     #: ``drill``/``demo``: the failover drill ran, and strategy (c) or (d) missed its loss/duplicate goal.
     DRILL_GOAL_MISSED = 17
+
+    @property
+    def meaning(self) -> str:
+        """The one-line meaning a user reads, as README.md's "Exit codes" table words it."""
+        return MEANINGS[self]
+
+
+#: README.md's "Exit codes" table, code by code (the table spells command names in backticks).
+MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "success",
+    ExitCode.ERROR: "unexpected error",
+    ExitCode.USAGE: "bad command-line usage",
+    ExitCode.CONFIG: "the MM2 properties file or a config option is malformed",
+    ExitCode.KAFKA: "a Kafka broker could not be reached, or an admin call failed",
+    ExitCode.CONNECT: "the Kafka Connect REST API failed or answered an error",
+    ExitCode.LAB: "the lab could not be resolved, started or stopped, or is not healthy (lab status)",
+    ExitCode.PLAN_INVALID: "a plan file is unreadable or invalid",
+    ExitCode.STALE: "the plan is stale, or a step's precondition does not hold",
+    ExitCode.FOREIGN_PLAN: "the plan was made for other clusters or another Connect worker",
+    ExitCode.PROBLEMS_FOUND: "inspect found at least one problem row",
+    ExitCode.APPLY_FAILED: "a step failed during apply or rollback; the journal says how to resume or roll back",
+    ExitCode.LOCKED: "another apply holds the lock",
+    ExitCode.JOURNAL: "a journal is unreadable or cannot be resumed",
+    ExitCode.CHANGES_PRESENT: "--detailed-exitcode: the plan has changes to make",
+    ExitCode.DECLINED: "the confirmation prompt was declined",
+    ExitCode.APPROVAL_REQUIRED: (
+        "apply/rollback would write, there is no terminal to confirm on, and --auto-approve was not given"
+    ),
+    ExitCode.DRILL_GOAL_MISSED: "drill/demo: strategy (c) or (d) missed its loss/duplicate goal",
+}
+
+
+def meaning_of(code: int) -> str:
+    """The meaning of a numeric exit code; codes mm2ctl never returns (a signal's 130) get a plain label."""
+    try:
+        return ExitCode(code).meaning
+    except ValueError:
+        return "interrupted" if code == 130 else f"exit code {code}"

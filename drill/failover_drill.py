@@ -712,40 +712,12 @@ def run_drill(
     )
 
 
-def render_table(result: DrillResult) -> list[str]:
-    """The drill's table, one line per strategy (the CLI prints it; the README quotes it)."""
-    lines = [
-        f"failover drill: {result.pair}, policy {result.replication_policy}, {result.topic} -> "
-        f"{result.remote_topic}, {result.partitions} partitions, {result.records} records "
-        f"({result.deleted_before_mirroring} deleted before mirroring, {result.transactions} transactions), "
-        f"group {result.group}, {result.seconds:.0f}s",
-        f"  {'strategy':<48} {'lost':>6} {'duplicated':>10}  goal",
-    ]
-    for s in result.strategies:
-        verdict = "" if s.goal is None else f"{s.goal}: {'met' if s.met else 'MISSED'}"
-        lines.append(f"  ({s.strategy.value}) {s.label:<44} {s.lost:>6} {s.duplicated:>10}  {verdict}")
-    for s in result.strategies:
-        offs = ", ".join(
-            f"p{x.partition}: {x.source_committed}->{'-' if x.target_offset is None else x.target_offset}"
-            for x in s.partitions
-        )
-        lines.append(f"  ({s.strategy.value}) offsets {offs}" + (f" [{s.detail}]" if s.detail else ""))
-    conservative = result.outcome(Strategy.CONSERVATIVE)
-    intervals = ", ".join(
-        f"p{x.partition}: {'-' if x.sync_interval is None else x.sync_interval}" for x in conservative.partitions
-    )
-    lines.append(f"  sync interval MM2 left at the commit point (offset.lag.max {result.offset_lag_max}): {intervals}")
-    lines.extend(f"  note: {n}" for n in result.notes)
-    return lines
-
-
 __all__ = [
     "DrillOptions",
     "DrillResult",
     "DrillTarget",
     "Strategy",
     "StrategyOutcome",
-    "render_table",
     "run_drill",
     "score",
 ]

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from mm2ctl.drill.failover_drill import DrillOptions, Strategy, drill_on_lab, render_table
+from mm2ctl.cli.render import drill_table
+from mm2ctl.drill.failover_drill import DrillOptions, Strategy, drill_on_lab
 from mm2ctl.lab.lab import LabInfo
 
 pytestmark = pytest.mark.integration
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.integration
 @pytest.mark.parametrize("policy", ["default", "identity"])
 def test_drill_goals(lab: LabInfo, policy: str, tmp_path: Path) -> None:
     result = drill_on_lab(lab, replication_policy=policy, options=DrillOptions(partitions=3), workdir=tmp_path)
-    print("\n".join(render_table(result)))
+    print("\n".join(drill_table(result)))
     assert result.replication_policy == policy
     d, c, a = (result.outcome(s) for s in (Strategy.VERIFIED, Strategy.CONSERVATIVE, Strategy.RAW))
     assert (d.lost, d.duplicated) == (0, 0), d

@@ -6,6 +6,7 @@ Every test works on its own isolated MM2 flow (``lab.add_flow``): its own connec
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from mm2ctl.core import records
 from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import Flow, LabInfo
+from mm2ctl.plans.serialize import load_plan
 from mm2ctl.remediate.journal import Journal
 from tests.integration.support import eventually, source_conf
 
@@ -119,16 +121,41 @@ def test_reset_mm2_apply_then_rollback_restores_exact_offsets(lab: LabInfo, stat
     assert no_tty.returncode == 16 and "--auto-approve" in no_tty.stderr
 
     journal = state_dir / "j.jsonl"
-    r = mm2ctl("apply", str(plan), "--auto-approve", "--journal", str(journal), state=state_dir)
+    r = mm2ctl("apply", str(plan), "--auto-approve", "--journal", str(journal), "--json", state=state_dir)
     assert r.returncode == 0, r.stderr
+    applied = json.loads(r.stdout)  # stdout holds the result alone; the review and progress went to stderr
+    made = load_plan(plan)
+    assert applied == {
+        "command": "apply",
+        "plan_id": made.plan_id,
+        "dry_run": False,
+        "steps": [f"step {s.index} ({s.kind.value}): applied" for s in made.steps],
+        "changes": sum(s.writes for s in made.steps),
+        "journal": str(journal),
+        "plan_file": str(plan),
+        "rollback_command": f"mm2ctl rollback {journal}",
+        "exit_code": 0,
+        "exit_meaning": "success",
+    }
     assert state(lab, flow) == "RUNNING"
     low = KafkaAdmin.connect(source_conf(lab)).partition_bounds([(f"mm2-offset-syncs.{flow.target_alias}.internal", 0)])
     assert next(iter(low.values())).earliest == len(before_syncs) or next(iter(low.values())).earliest > 0
     # MM2 replicated everything again from the start and committed the same upstream positions.
     eventually(lambda: offsets(lab, flow) == before["offsets"], timeout_s=60, what="re-replication")
 
-    rb = mm2ctl("rollback", str(journal), "--auto-approve", state=state_dir)
+    rb = mm2ctl("rollback", str(journal), "--auto-approve", "--json", state=state_dir)
     assert rb.returncode == 0, rb.stderr
+    rolled = json.loads(rb.stdout)
+    assert {k: rolled[k] for k in ("command", "plan_id", "dry_run", "journal", "exit_code", "exit_meaning")} == {
+        "command": "rollback",
+        "plan_id": made.plan_id,
+        "dry_run": False,
+        "journal": str(journal),
+        "exit_code": 0,
+        "exit_meaning": "success",
+    }
+    assert rolled["steps"] and all(line.startswith("rollback of step ") for line in rolled["steps"])
+    assert rolled["changes"] == len(rolled["steps"])
     assert snapshot(lab, flow) == before
     after_syncs = syncs(lab, flow)
     assert after_syncs[-len(before_syncs) :] == before_syncs  # re-produced, at new offsets
@@ -142,6 +169,12 @@ def test_stale_plan_is_refused_and_dry_run_writes_nothing(lab: LabInfo, state_di
 
     dry = mm2ctl("apply", str(plan), "--dry-run", "--detailed-exitcode", state=state_dir)
     assert dry.returncode == 14, dry.stderr
+    dry_json = mm2ctl("apply", str(plan), "--dry-run", "--detailed-exitcode", "--json", state=state_dir)
+    assert dry_json.returncode == 14, dry_json.stderr
+    doc = json.loads(dry_json.stdout)
+    assert (doc["command"], doc["dry_run"], doc["journal"], doc["plan_file"]) == ("apply", True, None, str(plan))
+    assert doc["changes"] > 0 and all(line.startswith("would apply step ") for line in doc["steps"])
+    assert (doc["exit_code"], doc["exit_meaning"]) == (14, "--detailed-exitcode: the plan has changes to make")
     assert snapshot(lab, flow) == before and syncs(lab, flow) == before_syncs
     assert not list(state_dir.glob("journals/**/*.jsonl"))
 

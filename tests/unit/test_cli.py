@@ -1,14 +1,25 @@
-"""The CLI's contract with scripts: one-line errors, documented exit codes, helpful --help."""
+"""The CLI's contract with scripts: one-line errors, documented exit codes, --json results, a --pair checked
+before any I/O, shell completion, helpful --help."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+import typer
 
-from mm2ctl.core.exit_codes import ExitCode
+import mm2ctl
+from mm2ctl.cli.main import app, main
+from mm2ctl.core.exit_codes import ExitCode, meaning_of
+from mm2ctl.lab.lab import ClusterInfo, LabInfo
+from mm2ctl.plans.serialize import write_plan_file
+from tests.unit.test_plan_samples import sample_plan
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -67,3 +78,199 @@ def test_exit_codes_are_distinct_and_documented(code: ExitCode) -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert f"| {int(code)} |" in readme, f"README's exit-code table lacks {code.name}"
     assert len({int(c) for c in ExitCode}) == len(ExitCode)
+
+
+# --- in process: the root app's one error handler, as the console script runs it ---------------------------
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``mm2ctl ARGS`` in this process (no interpreter start-up): exit code, stdout, stderr."""
+    with pytest.raises(SystemExit) as exited:
+        main(list(args))
+    out = capsys.readouterr()
+    code = exited.value.code
+    return (code if isinstance(code, int) else 0 if code is None else 1), out.out, out.err
+
+
+MISSING_MM2 = "/nonexistent/mm2ctl-test/mm2.properties"
+
+#: Every command that takes --pair, each with a --mm2-config that does not exist: were the MM2 file read
+#: before the flow is checked, the message would name the file instead.
+PAIR_COMMANDS = {
+    "inspect": ["inspect", "--mm2-config", MISSING_MM2],
+    "plan connectors": ["plan", "connectors", "stop", "--mm2-config", MISSING_MM2, "--out", "never.yaml"],
+    "plan reset-connector-offsets": ["plan", "reset-connector-offsets", "--mm2-config", MISSING_MM2, "-o", "x.yaml"],
+    "plan truncate-offset-syncs": ["plan", "truncate-offset-syncs", "--mm2-config", MISSING_MM2, "-o", "x.yaml"],
+    "plan reset-mm2": ["plan", "reset-mm2", "--mm2-config", MISSING_MM2, "--out", "never.yaml"],
+    "plan failover": ["plan", "failover", "--mm2-config", MISSING_MM2, "--out", "never.yaml"],
+    "drill --mm2-config": ["drill", "--mm2-config", MISSING_MM2, "--connect-url", "http://127.0.0.1:9"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(PAIR_COMMANDS))
+def test_a_malformed_pair_is_refused_before_any_file_is_read(
+    command: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = PAIR_COMMANDS[command]
+    code, out, err = run_main(capsys, *args, "--pair", "A=>B")
+    assert code == ExitCode.CONFIG, err
+    assert err == "mm2ctl: error: 'A=>B' is not a flow name; write it as SOURCE->TARGET\n"
+    assert out == ""
+    # The control: with a well-formed flow the same command goes on, and fails on the missing file.
+    code, _, err = run_main(capsys, *args, "--pair", "A->B")
+    assert err == f"mm2ctl: error: {MISSING_MM2}: file not found\n"
+    assert not list(tmp_path.iterdir())  # no plan file, nothing written
+
+
+def test_a_malformed_pair_is_refused_before_the_drill_looks_for_its_lab(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    lab = str(tmp_path / "no-lab")
+    assert run_main(capsys, "drill", "--lab-dir", lab, "--pair", "A->B")[0] == ExitCode.LAB
+    code, _, err = run_main(capsys, "drill", "--lab-dir", lab, "--pair", "A=>B")
+    assert code == ExitCode.CONFIG and "'A=>B' is not a flow name" in err
+
+
+def test_every_given_inspect_pair_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_main(capsys, "inspect", "--mm2-config", MISSING_MM2, "--pair", "A->B", "--pair", "B->B")
+    assert code == ExitCode.CONFIG and "'B->B': source and target are the same cluster" in err
+
+
+def test_version_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_main(capsys, "version", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["version"] == mm2ctl.__version__ and doc["command"] == "version"
+    assert (doc["exit_code"], doc["exit_meaning"]) == (0, "success")
+
+
+def test_show_renders_a_plan_and_its_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    plan = sample_plan()
+    write_plan_file(plan, tmp_path / "plan.yaml")
+    code, out, _ = run_main(capsys, "show", str(tmp_path / "plan.yaml"))
+    assert code == 0 and out.startswith(f"plan {plan.plan_id} (reset-mm2, pair A->B)")
+    assert "[cannot be undone by rollback]" in out
+    code, out, _ = run_main(capsys, "show", str(tmp_path / "plan.yaml"), "--json")
+    assert code == 0 and json.loads(out)["plan_id"] == plan.plan_id
+
+
+def test_apply_json_error_is_one_line_on_stderr_and_nothing_on_stdout(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    write_plan_file(sample_plan(mm2_config=MISSING_MM2), tmp_path / "plan.yaml")
+    code, out, err = run_main(capsys, "apply", str(tmp_path / "plan.yaml"), "--dry-run", "--json")
+    assert code == ExitCode.CONFIG
+    assert out == ""
+    assert err == f"mm2ctl: error: the MM2 properties file {MISSING_MM2} is gone; pass --mm2-config\n"
+
+
+def test_rollback_json_of_a_missing_journal_is_a_journal_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = run_main(capsys, "rollback", str(tmp_path / "none.jsonl"), "--json")
+    assert code == ExitCode.JOURNAL and out == "" and err.startswith("mm2ctl: error: ")
+
+
+def test_lab_down_json_without_a_lab_is_the_lab_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, err = run_main(capsys, "lab", "down", "--dir", str(tmp_path / "nothing-here"), "--json")
+    assert code == ExitCode.LAB and out == ""
+    assert err.startswith("mm2ctl: error: no lab in ") and err.count("\n") == 1
+
+
+def test_lab_down_json_reports_what_it_stopped(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    dead = subprocess.Popen(["true"])  # a pid that no longer runs: nothing for lab down to stop
+    dead.wait()
+    cluster = ClusterInfo(alias="primary", bootstrap="127.0.0.1:9", cluster_id="x", pid=dead.pid)
+    info = LabInfo(
+        dir=str(tmp_path),
+        kafka_version="3.9.2",
+        replication_policy="default",
+        offset_syncs_location="source",
+        clusters={"primary": cluster},
+        connect_url="http://127.0.0.1:9",
+        connect_pid=dead.pid,
+        connect_group="g",
+        connect_offsets_topic="connect-offsets",
+        connectors={},
+        mm2_config=str(tmp_path / "mm2.properties"),
+        started_at=0.0,
+    )
+    (tmp_path / "lab.json").write_text(info.to_json())
+    code, out, _ = run_main(capsys, "lab", "down", "--dir", str(tmp_path), "--json")
+    assert code == 0
+    assert json.loads(out) == {
+        "command": "lab down",
+        "dir": str(tmp_path.resolve()),
+        "stopped_pids": [],
+        "removed": False,
+        "exit_code": 0,
+        "exit_meaning": "success",
+    }
+
+
+def test_exit_code_meanings_are_the_readme_table() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    table = dict(re.findall(r"^\| (\d+) \| (.+) \|$", section, flags=re.MULTILINE))
+    assert {int(k): v.replace("`", "") for k, v in table.items()} == {int(c): c.meaning for c in ExitCode}
+    assert meaning_of(130) == "interrupted" and meaning_of(99) == "exit code 99"
+
+
+def _commands(command: Any, path: str = "mm2ctl") -> list[tuple[str, Any]]:
+    """Every command under ``command`` (typer's click objects), with its command line."""
+    found = [(path, command)]
+    for name, sub in getattr(command, "commands", {}).items():
+        found += _commands(sub, f"{path} {name}")
+    return found
+
+
+@pytest.mark.parametrize(("path", "command"), _commands(typer.main.get_command(app)), ids=lambda v: str(v))
+def test_every_command_and_option_says_what_it_is_for(path: str, command: Any) -> None:
+    assert (command.help or "").strip(), f"{path} has no help"
+    silent = [p.name for p in command.params if not (getattr(p, "help", None) or "").strip()]
+    assert not silent, f"{path}: no help for {silent}"
+
+
+# --- as a subprocess: completion, python -m ----------------------------------------------------------------
+
+
+def test_python_m_mm2ctl_runs_as_mm2ctl() -> None:
+    out = run_cli("version")
+    assert out.returncode == 0 and out.stdout.strip() == mm2ctl.__version__
+    usage = run_cli("plan", "--help")
+    assert "Usage: mm2ctl plan" in usage.stdout
+
+
+def _console_script() -> str:
+    script = Path(sys.executable).parent / "mm2ctl"
+    assert script.exists(), "the mm2ctl console script is not installed next to this interpreter"
+    return str(script)
+
+
+def test_install_completion_writes_a_bash_script_for_mm2ctl(tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path), "SHELL": "/bin/bash"}
+    shown = run_cli("--show-completion", "bash", env=env)
+    assert shown.returncode == 0
+    assert "_MM2CTL_COMPLETE=complete_bash" in shown.stdout and "complete -o default -F" in shown.stdout
+    assert shown.stdout.rstrip().endswith(" mm2ctl")
+    installed = subprocess.run(
+        [_console_script(), "--install-completion"], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert installed.returncode == 0, installed.stderr
+    script = tmp_path / ".bash_completions" / "mm2ctl.sh"
+    assert script.read_text().strip() == shown.stdout.strip()
+    assert str(script) in (tmp_path / ".bashrc").read_text()
+
+
+@pytest.mark.parametrize("how", ["console script", "python -m"])
+def test_completion_answers_for_mm2ctl(how: str) -> None:
+    argv = [_console_script()] if how == "console script" else [sys.executable, "-m", "mm2ctl"]
+    env = {**os.environ, "_MM2CTL_COMPLETE": "complete_bash", "COMP_WORDS": "mm2ctl plan tr", "COMP_CWORD": "2"}
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["truncate-offset-syncs"]
+    # Completing after a malformed --pair neither fails nor checks the flow.
+    env["COMP_WORDS"], env["COMP_CWORD"] = "mm2ctl plan failover --pair A=>B --mm2", "5"
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and done.stdout.split() == ["--mm2-config"], done.stderr

@@ -86,7 +86,7 @@ def test_driver_partition_numbers_match_the_spark_ones(spark: Any) -> None:
 def test_parquet_rows_skip_the_dictionary_on_near_unique_columns_only(spark: Any, tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    from mm2ctl.inspector.job import PARQUET_PLAIN_COLUMNS, parquet_writer_options
+    from mm2ctl.inspector.report import PARQUET_PLAIN_COLUMNS, parquet_writer_options
 
     rows = spark.range(2000).selectExpr("id AS source_offset", "IF(id % 2 = 0, 'synced', 'stale_sync') AS status")
     out = tmp_path / "rows.parquet"

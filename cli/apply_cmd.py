@@ -1,0 +1,212 @@
+"""``mm2ctl show``, ``apply`` and ``rollback``: load a plan or journal, call the engine, render the result.
+
+The engine (``remediate.engine``) owns every check, the lock and the journal; this module asks for
+confirmation, picks the MM2 file and the Connect workers, and reports.
+
+With ``--json`` the result goes to stdout as one document (``render.result_json``: the steps done, the
+journal, ``exit_code`` and ``exit_meaning``), and the plan review and progress stay on stderr. An error
+prints nothing on stdout: its one-line message on stderr and the exit code are the whole answer.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import typer
+
+from mm2ctl.cli.options import (
+    ConnectCa,
+    ConnectCert,
+    ConnectKey,
+    ConnectOptions,
+    ConnectPassword,
+    ConnectUrls,
+    ConnectUser,
+    JsonOutput,
+    MM2ConfigOverride,
+)
+from mm2ctl.cli.render import (
+    apply_line,
+    dry_run_lines,
+    render_plan,
+    result_json,
+    rollback_lines,
+    run_fields,
+)
+from mm2ctl.core.errors import ApprovalRequiredError, ConfigError
+from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.core.properties import load_properties
+from mm2ctl.plans.live_state import LiveState
+from mm2ctl.plans.model import Plan
+from mm2ctl.plans.serialize import dump_plan_json, load_plan
+from mm2ctl.remediate import engine
+
+_AUTO_APPROVE = typer.Option(False, "--auto-approve", help="Do not ask for confirmation (scripts, CI).")
+_SECRETS = typer.Option(
+    None,
+    "--secrets-file",
+    help="Properties file with the secret connector config values a re-created connector needs "
+    "(plans never hold secrets).",
+)
+
+
+def _progress() -> Callable[[str], None]:
+    return lambda msg: typer.echo(f"mm2ctl: {msg}", err=True)
+
+
+def show(
+    plan_file: Path = typer.Argument(..., help="A plan file written by `mm2ctl plan`."),
+    as_json: bool = typer.Option(False, "--json", help="The plan document as JSON."),
+) -> None:
+    """Render a plan for review: what it was made for, each step, what rollback cannot undo."""
+    plan = load_plan(plan_file)
+    typer.echo(dump_plan_json(plan) if as_json else render_plan(plan))
+
+
+def _confirm(question: str, auto_approve: bool) -> None:
+    if auto_approve:
+        return
+    if not sys.stdin.isatty():
+        raise ApprovalRequiredError(
+            "this changes live clusters and there is no terminal to confirm on; "
+            "review the plan, then pass --auto-approve"
+        )
+    if not typer.confirm(question, default=False, err=True):
+        raise typer.Exit(int(ExitCode.DECLINED))
+
+
+def _secrets(path: Path | None) -> dict[str, str]:
+    return {} if path is None else load_properties(path).as_dict()
+
+
+def _mm2_of(plan: Plan, override: str | None) -> str:
+    path = override or plan.mm2_config
+    if not path:
+        raise ConfigError("the plan does not name its MM2 properties file; pass --mm2-config")
+    if not os.path.exists(path):
+        raise ConfigError(f"the MM2 properties file {path} is gone; pass --mm2-config")
+    return path
+
+
+def _live(plan: Plan, mm2_config: str | None, c: ConnectOptions) -> LiveState:
+    """Live state over the plan's MM2 file (or the override) and workers (``--connect-url`` wins)."""
+    return c.live_state(_mm2_of(plan, mm2_config), plan.connect.urls if plan.connect else ())
+
+
+def apply(
+    plan_file: Path | None = typer.Argument(None, help="The plan to apply (omit with --resume)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Every read and check, no write, no journal, no lock."),
+    auto_approve: bool = _AUTO_APPROVE,
+    journal: Path | None = typer.Option(
+        None, "--journal", help="Where to write the journal (default: under $MM2CTL_STATE_DIR)."
+    ),
+    resume: Path | None = typer.Option(None, "--resume", help="Continue the apply recorded in this journal."),
+    detailed: bool = typer.Option(
+        False, "--detailed-exitcode", help="With --dry-run: exit 14 when the plan has changes, 0 when none."
+    ),
+    secrets_file: Path | None = _SECRETS,
+    mm2_config: MM2ConfigOverride = None,
+    connect_url: ConnectUrls = None,
+    connect_user: ConnectUser = None,
+    connect_password: ConnectPassword = None,
+    connect_ca: ConnectCa = None,
+    connect_cert: ConnectCert = None,
+    connect_key: ConnectKey = None,
+    as_json: JsonOutput = False,
+) -> None:
+    """Apply a plan: refuse stale or foreign plans, lock, journal every step, stop at the first failure."""
+    c = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
+    progress = _progress()
+    if resume is not None:
+        from mm2ctl.remediate.journal import Journal
+
+        with Journal.open(resume) as j:
+            plan = j.state.plan
+        live = _live(plan, mm2_config, c)
+        _confirm(f"Resume applying plan {plan.plan_id}?", auto_approve)
+        result = engine.resume_apply(resume, live, progress=progress, operator_secrets=_secrets(secrets_file))
+        if as_json:
+            typer.echo(result_json(run_fields("apply", result, plan, resumed=True)))
+        else:
+            typer.echo(apply_line(result, resumed=True))
+        return
+    if plan_file is None:
+        raise ConfigError("give a plan file, or --resume JOURNAL")
+    plan = load_plan(plan_file)
+    live = _live(plan, mm2_config, c)
+    if dry_run:
+        result = engine.dry_run(plan, live, progress=progress)
+        code = ExitCode.CHANGES_PRESENT if detailed and result.changes else ExitCode.OK
+        if as_json:
+            typer.echo(result_json(run_fields("apply", result, plan, plan_file=str(plan_file)), code))
+        else:
+            typer.echo("\n".join(dry_run_lines(plan, result)))
+        if code:
+            raise typer.Exit(int(code))
+        return
+    if not plan.steps:
+        if as_json:
+            nothing = engine.RunResult(journal=None, dry_run=False)
+            typer.echo(result_json(run_fields("apply", nothing, plan, plan_file=str(plan_file))))
+        else:
+            typer.echo("the plan has no steps: nothing to apply")
+        return
+    typer.echo(render_plan(plan), err=True)
+    _confirm(f"Apply these {len(plan.steps)} step(s)?", auto_approve)
+    result = engine.apply_plan(
+        plan,
+        live,
+        journal_path=journal,
+        plan_path=str(plan_file.resolve()),
+        progress=progress,
+        operator_secrets=_secrets(secrets_file),
+    )
+    if as_json:
+        typer.echo(
+            result_json(
+                run_fields(
+                    "apply",
+                    result,
+                    plan,
+                    plan_file=str(plan_file),
+                    rollback_command=f"mm2ctl rollback {result.journal}",
+                )
+            )
+        )
+    else:
+        typer.echo(apply_line(result, resumed=False))
+
+
+def rollback(
+    journal: Path = typer.Argument(..., help="The journal of the apply to undo."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Check every guard, undo nothing."),
+    auto_approve: bool = _AUTO_APPROVE,
+    secrets_file: Path | None = _SECRETS,
+    mm2_config: MM2ConfigOverride = None,
+    connect_url: ConnectUrls = None,
+    connect_user: ConnectUser = None,
+    connect_password: ConnectPassword = None,
+    connect_ca: ConnectCa = None,
+    connect_cert: ConnectCert = None,
+    connect_key: ConnectKey = None,
+    as_json: JsonOutput = False,
+) -> None:
+    """Undo the completed steps of an apply, newest first, each behind a check that nothing moved since."""
+    from mm2ctl.remediate.journal import Journal
+
+    c = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
+    with Journal.open(journal) as j:
+        plan = j.state.plan
+    live = _live(plan, mm2_config, c)
+    if not dry_run:
+        _confirm(f"Roll back the apply recorded in {journal}?", auto_approve)
+    result = engine.rollback(
+        journal, live, dry_run_only=dry_run, progress=_progress(), operator_secrets=_secrets(secrets_file)
+    )
+    if as_json:
+        typer.echo(result_json(run_fields("rollback", result, plan)))
+    else:
+        typer.echo("\n".join(rollback_lines(result)))

@@ -1,0 +1,153 @@
+"""Options that several commands share, declared once: the Connect connection, the MM2 file, ``--pair`` and
+``--json``.
+
+A command takes them as ``Annotated`` aliases (``connect_url: ConnectUrls = None``), so the flag, its help
+and its checks are written here and nowhere else, and ``ConnectOptions.of(...)`` turns the six Connect
+values into one typed object.
+
+``--pair`` runs ``core.flows.parse_flow`` as a click callback: a malformed flow is a ``ConfigError``
+(exit 3) while the options are parsed, before the command reads a file or reaches a cluster.
+
+Secrets (``--connect-password`` / ``MM2CTL_CONNECT_PASSWORD``) go straight into the client factory and are
+never echoed, written or logged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from mm2ctl.core.flows import parse_flow
+
+if TYPE_CHECKING:
+    from mm2ctl.plans.live_state import LiveState
+
+#: Read by typer itself; the same name the Connect client factory documents for URLs.
+PASSWORD_ENV = "MM2CTL_CONNECT_PASSWORD"
+URL_ENV = "MM2CTL_CONNECT_URL"
+
+
+def check_flows(ctx: typer.Context, value: str | list[str] | None) -> str | list[str] | None:
+    """The ``--pair`` callback: every given flow must parse (``ConfigError``, exit 3, otherwise).
+
+    Shell completion parses the command line resiliently; then nothing is checked."""
+    if ctx.resilient_parsing or value is None:
+        return value
+    for name in [value] if isinstance(value, str) else value:
+        parse_flow(name)
+    return value
+
+
+def pair_option(help_text: str) -> Any:
+    """A ``--pair`` option checked by :func:`check_flows`; commands word its help for what the flow is to them."""
+    return typer.Option("--pair", callback=check_flows, metavar="SOURCE->TARGET", help=help_text)
+
+
+def mm2_config_option(help_text: str) -> Any:
+    """A ``--mm2-config`` option (the MirrorMaker 2 properties file)."""
+    return typer.Option("--mm2-config", metavar="FILE", help=help_text)
+
+
+#: The flow a command works on, required.
+Pair = Annotated[str, pair_option("The MM2 flow to work on, SOURCE->TARGET (as in the MM2 file's A->B.enabled).")]
+#: A flow that narrows which MM2 connectors a command works on.
+ConnectorsPair = Annotated[
+    str | None, pair_option("The MM2 connectors of this flow, SOURCE->TARGET (instead of, or with, --connector).")
+]
+#: The MM2 properties file a plan is made from, required.
+MM2Config = Annotated[
+    str, mm2_config_option("The MirrorMaker 2 properties file (connect-mirror-maker.properties format).")
+]
+#: For commands that start from a plan or journal, which names its own MM2 file.
+MM2ConfigOverride = Annotated[
+    str | None,
+    mm2_config_option("The MirrorMaker 2 properties file. Default: the file the plan was made from."),
+]
+#: Print the command's result as one JSON document on stdout instead of text.
+JsonOutput = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help="Print the result as one JSON document on stdout, with exit_code and exit_meaning. "
+        "On an error stdout stays empty: the one-line message on stderr and the exit code tell it.",
+    ),
+]
+
+ConnectUrls = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--connect-url",
+        metavar="URL",
+        help=f"A Kafka Connect worker's REST URL; repeatable. Default: ${URL_ENV} (comma separated), "
+        "then the workers the plan names. Omit for dedicated-mode MM2, which has no REST API.",
+    ),
+]
+ConnectUser = Annotated[str | None, typer.Option("--connect-user", help="Basic-auth user for the Connect REST API.")]
+ConnectPassword = Annotated[
+    str | None,
+    typer.Option(
+        "--connect-password",
+        envvar=PASSWORD_ENV,
+        show_default=False,
+        show_envvar=True,
+        help="Basic-auth password for the Connect REST API (prefer the environment variable: "
+        "a command line is visible to other users).",
+    ),
+]
+ConnectCa = Annotated[
+    str | None, typer.Option("--connect-ca", metavar="PEM", help="CA bundle to verify the Connect workers' TLS.")
+]
+ConnectCert = Annotated[
+    str | None,
+    typer.Option("--connect-cert", metavar="PEM", help="Client certificate for mutual TLS with Connect."),
+]
+ConnectKey = Annotated[
+    str | None,
+    typer.Option("--connect-key", metavar="PEM", help="Client key for mutual TLS (when not inside --connect-cert)."),
+]
+
+
+@dataclass(frozen=True)
+class ConnectOptions:
+    """How to reach the Kafka Connect REST API, as the shared options gave it."""
+
+    urls: tuple[str, ...]
+    user: str | None = None
+    password: str | None = None
+    ca: str | None = None
+    cert: str | None = None
+    key: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        urls: list[str] | None,
+        user: str | None,
+        password: str | None,
+        ca: str | None,
+        cert: str | None,
+        key: str | None,
+    ) -> ConnectOptions:
+        return cls(tuple(urls or ()), user, password, ca, cert, key)
+
+    def resolved_urls(self, fallback: tuple[str, ...] = ()) -> list[str]:
+        """``--connect-url``, else ``$MM2CTL_CONNECT_URL``, else ``fallback`` (the workers a plan names)."""
+        from mm2ctl.connect_client.factory import connect_urls_from_env
+
+        return list(self.urls) or connect_urls_from_env() or list(fallback)
+
+    def live_state(self, mm2_config: str, fallback_urls: tuple[str, ...] = ()) -> LiveState:
+        """The live-state reader over the MM2 file and (unless dedicated mode) these Connect workers."""
+        from mm2ctl.plans.live_state import open_live_state
+
+        return open_live_state(
+            mm2_config,
+            connect_urls=self.resolved_urls(fallback_urls),
+            username=self.user,
+            password=self.password,
+            ca_file=self.ca,
+            cert_file=self.cert,
+            key_file=self.key,
+        )

@@ -1,0 +1,235 @@
+"""Everything the CLI shows a person or a script, in one place: plans, failover rows, the inspection's
+summary table, lab status, the drill's table, and the results of apply and rollback.
+
+Renderers return text (or a JSON-ready dict); the command modules only echo it. ``result_json`` gives every
+``--json`` result the same tail, ``exit_code`` and ``exit_meaning`` (``core.exit_codes``), so a script reads
+any command's outcome the same way.
+
+The domain types are imported for type checking only (and the drill's ``Strategy`` where it is used), so
+rendering never pulls Spark or a Kafka client into a command that does not need them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from mm2ctl.core.exit_codes import ExitCode, meaning_of
+
+if TYPE_CHECKING:
+    from mm2ctl.drill.failover_drill import DrillResult
+    from mm2ctl.inspector.job import InspectResult
+    from mm2ctl.lab.lab import LabInfo, LabStatus
+    from mm2ctl.plans.model import Plan
+    from mm2ctl.plans.planners.failover import FailoverReport
+    from mm2ctl.remediate.engine import RunResult
+
+
+# ------------------------------------------------------------------------------------------- results
+
+
+def result_json(fields: Mapping[str, Any], code: int = ExitCode.OK) -> str:
+    """A ``--json`` result: the command's fields, then the exit code it ends with and what that means."""
+    return json.dumps({**fields, "exit_code": int(code), "exit_meaning": meaning_of(code)}, indent=2)
+
+
+def run_fields(command: str, result: RunResult, plan: Plan, **extra: Any) -> dict[str, Any]:
+    """The JSON fields of an apply, resume, dry run or rollback: the steps done and the journal."""
+    return {
+        "command": command,
+        "plan_id": plan.plan_id,
+        "dry_run": result.dry_run,
+        "steps": list(result.steps),
+        "changes": result.changes,
+        "journal": None if result.journal is None else str(result.journal),
+        **extra,
+    }
+
+
+def dry_run_lines(plan: Plan, result: RunResult) -> list[str]:
+    return [
+        render_plan(plan),
+        f"dry run: every check passed; {result.changes} step(s) would change live state; nothing was written",
+    ]
+
+
+def apply_line(result: RunResult, *, resumed: bool) -> str:
+    if resumed:
+        return f"apply resumed and finished: {len(result.steps)} step(s); journal {result.journal}"
+    return (
+        f"apply succeeded: {len(result.steps)} step(s); journal {result.journal} "
+        f"(undo with: mm2ctl rollback {result.journal})"
+    )
+
+
+def rollback_lines(result: RunResult) -> list[str]:
+    return [*result.steps, "rollback dry run: nothing was changed" if result.dry_run else "rollback finished"]
+
+
+# ---------------------------------------------------------------------------------------------- plans
+
+
+def render_plan(plan: Plan) -> str:
+    """The human view of a plan: what it was made for, each step, what cannot be undone."""
+    lines = [f"plan {plan.plan_id} ({plan.kind.value}{', pair ' + plan.pair if plan.pair else ''})"]
+    if plan.description:
+        lines.append(f"  {plan.description}")
+    lines.append("  clusters: " + ", ".join(f"{a}={cid}" for a, cid in plan.clusters.items()))
+    if plan.connect is not None:
+        lines.append(
+            f"  connect: {', '.join(plan.connect.urls)} (Kafka {plan.connect.version}, "
+            f"cluster {plan.connect.kafka_cluster_id})"
+        )
+    if not plan.steps:
+        lines.append("  no changes: nothing to apply")
+    for s in plan.steps:
+        flag = "" if s.reversible else "  [cannot be undone by rollback]"
+        lines.append(f"  {s.index:>2}. {s.kind.value:<26} {s.description}{flag}")
+    for note in plan.notes:
+        lines.append(f"  note: {note}")
+    return "\n".join(lines)
+
+
+def failover_rows(report: FailoverReport, limit: int = 50) -> str:
+    """``plan failover``'s per-partition decisions, the first ``limit`` of them."""
+    lines = ["  group partitions (source offset -> target offset, method):"]
+    for r in report.rows[:limit]:
+        target = "untranslatable" if r.target_offset is None else str(r.target_offset)
+        before = "" if r.before_offset is None else f" (now {r.before_offset})"
+        method = "" if r.method is None else r.method.value
+        lines.append(f"    {r.group} {r.source_topic}/{r.partition}: {r.source_offset} -> {target}{before} {method}")
+    if len(report.rows) > limit:
+        lines.append(f"    ... {len(report.rows) - limit} more (see --json)")
+    return "\n".join(lines)
+
+
+def failover_rows_json(report: FailoverReport) -> list[dict[str, object]]:
+    """Every row of ``plan failover --json``."""
+    return [
+        {
+            "group": r.group,
+            "source_topic": r.source_topic,
+            "target_topic": r.target_topic,
+            "partition": r.partition,
+            "source_offset": r.source_offset,
+            "target_offset": r.target_offset,
+            "before_offset": r.before_offset,
+            "method": None if r.method is None else r.method.value,
+            "delta_candidate": r.delta_candidate,
+            "detail": r.detail,
+        }
+        for r in report.rows
+    ]
+
+
+# -------------------------------------------------------------------------------------------- inspect
+
+
+def inspect_summary_lines(result: InspectResult, *, max_problem_rows: int = 40) -> list[str]:
+    """The default ``table`` format: per pair and status, then notes, then the problem rows."""
+    from mm2ctl.inspector.report import ORDER
+
+    lines: list[str] = []
+    summary = result.summary.collect()
+    for pair in result.pairs:
+        rows = [r for r in summary if r["cluster_pair"] == pair]
+        total = rows[0]["pair_partitions"] if rows else 0
+        problems = rows[0]["pair_problem_partitions"] if rows else 0
+        problem_groups = rows[0]["pair_problem_groups"] if rows else 0
+        lines.append(f"{pair}: {total} group partition(s), {problems} problem(s) in {problem_groups} group(s)")
+        lines.append(f"  {'status':<26} {'ok':<4} {'partitions':>10} {'groups':>7} {'replay':>9} {'skip':>9}")
+        for r in rows:
+            lines.append(
+                f"  {r['status']:<26} {'yes' if r['is_ok'] else 'NO':<4} {r['partitions']:>10} {r['groups']:>7} "
+                f"{_num(r['replay_if_failover_now']):>9} {_num(r['skip_if_failover_now']):>9}"
+            )
+    for note in result.notes:
+        lines.append(f"note: {note.cluster_pair}: {note.topic} on {note.cluster}: {note.message}")
+    problems_frame = result.rows.where("NOT is_ok")
+    shown = problems_frame.orderBy(*ORDER).limit(max_problem_rows).collect()
+    if shown:
+        lines.append("")
+        lines.append("problem rows (group  topic/partition  source offset -> target offset  status: message)")
+        for r in shown:
+            target = _num(r["target_offset"])
+            lines.append(
+                f"  {r['group']}  {r['topic']}/{r['partition']}  {_num(r['source_offset'])} -> {target}"
+                f"  {r['status']}: {r['message']}" + (f" [{r['error']}]" if r["error"] else "")
+            )
+        more = problems_frame.count() - len(shown)
+        if more > 0:
+            lines.append(f"  … and {more} more; --format csv|json --output FILE writes every row")
+    return lines
+
+
+def _num(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+# ------------------------------------------------------------------------------------------------ lab
+
+
+def lab_up_lines(info: LabInfo) -> list[str]:
+    lines = [f"Kafka {info.kafka_version} lab up in {info.boot_seconds:.1f}s ({info.dir})"]
+    lines += [f"  {c.alias:<8} {c.bootstrap:<22} cluster id {c.cluster_id}" for c in info.clusters.values()]
+    lines.append(f"  connect  {info.connect_url}")
+    lines.append(f"  mm2 config: {info.mm2_config}")
+    return lines
+
+
+def lab_status_json(st: LabStatus) -> dict[str, Any]:
+    return {
+        "healthy": st.healthy,
+        "kafka_version": st.info.kafka_version,
+        "clusters": [asdict(c) for c in st.clusters],
+        "connect": {"url": st.info.connect_url, "alive": st.connect_alive},
+        "connectors": st.connectors,
+    }
+
+
+def lab_status_lines(st: LabStatus) -> list[str]:
+    lines = [f"Kafka {st.info.kafka_version} lab in {st.info.dir}"]
+    for c in st.clusters:
+        state = (
+            f"up, {c.topics} topics" if c.reachable else ("process alive, not answering" if c.process_alive else "down")
+        )
+        lines.append(f"  {c.alias:<8} {c.bootstrap:<22} {state}")
+    lines.append(f"  connect  {st.info.connect_url:<22} {'up' if st.connect_alive else 'down'}")
+    for name, s in sorted(st.connectors.items()):
+        tasks = ",".join(s["tasks"]) or "no tasks"  # type: ignore[arg-type]
+        lines.append(f"    {name:<32} {s['state']:<9} tasks: {tasks}")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------- drill
+
+
+def drill_table(result: DrillResult) -> list[str]:
+    """The drill's table, one line per strategy (the README quotes it)."""
+    from mm2ctl.drill.failover_drill import Strategy
+
+    lines = [
+        f"failover drill: {result.pair}, policy {result.replication_policy}, {result.topic} -> "
+        f"{result.remote_topic}, {result.partitions} partitions, {result.records} records "
+        f"({result.deleted_before_mirroring} deleted before mirroring, {result.transactions} transactions), "
+        f"group {result.group}, {result.seconds:.0f}s",
+        f"  {'strategy':<48} {'lost':>6} {'duplicated':>10}  goal",
+    ]
+    for s in result.strategies:
+        verdict = "" if s.goal is None else f"{s.goal}: {'met' if s.met else 'MISSED'}"
+        lines.append(f"  ({s.strategy.value}) {s.label:<44} {s.lost:>6} {s.duplicated:>10}  {verdict}")
+    for s in result.strategies:
+        offs = ", ".join(
+            f"p{x.partition}: {x.source_committed}->{'-' if x.target_offset is None else x.target_offset}"
+            for x in s.partitions
+        )
+        lines.append(f"  ({s.strategy.value}) offsets {offs}" + (f" [{s.detail}]" if s.detail else ""))
+    conservative = result.outcome(Strategy.CONSERVATIVE)
+    intervals = ", ".join(
+        f"p{x.partition}: {'-' if x.sync_interval is None else x.sync_interval}" for x in conservative.partitions
+    )
+    lines.append(f"  sync interval MM2 left at the commit point (offset.lag.max {result.offset_lag_max}): {intervals}")
+    lines.extend(f"  note: {n}" for n in result.notes)
+    return lines
