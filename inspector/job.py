@@ -18,7 +18,7 @@ import functools
 import os
 import sys
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -28,11 +28,10 @@ from pyspark.sql.types import StructType
 
 from mm2ctl.core.config import MM2Config, PairConfig, load_mm2_config
 from mm2ctl.core.errors import ConfigError, Mm2ctlError
+from mm2ctl.core.progress import Progress
 from mm2ctl.inspector import decode, schemas, transforms
 from mm2ctl.inspector.admin_state import PairState, Selection, collect_pair_state
 from mm2ctl.inspector.kafka_read import empty_records, read_topic
-
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True, slots=True)
