@@ -32,6 +32,7 @@ from mm2ctl.core.progress import Progress
 from mm2ctl.inspector import decode, schemas, transforms
 from mm2ctl.inspector.admin_state import PairState, Selection, collect_pair_state
 from mm2ctl.inspector.kafka_read import empty_records, read_topic
+from mm2ctl.inspector.task_progress import counting_tasks
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +235,10 @@ def parquet_writer_options() -> dict[str, str]:
     return {f"parquet.enable.dictionary#{c}": "false" for c in PARQUET_PLAIN_COLUMNS}
 
 
+#: The phase the classifying Spark job's tasks are counted in (``inspector.task_progress``).
+CLASSIFY_PHASE = "Spark tasks"
+
+
 def run_inspection(
     spark: SparkSession,
     config: MM2Config,
@@ -267,12 +272,14 @@ def run_inspection(
     rows = rows.select(*schemas.CLASSIFIED_SCHEMA.fieldNames())
     if parquet_output is not None:
         say(f"classifying into {parquet_output}")
-        rows.write.mode("overwrite").options(**parquet_writer_options()).parquet(parquet_output)
+        with counting_tasks(spark, progress, CLASSIFY_PHASE):
+            rows.write.mode("overwrite").options(**parquet_writer_options()).parquet(parquet_output)
         rows = spark.read.schema(schemas.CLASSIFIED_SCHEMA).parquet(parquet_output)
     else:
         rows = rows.cache()
         say("classifying")
-        rows.count()  # materialize once; every writer and the summary reuse it (those that print sort then)
+        with counting_tasks(spark, progress, CLASSIFY_PHASE):
+            rows.count()  # materialize once; every writer and the summary reuse it (those that print sort then)
     notes.extend(counter.notes())
     summary = transforms.summarize(rows).orderBy("cluster_pair", "status").cache()
     return InspectResult(
