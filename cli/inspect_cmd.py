@@ -73,6 +73,7 @@ def inspect(
     """
     import re
 
+    from mm2ctl.cli import run_log
     from mm2ctl.core.config import load_mm2_config
     from mm2ctl.inspector.admin_state import Selection, reach_clusters
     from mm2ctl.inspector.job import InspectOptions, run_inspection, select_pairs
@@ -93,7 +94,7 @@ def inspect(
     say("reaching the clusters")
     reach_clusters(select_pairs(config, pair))
     say("starting Spark")
-    spark = build_session(spark_master, conf)
+    spark = build_session(spark_master, conf, jvm_log=run_log.jvm_log("inspect"))
     options = InspectOptions(
         pairs=tuple(pair),
         selection=Selection(groups=groups, topics=topics, active_only=active_only),

@@ -2,7 +2,8 @@
 
 One handler (``main``) maps every ``Mm2ctlError`` to a one-line message on stderr and its documented exit
 code (core/exit_codes.py); anything else is a bug and exits 1 with the exception's one-line summary
-(``MM2CTL_DEBUG=1`` shows the traceback).
+(``MM2CTL_DEBUG=1`` shows the traceback). When the failed command had started a JVM, a second line names the
+log file that holds the JVM's output (``cli/run_log.py``; ``-v`` sends that output to the terminal instead).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 
 import typer
 
+from mm2ctl.cli import run_log
 from mm2ctl.cli.drill_cmd import demo, drill
 from mm2ctl.cli.inspect_cmd import inspect
 from mm2ctl.cli.lab_cmd import lab_app
@@ -45,8 +47,11 @@ app.command("demo")(demo)
 
 @app.callback()
 def _root(
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress and retries to stderr."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Log progress and retries to stderr, and let Spark's JVM print there too."
+    ),
 ) -> None:
+    run_log.start(verbose=verbose)
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -71,15 +76,25 @@ def main(argv: list[str] | None = None) -> None:
         app(args=argv)
     except Mm2ctlError as exc:
         typer.echo(f"mm2ctl: error: {exc}", err=True)
+        _name_the_jvm_log()
         sys.exit(int(exc.exit_code))
     except KeyboardInterrupt:
         typer.echo("mm2ctl: interrupted", err=True)
+        _name_the_jvm_log()
         sys.exit(130)
     except Exception as exc:
         if os.environ.get("MM2CTL_DEBUG"):
+            _name_the_jvm_log()
             raise
         typer.echo(f"mm2ctl: internal error: {type(exc).__name__}: {exc} (MM2CTL_DEBUG=1 shows where)", err=True)
+        _name_the_jvm_log()
         sys.exit(int(ExitCode.ERROR))
+
+
+def _name_the_jvm_log() -> None:
+    line = run_log.failure_line()
+    if line is not None:
+        typer.echo(line, err=True)
 
 
 if __name__ == "__main__":
