@@ -13,6 +13,7 @@ from pathlib import Path
 
 import typer
 
+from mm2ctl.cli.progress import terminal_progress
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.flows import parse_flow
 from mm2ctl.plans.model import PlanKind
@@ -92,19 +93,21 @@ def run_plan_failover(
     if stop_mirroring and b.live.connect is None:
         raise ConfigError("--stop-mirroring needs the Connect REST API: pass --connect-url")
     b.kind = PlanKind.FAILOVER
-    plan, report = plan_failover(
-        b,
-        FailoverOptions(
-            pair=pair,
-            groups=groups,
-            topics=topics,
-            source=src,
-            source_unavailable=source_unavailable,
-            stop_mirroring=stop_mirroring,
-            allow_rewind=allow_rewind,
-            catch_up_timeout_s=catch_up_timeout,
-        ),
-    )
+    with terminal_progress() as progress:
+        plan, report = plan_failover(
+            b,
+            FailoverOptions(
+                pair=pair,
+                groups=groups,
+                topics=topics,
+                source=src,
+                source_unavailable=source_unavailable,
+                stop_mirroring=stop_mirroring,
+                allow_rewind=allow_rewind,
+                catch_up_timeout_s=catch_up_timeout,
+            ),
+            progress=progress,
+        )
     write_plan_file(plan, out)
     exported = None if export is None else export_csv(report, export)
     if as_json:

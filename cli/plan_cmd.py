@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 
+from mm2ctl.cli.progress import TerminalProgress, terminal_progress
 from mm2ctl.core.errors import ApprovalRequiredError, ConfigError, Mm2ctlError
 from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.core.flows import parse_flow
@@ -97,8 +97,8 @@ def _live(mm2_config: str, c: ConnectOptions, fallback_urls: tuple[str, ...] = (
     )
 
 
-def _progress() -> Callable[[str], None]:
-    return lambda msg: typer.echo(f"mm2ctl: {msg}", err=True)
+def _progress() -> TerminalProgress:
+    return terminal_progress()
 
 
 def render_plan(plan: Plan) -> str:
@@ -375,7 +375,8 @@ def apply(
             plan = j.state.plan
         live = _live(_mm2_of(plan, mm2_config), c, plan.connect.urls if plan.connect else ())
         _confirm(f"Resume applying plan {plan.plan_id}?", auto_approve)
-        result = engine.resume_apply(resume, live, progress=progress, operator_secrets=_secrets(secrets_file))
+        with progress:
+            result = engine.resume_apply(resume, live, progress=progress, operator_secrets=_secrets(secrets_file))
         typer.echo(f"apply resumed and finished: {len(result.steps)} step(s); journal {result.journal}")
         return
     if plan_file is None:
@@ -383,7 +384,8 @@ def apply(
     plan = load_plan(plan_file)
     live = _live(_mm2_of(plan, mm2_config), c, plan.connect.urls if plan.connect else ())
     if dry_run:
-        result = engine.dry_run(plan, live, progress=progress)
+        with progress:
+            result = engine.dry_run(plan, live, progress=progress)
         typer.echo(render_plan(plan))
         typer.echo(
             f"dry run: every check passed; {result.changes} step(s) would change live state; nothing was written"
@@ -396,14 +398,15 @@ def apply(
         return
     typer.echo(render_plan(plan), err=True)
     _confirm(f"Apply these {len(plan.steps)} step(s)?", auto_approve)
-    result = engine.apply_plan(
-        plan,
-        live,
-        journal_path=journal,
-        plan_path=str(plan_file.resolve()),
-        progress=progress,
-        operator_secrets=_secrets(secrets_file),
-    )
+    with progress:
+        result = engine.apply_plan(
+            plan,
+            live,
+            journal_path=journal,
+            plan_path=str(plan_file.resolve()),
+            progress=progress,
+            operator_secrets=_secrets(secrets_file),
+        )
     typer.echo(
         f"apply succeeded: {len(result.steps)} step(s); journal {result.journal} "
         f"(undo with: mm2ctl rollback {result.journal})"
@@ -443,9 +446,10 @@ def rollback(
     if not dry_run:
         _confirm(f"Roll back the apply recorded in {journal}?", auto_approve)
     try:
-        result = engine.rollback(
-            journal, live, dry_run_only=dry_run, progress=_progress(), operator_secrets=_secrets(secrets_file)
-        )
+        with _progress() as progress:
+            result = engine.rollback(
+                journal, live, dry_run_only=dry_run, progress=progress, operator_secrets=_secrets(secrets_file)
+            )
     except Mm2ctlError:
         raise
     if as_json:
