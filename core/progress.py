@@ -35,9 +35,14 @@ def no_progress(message: str, /) -> None:
 
 
 def count(progress: Progress | None, phase: str, done: int, total: int) -> None:
-    """Tell ``progress`` that ``done`` of ``total`` items of ``phase`` are finished, if it can count."""
-    if isinstance(progress, CountingProgress):
-        progress.count(phase, done, total)
+    """Tell ``progress`` that ``done`` of ``total`` items of ``phase`` are finished, if it can count.
+
+    Called once per item on hot loops (the failover planner's partitions), so it looks the method up
+    instead of asking ``isinstance`` of a runtime protocol, which costs a hundred times more.
+    """
+    counter = getattr(progress, "count", None)
+    if counter is not None:
+        counter(phase, done, total)
 
 
 __all__ = ["CountingProgress", "Progress", "count", "no_progress"]
