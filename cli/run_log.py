@@ -91,7 +91,7 @@ def failure_line() -> str | None:
     """The line that names the JVM's log when the command failed, if this run wrote one."""
     if _run.log is None:
         return None
-    return f"mm2ctl: the JVM's output (Spark, log4j) is in {_run.log}"
+    return f"mm2ctl: Spark's JVM wrote its output to {_run.log}"
 
 
 __all__ = ["KEEP_LOGS", "failure_line", "jvm_log", "log_dir", "prune", "start", "verbose"]

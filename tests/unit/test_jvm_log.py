@@ -29,7 +29,7 @@ def test_the_log_lives_in_the_state_dir_and_is_named_on_failure(tmp_path: Path) 
     assert path is not None and path.parent == tmp_path / "state" / "logs"
     assert path.name.startswith("inspect-") and path.suffix == ".log" and path.exists()
     assert path.stat().st_mode & 0o077 == 0  # the JVM's output may name hosts and paths: the owner's only
-    assert run_log.failure_line() == f"mm2ctl: the JVM's output (Spark, log4j) is in {path}"
+    assert run_log.failure_line() == f"mm2ctl: Spark's JVM wrote its output to {path}"
 
 
 def test_verbose_keeps_the_jvm_on_the_terminal() -> None:
