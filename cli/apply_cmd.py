@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import typer
@@ -28,6 +27,7 @@ from mm2ctl.cli.options import (
     JsonOutput,
     MM2ConfigOverride,
 )
+from mm2ctl.cli.progress import terminal_progress
 from mm2ctl.cli.render import (
     apply_line,
     dry_run_lines,
@@ -51,10 +51,6 @@ _SECRETS = typer.Option(
     help="Properties file with the secret connector config values a re-created connector needs "
     "(plans never hold secrets).",
 )
-
-
-def _progress() -> Callable[[str], None]:
-    return lambda msg: typer.echo(f"mm2ctl: {msg}", err=True)
 
 
 def show(
@@ -119,7 +115,7 @@ def apply(
 ) -> None:
     """Apply a plan: refuse stale or foreign plans, lock, journal every step, stop at the first failure."""
     c = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
-    progress = _progress()
+    progress = terminal_progress()
     if resume is not None:
         from mm2ctl.remediate.journal import Journal
 
@@ -127,7 +123,8 @@ def apply(
             plan = j.state.plan
         live = _live(plan, mm2_config, c)
         _confirm(f"Resume applying plan {plan.plan_id}?", auto_approve)
-        result = engine.resume_apply(resume, live, progress=progress, operator_secrets=_secrets(secrets_file))
+        with progress:
+            result = engine.resume_apply(resume, live, progress=progress, operator_secrets=_secrets(secrets_file))
         if as_json:
             typer.echo(result_json(run_fields("apply", result, plan, resumed=True)))
         else:
@@ -138,7 +135,8 @@ def apply(
     plan = load_plan(plan_file)
     live = _live(plan, mm2_config, c)
     if dry_run:
-        result = engine.dry_run(plan, live, progress=progress)
+        with progress:
+            result = engine.dry_run(plan, live, progress=progress)
         code = ExitCode.CHANGES_PRESENT if detailed and result.changes else ExitCode.OK
         if as_json:
             typer.echo(result_json(run_fields("apply", result, plan, plan_file=str(plan_file)), code))
@@ -156,14 +154,15 @@ def apply(
         return
     typer.echo(render_plan(plan), err=True)
     _confirm(f"Apply these {len(plan.steps)} step(s)?", auto_approve)
-    result = engine.apply_plan(
-        plan,
-        live,
-        journal_path=journal,
-        plan_path=str(plan_file.resolve()),
-        progress=progress,
-        operator_secrets=_secrets(secrets_file),
-    )
+    with progress:
+        result = engine.apply_plan(
+            plan,
+            live,
+            journal_path=journal,
+            plan_path=str(plan_file.resolve()),
+            progress=progress,
+            operator_secrets=_secrets(secrets_file),
+        )
     if as_json:
         typer.echo(
             result_json(
@@ -203,9 +202,10 @@ def rollback(
     live = _live(plan, mm2_config, c)
     if not dry_run:
         _confirm(f"Roll back the apply recorded in {journal}?", auto_approve)
-    result = engine.rollback(
-        journal, live, dry_run_only=dry_run, progress=_progress(), operator_secrets=_secrets(secrets_file)
-    )
+    with terminal_progress() as progress:
+        result = engine.rollback(
+            journal, live, dry_run_only=dry_run, progress=progress, operator_secrets=_secrets(secrets_file)
+        )
     if as_json:
         typer.echo(result_json(run_fields("rollback", result, plan)))
     else:

@@ -22,6 +22,7 @@ from typing import Annotated, Any
 import typer
 
 from mm2ctl.cli.options import URL_ENV, JsonOutput, mm2_config_option, pair_option
+from mm2ctl.cli.progress import terminal_progress
 from mm2ctl.cli.render import drill_table, result_json
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.exit_codes import ExitCode, meaning_of
@@ -83,34 +84,35 @@ def drill(
     from mm2ctl.drill.failover_drill import drill_on_clusters, drill_on_lab
 
     options = DrillOptions(partitions=partitions, rate=rate)
-    say = _say(quiet)
     results: list[DrillResult] = []
     if mm2_config is not None:
         if pair is None or connect_url is None:
             raise ConfigError("--mm2-config needs --pair A->B and --connect-url")
-        results.append(
-            drill_on_clusters(
-                mm2_config,
-                pair,
-                connect_url,
-                name_prefix=name_prefix,
-                stop_mirroring=stop_mirroring,
-                options=options,
-                workdir=workdir,
-                progress=say,
+        with terminal_progress("drill", quiet=quiet) as say:
+            results.append(
+                drill_on_clusters(
+                    mm2_config,
+                    pair,
+                    connect_url,
+                    name_prefix=name_prefix,
+                    stop_mirroring=stop_mirroring,
+                    options=options,
+                    workdir=workdir,
+                    progress=say,
+                )
             )
-        )
     else:
         from mm2ctl.lab.lab import read_lab
 
         info = read_lab(lab_dir)
-        for policy in replication_policy or ["default", "identity"]:
-            if policy not in ("default", "identity"):
-                raise ConfigError(f"--replication-policy {policy!r}: choose default or identity")
-            wd = None if workdir is None else workdir / policy
-            results.append(
-                drill_on_lab(info, replication_policy=policy, options=options, keep=keep, workdir=wd, progress=say)
-            )
+        with terminal_progress("drill", quiet=quiet) as say:
+            for policy in replication_policy or ["default", "identity"]:
+                if policy not in ("default", "identity"):
+                    raise ConfigError(f"--replication-policy {policy!r}: choose default or identity")
+                wd = None if workdir is None else workdir / policy
+                results.append(
+                    drill_on_lab(info, replication_policy=policy, options=options, keep=keep, workdir=wd, progress=say)
+                )
     _finish(results, as_json)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from contextlib import nullcontext
 from enum import StrEnum
 from pathlib import Path
@@ -77,6 +76,8 @@ def inspect(
     """
     import re
 
+    from mm2ctl.cli import run_log
+    from mm2ctl.cli.progress import terminal_progress
     from mm2ctl.core.config import load_mm2_config
     from mm2ctl.inspector.admin_state import Selection, reach_clusters
     from mm2ctl.inspector.job import InspectOptions, run_inspection, select_pairs
@@ -93,22 +94,23 @@ def inspect(
         raise ConfigError("--format parquet writes a folder: give it with --output PATH")
     config = load_mm2_config(mm2_config)
     conf = _spark_conf(spark_conf)
-    say: Callable[[str], None] = (lambda _m: None) if quiet else (lambda m: typer.echo(f"inspect: {m}", err=True))
-    say("reaching the clusters")
-    reach_clusters(select_pairs(config, pair or []))
-    say("starting Spark")
-    spark = build_session(spark_master, conf)
     options = InspectOptions(
         pairs=tuple(pair or ()),
         selection=Selection(groups=groups, topics=topics, active_only=active_only),
         only_problems=only_problems,
     )
     parquet_output = output if fmt is Format.parquet else None
-    result = run_inspection(spark, config, options, progress=say, parquet_output=parquet_output)
+    with terminal_progress(quiet=quiet) as say:  # closed before any row reaches stdout
+        say("reaching the clusters")
+        reach_clusters(select_pairs(config, pair or []))
+        say("starting Spark")
+        spark = build_session(spark_master, conf, jvm_log=run_log.jvm_log("inspect"))
+        result = run_inspection(spark, config, options, progress=say, parquet_output=parquet_output)
     problems = result.problem_count()
     if parquet_output is not None:
         say(f"wrote {parquet_output}")
     else:
+        say(f"writing the rows ({fmt.value}) to {output or 'stdout'}")
         target: TextIO
         with Path(output).open("w", newline="", encoding="utf-8") if output else nullcontext(sys.stdout) as target:
             if fmt is Format.table:

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from mm2ctl.cli.options import JsonOutput
+from mm2ctl.cli.progress import terminal_progress
 from mm2ctl.cli.render import lab_status_json, lab_status_lines, lab_up_lines, result_json
 from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.lab import lab as lab_core
@@ -41,13 +42,14 @@ def up(
     as_json: bool = typer.Option(False, "--json", help="Print lab.json instead of a summary."),
 ) -> None:
     """Resolve the jars, start both clusters and the Connect worker, create the MM2 connectors, wait."""
-    info = lab_core.up(
-        lab_dir,
-        kafka_version=kafka_version,
-        replication_policy=replication_policy,
-        offset_syncs_location=offset_syncs_location,
-        progress=None if as_json else lambda msg: typer.echo(f"lab: {msg}", err=True),
-    )
+    with terminal_progress("lab", quiet=as_json) as progress:
+        info = lab_core.up(
+            lab_dir,
+            kafka_version=kafka_version,
+            replication_policy=replication_policy,
+            offset_syncs_location=offset_syncs_location,
+            progress=progress,
+        )
     if as_json:
         typer.echo(info.to_json(), nl=False)
         return

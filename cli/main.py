@@ -9,6 +9,9 @@ reads either one JSON result or an exit code and a message.
 The program is named ``mm2ctl`` however it was started (the console script, or ``python -m mm2ctl``), so
 usage lines read ``mm2ctl …`` and shell completion answers to ``_MM2CTL_COMPLETE``:
 ``mm2ctl --install-completion`` installs it for the current shell.
+
+When the failed command had started a JVM, a second line names the log file that holds the JVM's output
+(``cli/run_log.py``; ``-v`` sends that output to the terminal instead).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import sys
 
 import typer
 
+from mm2ctl.cli import run_log
 from mm2ctl.cli.apply_cmd import apply, rollback, show
 from mm2ctl.cli.drill_cmd import demo, drill
 from mm2ctl.cli.inspect_cmd import inspect
@@ -57,13 +61,16 @@ app.command("demo")(demo)
 
 @app.callback()
 def _root(
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress and retries to stderr."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Log progress and retries to stderr, and let Spark's JVM print there too."
+    ),
 ) -> None:
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    run_log.start(verbose=verbose)
 
 
 @app.command()
@@ -87,15 +94,25 @@ def main(argv: list[str] | None = None) -> None:
         app(args=argv, prog_name=PROG_NAME)
     except Mm2ctlError as exc:
         typer.echo(f"mm2ctl: error: {exc}", err=True)
+        _name_the_jvm_log()
         sys.exit(int(exc.exit_code))
     except KeyboardInterrupt:
         typer.echo("mm2ctl: interrupted", err=True)
+        _name_the_jvm_log()
         sys.exit(130)
     except Exception as exc:
         if os.environ.get("MM2CTL_DEBUG"):
+            _name_the_jvm_log()
             raise
         typer.echo(f"mm2ctl: internal error: {type(exc).__name__}: {exc} (MM2CTL_DEBUG=1 shows where)", err=True)
+        _name_the_jvm_log()
         sys.exit(int(ExitCode.ERROR))
+
+
+def _name_the_jvm_log() -> None:
+    line = run_log.failure_line()
+    if line is not None:
+        typer.echo(line, err=True)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from mm2ctl.cli.options import (
     MM2Config,
     Pair,
 )
+from mm2ctl.cli.progress import terminal_progress
 from mm2ctl.cli.render import failover_rows, failover_rows_json, render_plan
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.exit_codes import ExitCode
@@ -257,19 +258,21 @@ def plan_failover_cmd(
     b = PlanBuilder(c.live_state(mm2_config), PlanKind.FAILOVER)
     if stop_mirroring and b.live.connect is None:
         raise ConfigError("--stop-mirroring needs the Connect REST API: pass --connect-url")
-    plan, report = plan_failover(
-        b,
-        FailoverOptions(
-            pair=pair,
-            groups=groups,
-            topics=topics,
-            source=src,
-            source_unavailable=source_unavailable,
-            stop_mirroring=stop_mirroring,
-            allow_rewind=allow_rewind,
-            catch_up_timeout_s=catch_up_timeout,
-        ),
-    )
+    with terminal_progress() as progress:
+        plan, report = plan_failover(
+            b,
+            FailoverOptions(
+                pair=pair,
+                groups=groups,
+                topics=topics,
+                source=src,
+                source_unavailable=source_unavailable,
+                stop_mirroring=stop_mirroring,
+                allow_rewind=allow_rewind,
+                catch_up_timeout_s=catch_up_timeout,
+            ),
+            progress=progress,
+        )
     write_plan_file(plan, out)
     exported = None if export_csv is None else write_failover_csv(report, export_csv)
     if as_json:

@@ -25,10 +25,9 @@ from mm2ctl.connect_client import build_connect_client
 from mm2ctl.core import records
 from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.errors import KafkaError, Mm2ctlError
+from mm2ctl.core.progress import Progress, no_progress
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import Flow, LabInfo
-
-Progress = Callable[[str], None]
 
 RECORDS = 200
 DELETED = 50
@@ -52,7 +51,7 @@ def _wait(check: Callable[[], bool], what: str, timeout_s: float = 90.0) -> None
     raise KafkaError(f"demo: timed out after {timeout_s:.0f}s waiting for {what}")
 
 
-def build_scenario(info: LabInfo, progress: Progress = lambda _m: None) -> DemoScenario:
+def build_scenario(info: LabInfo, progress: Progress = no_progress) -> DemoScenario:
     """Create the topic, the flow and the four groups; wait until MM2 has done what it will do for them."""
     name = "demo" + uuid.uuid4().hex[:6]
     topic = f"iso-{name}-orders"
@@ -105,7 +104,7 @@ def build_scenario(info: LabInfo, progress: Progress = lambda _m: None) -> DemoS
     return DemoScenario(flow=flow, pair=pair, topic=topic, remote_topic=remote, groups=groups)
 
 
-def remove_flow(info: LabInfo, scenario: DemoScenario, progress: Progress = lambda _m: None) -> None:
+def remove_flow(info: LabInfo, scenario: DemoScenario, progress: Progress = no_progress) -> None:
     """Delete the demo flow's connectors from a lab the demo did not start (its topics keep unique names)."""
     with build_connect_client([info.connect_url]) as connect:
         for c in scenario.flow.connectors.values():

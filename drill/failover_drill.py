@@ -55,6 +55,7 @@ from mm2ctl.core import records
 from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.config import PairConfig, load_mm2_config
 from mm2ctl.core.errors import ConfigError, KafkaError, Mm2ctlError
+from mm2ctl.core.progress import Progress, no_progress
 from mm2ctl.plans.live_state import LiveState, open_live_state
 from mm2ctl.plans.model import PlanKind
 from mm2ctl.plans.planners.context import PlanBuilder
@@ -73,7 +74,6 @@ from mm2ctl.remediate import engine
 if TYPE_CHECKING:
     from mm2ctl.lab.lab import LabInfo
 
-Progress = Callable[[str], None]
 TP = tuple[str, int]
 
 log = logging.getLogger("mm2ctl.drill")
@@ -484,7 +484,7 @@ def _plan_and_apply(
 ) -> tuple[dict[TP, int | None], str]:
     """Plan and apply one mm2ctl strategy for real; the planned target offsets and the methods used."""
     b = PlanBuilder(live, PlanKind.FAILOVER)
-    plan, report = plan_failover(b, opts)
+    plan, report = plan_failover(b, opts, progress=progress)
     plan_path = workdir / f"{name}.yaml"
     write_plan_file(plan, plan_path)
     if plan.steps:
@@ -512,7 +512,7 @@ def run_drill(
     group: str,
     options: DrillOptions = DrillOptions(),
     workdir: Path | None = None,
-    progress: Progress = lambda _m: None,
+    progress: Progress = no_progress,
 ) -> DrillResult:
     """Run the whole drill on ``topic`` (created here, on the source) and ``group``; see the module docstring.
 
@@ -733,7 +733,7 @@ def drill_on_lab(
     options: DrillOptions = DrillOptions(),
     keep: bool = False,
     workdir: Path | None = None,
-    progress: Progress = lambda _m: None,
+    progress: Progress = no_progress,
 ) -> DrillResult:
     """The drill on a running lab, through an isolated flow of its own (``lab.add_flow``), so the lab's
     ``mm2-primary-backup-*`` connectors are never touched.
@@ -791,7 +791,7 @@ def drill_on_clusters(
     stop_mirroring: bool = False,
     options: DrillOptions = DrillOptions(),
     workdir: Path | None = None,
-    progress: Progress = lambda _m: None,
+    progress: Progress = no_progress,
 ) -> DrillResult:
     """The drill on given clusters and an MM2 flow that already runs: it must mirror ``<prefix>-<id>`` and
     group ``<prefix>-<id>-app``. MM2 discovers the topic after its head is deleted (within

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -22,10 +22,9 @@ import pyarrow as pa
 
 from mm2ctl.core.admin import GroupDescription, ItemError, KafkaAdmin
 from mm2ctl.core.config import MM2Config, PairConfig
+from mm2ctl.core.progress import Progress
 
 ACTIVE_STATES = frozenset({"Stable", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"})
-
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True, slots=True)

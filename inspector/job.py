@@ -18,7 +18,7 @@ import functools
 import os
 import sys
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -28,12 +28,12 @@ from pyspark.sql.types import StructType
 
 from mm2ctl.core.config import MM2Config, PairConfig, load_mm2_config
 from mm2ctl.core.errors import ConfigError, Mm2ctlError
+from mm2ctl.core.progress import Progress
 from mm2ctl.inspector import decode, schemas, transforms
 from mm2ctl.inspector.admin_state import PairState, Selection, collect_pair_state
 from mm2ctl.inspector.kafka_read import empty_records, read_topic
 from mm2ctl.inspector.report import parquet_writer_options, write_distributed
-
-Progress = Callable[[str], None]
+from mm2ctl.inspector.task_progress import counting_tasks
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +215,10 @@ def fresh_checkpoint_age(pair: PairConfig) -> dt.timedelta:
     return dt.timedelta(seconds=2 * max(interval, 1))
 
 
+#: The phase the classifying Spark job's tasks are counted in (``inspector.task_progress``).
+CLASSIFY_PHASE = "Spark tasks"
+
+
 def run_inspection(
     spark: SparkSession,
     config: MM2Config,
@@ -248,12 +252,14 @@ def run_inspection(
     rows = rows.select(*schemas.CLASSIFIED_SCHEMA.fieldNames())
     if parquet_output is not None:
         say(f"classifying into {parquet_output}")
-        rows.write.mode("overwrite").options(**parquet_writer_options()).parquet(parquet_output)
+        with counting_tasks(spark, progress, CLASSIFY_PHASE):
+            rows.write.mode("overwrite").options(**parquet_writer_options()).parquet(parquet_output)
         rows = spark.read.schema(schemas.CLASSIFIED_SCHEMA).parquet(parquet_output)
     else:
         rows = rows.cache()
         say("classifying")
-        rows.count()  # materialize once; every writer and the summary reuse it (those that print sort then)
+        with counting_tasks(spark, progress, CLASSIFY_PHASE):
+            rows.count()  # materialize once; every writer and the summary reuse it (those that print sort then)
     notes.extend(counter.notes())
     summary = transforms.summarize(rows).orderBy("cluster_pair", "status").cache()
     return InspectResult(

@@ -2,17 +2,24 @@
 
 Under ``spark-submit`` (the driver's Python was started by Spark: ``PYSPARK_GATEWAY_PORT`` is set) the
 session, master and jars are Spark's, passed with ``--master`` and ``--packages``; nothing here overrides
-them. Embedded, the session gets Spark's Kafka source from the jar cache the lab also uses (``mvn``).
+them, and the JVM's output is spark-submit's. Embedded, the session gets Spark's Kafka source from the jar
+cache the lab also uses (``mvn``), and the JVM it starts writes to a log file when given one
+(``inspector.jvm_log``).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
+from pathlib import Path
 
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
+from mm2ctl.core.errors import InspectError
 from mm2ctl.inspector.jars import spark_kafka_jars
+from mm2ctl.inspector.jvm_log import log4j_java_option, output_to
 
 DEFAULT_MASTER = "local[*]"
 
@@ -47,8 +54,10 @@ _DATAFRAME_DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"
 #: on two cores G1's concurrent threads and write barriers compete with the task threads. In six alternated
 #: pairs of runs at a million group partitions (``bench/inspect_scale.py``), a process's first job took 67-76 s
 #: with it against 71-93 s with G1 (it lost one pair, by 2 s), the next job 47-54 s against 48-61 s. A
-#: ``--spark-conf spark.driver.extraJavaOptions=…`` replaces it.
-_LOCAL_DRIVER_JAVA_OPTIONS = ("spark.driver.extraJavaOptions", "-XX:+UseParallelGC")
+#: ``--spark-conf spark.driver.extraJavaOptions=…`` replaces it (the log4j2 option of ``jvm_log`` is still
+#: added to the user's options, unless they choose a log4j2 configuration themselves).
+_DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+_LOCAL_DRIVER_JAVA_OPTIONS = (_DRIVER_JAVA_OPTIONS, "-XX:+UseParallelGC")
 
 
 #: Spark's SQL setting that names the sources read through their V1 (``BaseRelation``) path.
@@ -74,8 +83,37 @@ def _read_kafka_through_v2(spark: SparkSession, conf: Mapping[str, str] | None) 
     spark.conf.set(_V1_SOURCES, ",".join(s for s in listed if s and s.lower() != "kafka"))
 
 
-def build_session(master: str | None = None, conf: Mapping[str, str] | None = None) -> SparkSession:
-    """A session with Spark's Kafka source on the classpath; ``conf`` (``--spark-conf``) wins over defaults."""
+def embedded_settings(
+    master: str, conf: Mapping[str, str] | None, *, jars: Sequence[Path], log_to_file: bool
+) -> dict[str, str]:
+    """The settings an embedded session is built with: the defaults, then ``conf`` over them, then (the JVM's
+    output going to a file) the log4j2 option added to the driver's Java options, whichever they are."""
+    settings = dict(_EMBEDDED_DEFAULTS)
+    settings[_DATAFRAME_DEBUGGING] = "false"
+    if master.startswith("local"):
+        # Embedded: the driver and its executor threads talk over loopback only. Without this the driver
+        # advertises the host's first address, which a sandbox may not route to itself.
+        settings["spark.driver.host"] = "127.0.0.1"
+        settings["spark.driver.bindAddress"] = "127.0.0.1"
+        key, options = _LOCAL_DRIVER_JAVA_OPTIONS
+        settings[key] = options
+    settings["spark.jars"] = ",".join(str(j) for j in jars)
+    settings.update(conf or {})
+    if log_to_file:
+        settings[_DRIVER_JAVA_OPTIONS] = log4j_java_option(settings.get(_DRIVER_JAVA_OPTIONS))
+    return settings
+
+
+def build_session(
+    master: str | None = None, conf: Mapping[str, str] | None = None, *, jvm_log: Path | None = None
+) -> SparkSession:
+    """A session with Spark's Kafka source on the classpath; ``conf`` (``--spark-conf``) wins over defaults.
+
+    With ``jvm_log``, an embedded driver JVM writes everything it prints to that file instead of this
+    process's stdout and stderr (``inspector.jvm_log``). Without it, the JVM shares the terminal and Spark's
+    log level is set to ERROR once the session exists. A JVM that dies while starting is an
+    ``InspectError``.
+    """
     builder = SparkSession.builder.appName("mm2ctl-inspect")
     if under_spark_submit():
         from pyspark import SparkConf
@@ -89,21 +127,18 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
         _read_kafka_through_v2(spark, conf)
         return spark
     master = master or DEFAULT_MASTER
-    settings = dict(_EMBEDDED_DEFAULTS)
-    settings[_DATAFRAME_DEBUGGING] = "false"
-    if master.startswith("local"):
-        # Embedded: the driver and its executor threads talk over loopback only. Without this the driver
-        # advertises the host's first address, which a sandbox may not route to itself.
-        settings["spark.driver.host"] = "127.0.0.1"
-        settings["spark.driver.bindAddress"] = "127.0.0.1"
-        key, options = _LOCAL_DRIVER_JAVA_OPTIONS
-        settings[key] = options
-    settings["spark.jars"] = ",".join(str(j) for j in spark_kafka_jars())
-    settings.update(conf or {})
+    settings = embedded_settings(master, conf, jars=spark_kafka_jars(), log_to_file=jvm_log is not None)
     builder = builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    with output_to(jvm_log) if jvm_log is not None else nullcontext():
+        try:
+            spark = builder.getOrCreate()
+        except PySparkRuntimeError as exc:
+            if exc.getCondition() != "JAVA_GATEWAY_EXITED":
+                raise
+            raise InspectError("Spark's driver JVM exited while starting (its own output says why)") from exc
+    if jvm_log is None:
+        spark.sparkContext.setLogLevel("ERROR")
     _read_kafka_through_v2(spark, conf)
     return spark

@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 from confluent_kafka.admin import AdminClient
 
 from mm2ctl.core.errors import LabError
+from mm2ctl.core.progress import Progress
 from mm2ctl.lab import connect_worker, kraft
 from mm2ctl.lab.jars import kafka_classpath
 from mm2ctl.lab.mm2_setup import ISOLATED_PREFIX, ROLES, Mm2Setup
@@ -31,8 +31,6 @@ MM2_FILE = "mm2.properties"
 SOURCE_ALIAS = "primary"
 TARGET_ALIAS = "backup"
 _MARKER_FILE = ".mm2ctl-lab"
-
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,8 @@ behind its executor's guard that the state is still what apply left.
 Fault injection for crash tests: ``MM2CTL_FAULT_KILL_AFTER_STEP=k`` makes apply SIGKILL itself right after
 step k's completion is journaled. It only ever kills this process.
 
-The engine never prints; it reports progress through the ``progress`` callback.
+The engine never prints; it reports progress through the ``progress`` callback, and counts its steps there
+(``core.progress.count``) so a terminal can draw step i of n.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mm2ctl.core.errors import ApplyError, ForeignPlanError, JournalError, Mm2ctlError, PreconditionError
+from mm2ctl.core.progress import Progress, count, no_progress
 from mm2ctl.plans.fingerprint import check_not_foreign, check_plan_against_live
 from mm2ctl.plans.live_state import LiveState
 from mm2ctl.plans.model import ConnectorCreate, ConnectorDelete, ConnectorTarget, Plan, SecretSource, Step, StepKind
@@ -39,8 +41,14 @@ from mm2ctl.remediate.journal import Journal, JournalState, new_journal_path
 from mm2ctl.remediate.lock import lock_for_plan
 from mm2ctl.remediate.preconditions import StateView, failures, require
 
-Progress = Callable[[str], None]
 FAULT_ENV = "MM2CTL_FAULT_KILL_AFTER_STEP"
+
+#: The phases the engine counts its steps in (``core.progress.count``): done of the plan's steps, or of the
+#: steps a rollback undoes.
+DRY_RUN_PHASE = "steps checked"
+APPLY_PHASE = "steps applied"
+ROLLBACK_CHECK_PHASE = "undos checked"
+ROLLBACK_PHASE = "steps rolled back"
 
 
 @dataclass
@@ -98,19 +106,21 @@ def _capture_live_configs(plan: Plan, live: LiveState) -> dict[str, dict[str, st
     return out
 
 
-def dry_run(plan: Plan, live: LiveState, *, progress: Progress = lambda _m: None) -> RunResult:
+def dry_run(plan: Plan, live: LiveState, *, progress: Progress = no_progress) -> RunResult:
     """Every read and check of an apply, and no write: preconditions run against simulated effects."""
     for step in plan.steps:
         _executor(step)
     verify_against_live(plan, live)
     view = StateView(live)
     result = RunResult(journal=None, dry_run=True)
-    for step in plan.steps:
+    for done, step in enumerate(plan.steps):
+        count(progress, DRY_RUN_PHASE, done, len(plan.steps))
         require(step.precondition, view, what=f"step {step.index} ({step.kind.value})")
         _executor(step).simulate(step, view)
         result.steps.append(f"would apply step {step.index}: {step.description or step.kind.value}")
         progress(result.steps[-1])
         result.changes += int(step.writes)
+    count(progress, DRY_RUN_PHASE, len(plan.steps), len(plan.steps))
     return result
 
 
@@ -128,7 +138,9 @@ def _run_steps(
     journal: Journal, plan: Plan, ctx: ExecContext, start: int, resumed_in_progress: int | None
 ) -> RunResult:
     result = RunResult(journal=journal.path, dry_run=False)
-    for step in plan.steps[start:]:
+    total = len(plan.steps)
+    for done, step in enumerate(plan.steps[start:], start):
+        count(ctx.progress, APPLY_PHASE, done, total)
         ex = _executor(step)
         what = f"step {step.index} ({step.kind.value})"
         try:
@@ -157,6 +169,7 @@ def _run_steps(
         result.steps.append(f"{what}: applied")
         result.changes += int(step.writes)
         _maybe_crash(step.index)
+    count(ctx.progress, APPLY_PHASE, total, total)
     journal.apply_finished(status="succeeded")
     return result
 
@@ -167,7 +180,7 @@ def apply_plan(
     *,
     journal_path: Path | None = None,
     plan_path: str | None = None,
-    progress: Progress = lambda _m: None,
+    progress: Progress = no_progress,
     operator_secrets: Mapping[str, str] | None = None,
     state_dir: Path | None = None,
 ) -> RunResult:
@@ -193,7 +206,7 @@ def resume_apply(
     journal_path: Path,
     live: LiveState,
     *,
-    progress: Progress = lambda _m: None,
+    progress: Progress = no_progress,
     operator_secrets: Mapping[str, str] | None = None,
     state_dir: Path | None = None,
 ) -> RunResult:
@@ -253,7 +266,7 @@ def rollback(
     live: LiveState,
     *,
     dry_run_only: bool = False,
-    progress: Progress = lambda _m: None,
+    progress: Progress = no_progress,
     operator_secrets: Mapping[str, str] | None = None,
     state_dir: Path | None = None,
 ) -> RunResult:
@@ -274,19 +287,22 @@ def rollback(
         operator_secrets=dict(operator_secrets or {}),
     )
     if dry_run_only:
-        for i in todo:
+        for done, i in enumerate(todo):
+            count(progress, ROLLBACK_CHECK_PHASE, done, len(todo))
             step = plan.steps[i]
             problems = _executor(step).undo_problems(step, _undo_context(state, i), ctx)
             line = f"step {i} ({step.kind.value}): " + ("; ".join(problems) if problems else "would undo")
             result.steps.append(line)
             progress(line)
             result.changes += 0 if problems else 1
+        count(progress, ROLLBACK_CHECK_PHASE, len(todo), len(todo))
         return result
     with lock_for_plan(plan, state_dir=state_dir, command="rollback"), Journal.open(journal_path) as journal:
         state = journal.state
         todo = state.steps_to_roll_back()
         journal.rollback_started(todo)
-        for i in todo:
+        for done, i in enumerate(todo):
+            count(progress, ROLLBACK_PHASE, done, len(todo))
             step = plan.steps[i]
             ex = _executor(step)
             what = f"rollback of step {i} ({step.kind.value})"
@@ -316,6 +332,7 @@ def rollback(
             progress(f"{what}: {outcome}")
             result.steps.append(f"{what}: {outcome}")
             result.changes += 1
+        count(progress, ROLLBACK_PHASE, len(todo), len(todo))
         journal.rollback_finished(status="succeeded")
     return result
 

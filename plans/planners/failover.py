@@ -34,6 +34,7 @@ from enum import StrEnum
 from mm2ctl.core.codecs import RecordDecodeError, decode_checkpoint, decode_offset_sync
 from mm2ctl.core.config import PairConfig
 from mm2ctl.core.errors import ConfigError, PlanError, PreconditionError
+from mm2ctl.core.progress import Progress, count, no_progress
 from mm2ctl.core.records import RawRecord, read_partitions
 from mm2ctl.plans.live_state import LiveState, part_group_offsets
 from mm2ctl.plans.model import (
@@ -73,6 +74,9 @@ from mm2ctl.plans.translation import (
 )
 
 TP = tuple[str, int]
+
+#: The phase ``plan_failover`` counts (``core.progress.count``): source partitions whose groups are translated.
+TRANSLATE_PHASE = "partitions translated"
 
 NEW_PARTITIONS_NOTE = (
     "rollback cannot remove an offset this plan adds to a group that already had other offsets: Kafka's "
@@ -249,9 +253,14 @@ def _last_record_offset(conf: Mapping[str, str], topic: str, partition: int, bou
 # ----------------------------------------------------------------------------------------- planning
 
 
-def plan_failover(b: PlanBuilder, opts: FailoverOptions) -> tuple[Plan, FailoverReport]:
+def plan_failover(
+    b: PlanBuilder, opts: FailoverOptions, *, progress: Progress = no_progress
+) -> tuple[Plan, FailoverReport]:
     """The failover plan and the per-row report. Raises ``PreconditionError`` when a group cannot be written
-    safely (active members, out of range, a rewind without ``allow_rewind``), listing every problem."""
+    safely (active members, out of range, a rewind without ``allow_rewind``), listing every problem.
+
+    ``progress`` hears each reading stage and counts the source partitions translated (``TRANSLATE_PHASE``):
+    verifying reads records on both clusters partition by partition, the long part of a large failover."""
     live = b.live
     flow = live.mm2.pair(opts.pair)
     src, dst = flow.source, flow.target
@@ -270,9 +279,14 @@ def plan_failover(b: PlanBuilder, opts: FailoverOptions) -> tuple[Plan, Failover
                 f"the offset syncs of {opts.pair} live on the source ({flow.offset_syncs_topic}), "
                 "which is unavailable: use --from checkpoints"
             )
+        progress(f"reading the offset syncs of {opts.pair} ({flow.offset_syncs_topic} on {flow.offset_syncs_cluster})")
         syncs = read_syncs(live, flow)
-    checkpoints = read_checkpoints(live, flow) if (opts.source is Source.CHECKPOINTS or opts.source_unavailable) else {}
+    checkpoints: dict[str, dict[TP, tuple[int, int]]] = {}
+    if opts.source is Source.CHECKPOINTS or opts.source_unavailable:
+        progress(f"reading MM2's checkpoints ({flow.checkpoints_topic} on {dst})")
+        checkpoints = read_checkpoints(live, flow)
 
+    progress("reading the groups' committed offsets" + ("" if opts.source_unavailable else f" on {src}"))
     committed = _source_positions(b, flow, opts, groups_re, topics_re, checkpoints)
     target_topics = live.admin(dst).list_topics()
     report = FailoverReport()
@@ -294,11 +308,17 @@ def plan_failover(b: PlanBuilder, opts: FailoverOptions) -> tuple[Plan, Failover
     # Partition by partition, groups in committed-offset order: each partition's records are read ahead once
     # for all its groups (``_KafkaRecords``), and dropped before the next partition.
     todo = sorted((tp, c, group) for group, parts in committed.items() for tp, c in parts.items())
+    partitions = len({tp for tp, _c, _g in todo})
+    progress(f"translating {len(todo)} group partition(s) on {partitions} source partition(s)")
     readers: dict[str, _KafkaRecords] = {}
     current: TP | None = None
+    translated = 0
     for (topic, p), c, group in todo:
         remote = flow.remote_topic(topic)
         if (topic, p) != current:
+            if current is not None:
+                translated += 1
+            count(progress, TRANSLATE_PHASE, translated, partitions)
             current, readers = (topic, p), {}
             if (remote, p) in t_bounds and (topic, p) in s_bounds:
                 readers = {
@@ -346,12 +366,14 @@ def plan_failover(b: PlanBuilder, opts: FailoverOptions) -> tuple[Plan, Failover
                 delta_candidate=None if tr is None else tr.delta_candidate,
             )
         )
+    count(progress, TRANSLATE_PHASE, partitions, partitions)
     report.rows.sort(key=lambda r: (r.group, r.source_topic, r.partition))
     if not report.rows:
         raise PlanError(
             f"no committed offsets of groups matching {opts.groups!r} on replicated topics matching "
             f"{opts.topics!r} in {opts.pair}"
         )
+    progress(f"reading the groups' state and offsets on {dst}")
     report.rows = _with_target_state(b, dst, report.rows, t_bounds, opts.allow_rewind)
 
     writes: dict[str, list[FailoverRow]] = {}

@@ -13,12 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from mm2ctl.core.progress import Progress, no_progress
 from mm2ctl.plans.fingerprint import FrozenJSON, JSONable
 from mm2ctl.plans.live_state import LiveState
 from mm2ctl.plans.model import Step
 from mm2ctl.remediate.preconditions import StateView
-
-Progress = Callable[[str], None]
 
 
 @dataclass
@@ -28,7 +27,7 @@ class ExecContext:
 
     live: LiveState
     artifact_path: Callable[[str], Path]
-    progress: Progress = lambda _msg: None
+    progress: Progress = no_progress
     #: Connector configs with secrets, read live before the first write; memory only, never journaled.
     live_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     #: Secret values an operator supplied (``--secrets-file``), keyed by config key.

@@ -7,6 +7,7 @@ own ``sync.group.offsets`` never writes the target groups these tests inspect.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 import uuid
@@ -150,6 +151,9 @@ def test_verified_translation_detects_transaction_gaps_csv_apply_rollback(lab: L
     plan, csv_path = state_dir / "failover.yaml", state_dir / "offsets.csv"
     r = _plan(lab, flow, plan, state_dir, "--groups", f"iso-{name}-g-.*", "--export-csv", str(csv_path), "--json")
     assert r.returncode == 0, r.stderr
+    # Progress on stderr (a pipe: plain lines, no bar): the one source partition's groups translated.
+    assert "mm2ctl: partitions translated: 0/1" in r.stderr.splitlines(), r.stderr
+    assert "mm2ctl: partitions translated: 1/1" in r.stderr.splitlines(), r.stderr
     rows = {row["group"]: row for row in json.loads(r.stdout)["rows"]}
     for group, (truth, c) in cases.items():
         row = rows[group]
@@ -187,10 +191,14 @@ def test_verified_translation_detects_transaction_gaps_csv_apply_rollback(lab: L
     journal = state_dir / "j.jsonl"
     applied = mm2ctl("apply", str(plan), "--auto-approve", "--journal", str(journal), state=state_dir)
     assert applied.returncode == 0, applied.stderr
+    steps = len(json.loads(r.stdout)["plan"]["steps"])
+    assert f"mm2ctl: steps applied: 0/{steps}" in applied.stderr.splitlines(), applied.stderr
+    assert f"mm2ctl: steps applied: {steps}/{steps}" in applied.stderr.splitlines(), applied.stderr
     for group, (truth, _c) in cases.items():
         assert _group_offsets(lab.target.bootstrap, group) == {(remote, 0): truth}
     rb = mm2ctl("rollback", str(journal), "--auto-approve", state=state_dir)
     assert rb.returncode == 0, rb.stderr
+    assert re.search(r"^mm2ctl: steps rolled back: (\d+)/\1$", rb.stderr, re.M), rb.stderr
     for group in cases:  # none of them existed on the target before: rollback deletes them
         assert _group_offsets(lab.target.bootstrap, group) == {}
 

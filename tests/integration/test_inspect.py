@@ -4,12 +4,15 @@ One isolated flow per replication policy carries every scenario; the inspection 
 the CLI, exactly as an operator runs it, and every scenario's rows are checked. The order of the set-up is
 the point: some states only arise when data is prepared before MM2 starts (a source log start above 0),
 when the checkpoint connector is stopped while a group appears, or when the source connector is stopped
-while a topic appears.
+while a topic appears. The same two runs show where Spark's JVM prints: to a log file (default policy), or
+with ``-v`` to stderr (identity policy).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 import threading
@@ -42,6 +45,9 @@ class Scenario:
     rows: list[dict[str, Any]]
     exit_code: int
     stderr: str
+    stdout: str
+    verbose: bool
+    logs: Path  # the logs folder of the run's state dir
 
     def group(self, suffix: str) -> str:
         return f"iso-{self.name}-{suffix}"
@@ -78,6 +84,17 @@ class ActiveConsumer:
         self._stop.set()
         self._thread.join(timeout=10)
         self.consumer.close()
+
+
+#: Lines only Spark's JVM prints: the JVM launcher, log4j (Spark's pattern and ours), SLF4J, Spark's shell
+#: banner and its stage progress bar.
+JVM_LINE = re.compile(
+    r"WARNING: Using incubator|\bWARN |\bINFO |\bERROR |log4j|SLF4J|Setting default log level|\[Stage "
+)
+
+
+def jvm_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if JVM_LINE.search(line)]
 
 
 def _build(lab: LabInfo, policy: str, tmp: Path) -> Iterator[Scenario]:
@@ -164,17 +181,20 @@ def _build(lab: LabInfo, policy: str, tmp: Path) -> Iterator[Scenario]:
         records.produce(syncs_cluster, pair.offset_syncs_topic, [(key, b"\x00\x01", 0)])
 
         out = tmp / f"{name}.jsonl"
+        verbose = policy == "identity"
+        state = tmp / f"{name}-state"
         proc = subprocess.run(
             [
-                sys.executable, "-m", "mm2ctl", "inspect",
+                sys.executable, "-m", "mm2ctl", *(["-v"] if verbose else []), "inspect",
                 "--mm2-config", flow.mm2_config,
                 "--format", "json", "--output", str(out),
                 "--spark-conf", "spark.sql.shuffle.partitions=4",
             ],
             capture_output=True, text=True, timeout=600, check=False,
+            env={**os.environ, "MM2CTL_STATE_DIR": str(state)},
         )  # fmt: skip
         rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
-        yield Scenario(flow, name, rows, proc.returncode, proc.stderr)
+        yield Scenario(flow, name, rows, proc.returncode, proc.stderr, proc.stdout, verbose, state / "logs")
     finally:
         active.close()
         for connector in flow.connectors.values():
@@ -196,6 +216,49 @@ def test_inspect_ran_and_reports_problems_with_its_exit_code(scenario: Scenario)
     assert scenario.rows, scenario.stderr
     assert scenario.exit_code == ExitCode.PROBLEMS_FOUND, scenario.stderr
     assert "1 malformed record(s) skipped: value truncated" in scenario.stderr
+
+
+def test_the_jvm_prints_to_a_log_file_and_to_stderr_only_with_verbose(scenario: Scenario) -> None:
+    assert scenario.stdout == ""  # the rows went to --output
+    assert "mm2ctl: starting Spark" in scenario.stderr  # progress lines (stderr is a pipe here: no bar)
+    if scenario.verbose:
+        assert "WARNING: Using incubator modules" in scenario.stderr, scenario.stderr
+        assert not scenario.logs.exists()  # -v: the terminal, no log file
+        return
+    assert jvm_lines(scenario.stderr) == [], scenario.stderr
+    assert "\r" not in scenario.stderr
+    logs = list(scenario.logs.glob("inspect-*.log"))
+    assert len(logs) == 1, logs
+    log = logs[0].read_text(errors="replace")
+    assert "WARNING: Using incubator modules" in log  # the JVM launcher's own line
+    assert re.search(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} (WARN|ERROR) ", log, re.M), log[-3000:]  # log4j2, ours
+    assert "Setting default log level" not in log  # Spark saw a log4j2 configuration of its own
+    assert str(logs[0]) not in scenario.stderr  # the command did not fail: the path is not printed
+
+
+def test_a_spark_that_fails_to_start_names_its_log_and_prints_none_of_it(lab: LabInfo, tmp_path: Path) -> None:
+    """A driver JVM that dies at start (a heap size Java rejects): one error line, one line naming the log,
+    the JVM's complaint in the log only. It dies in a second, not Spark's usual ten."""
+    state = tmp_path / "state"
+    out = tmp_path / "rows.jsonl"
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "mm2ctl", "inspect",
+            "--mm2-config", lab.mm2_config, "--format", "json", "--output", str(out),
+            "--spark-conf", "spark.driver.memory=lots",
+        ],
+        capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "MM2CTL_STATE_DIR": str(state)},
+    )  # fmt: skip
+    assert proc.returncode == ExitCode.ERROR, proc.stderr
+    assert proc.stdout == ""
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("mm2ctl: error:")]
+    assert errors == ["mm2ctl: error: Spark's driver JVM exited while starting (its own output says why)"], proc.stderr
+    (log,) = list((state / "logs").glob("inspect-*.log"))
+    assert f"mm2ctl: Spark's JVM wrote its output to {log}" in proc.stderr.splitlines()
+    assert "Invalid maximum heap size" in log.read_text()
+    assert jvm_lines(proc.stderr) == [] and "heap" not in proc.stderr
+    assert not out.exists()
 
 
 def test_synced_group(scenario: Scenario) -> None:

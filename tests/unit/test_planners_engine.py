@@ -360,6 +360,44 @@ def test_apply_then_rollback_restores_offsets_and_states(world: World, tmp_path:
     assert sorted(world.connect.offsets["ab-source"], key=lambda o: o["partition"]["partition"]) == before
 
 
+class Recorder:
+    """A counting progress reporter: what a terminal would be told."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+        self.counts: list[tuple[str, int, int]] = []
+
+    def __call__(self, message: str) -> None:
+        self.messages.append(message)
+
+    def count(self, phase: str, done: int, total: int) -> None:
+        self.counts.append((phase, done, total))
+
+
+def test_apply_dry_run_and_rollback_count_their_steps(world: World, tmp_path: Path) -> None:
+    plan = plan_reset_connector_offsets(world.builder(), connectors=["ab-source"])
+    n = len(plan.steps)
+    checked = Recorder()
+    engine.dry_run(plan, world.live(), progress=checked)
+    assert checked.counts == [(engine.DRY_RUN_PHASE, i, n) for i in range(n + 1)]
+
+    applied, journal = Recorder(), tmp_path / "j.jsonl"
+    engine.apply_plan(plan, world.live(), journal_path=journal, state_dir=tmp_path, progress=applied)
+    assert applied.counts == [(engine.APPLY_PHASE, i, n) for i in range(n + 1)]
+    assert len(applied.messages) >= n  # a message per step besides the counts
+
+    undone = Recorder()
+    engine.rollback(journal, world.live(), state_dir=tmp_path, progress=undone)
+    assert undone.counts == [(engine.ROLLBACK_PHASE, i, n) for i in range(n + 1)]
+
+
+def test_a_plain_callable_hears_the_messages_and_no_counts(world: World, tmp_path: Path) -> None:
+    plan = plan_reset_connector_offsets(world.builder(), connectors=["ab-source"])
+    lines: list[str] = []
+    engine.apply_plan(plan, world.live(), journal_path=tmp_path / "j.jsonl", state_dir=tmp_path, progress=lines.append)
+    assert lines and all(isinstance(line, str) for line in lines)
+
+
 def test_resume_marks_an_in_progress_step_whose_effect_is_present(world: World, tmp_path: Path) -> None:
     plan = plan_reset_connector_offsets(world.builder(), connectors=["ab-source"])
     journal = tmp_path / "j.jsonl"

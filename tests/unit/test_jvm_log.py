@@ -1,0 +1,109 @@
+"""Where the Spark driver JVM's output goes: the log file's place and bound, the fd lending, log4j2's option."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mm2ctl.cli import run_log
+from mm2ctl.inspector.jvm_log import log4j2_config_path, log4j_java_option, output_to
+from mm2ctl.inspector.session import embedded_settings
+
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("MM2CTL_STATE_DIR", str(tmp_path / "state"))
+    run_log.start(verbose=False)
+
+
+def test_the_log_lives_in_the_state_dir_and_is_named_on_failure(tmp_path: Path) -> None:
+    assert run_log.failure_line() is None  # no JVM started: nothing to name
+    path = run_log.jvm_log("inspect")
+    assert path is not None and path.parent == tmp_path / "state" / "logs"
+    assert path.name.startswith("inspect-") and path.suffix == ".log" and path.exists()
+    assert path.stat().st_mode & 0o077 == 0  # the JVM's output may name hosts and paths: the owner's only
+    assert run_log.failure_line() == f"mm2ctl: Spark's JVM wrote its output to {path}"
+
+
+def test_verbose_keeps_the_jvm_on_the_terminal() -> None:
+    run_log.start(verbose=True)
+    assert run_log.verbose()
+    assert run_log.jvm_log("inspect") is None
+    assert run_log.failure_line() is None
+
+
+def test_old_logs_are_pruned_to_a_bound(tmp_path: Path) -> None:
+    logs = tmp_path / "state" / "logs"
+    logs.mkdir(parents=True)
+    now = time.time()
+    for i in range(run_log.KEEP_LOGS + 5):
+        old = logs / f"inspect-old{i:02d}.log"
+        old.write_text("x")
+        os.utime(old, (now - 1000 + i, now - 1000 + i))
+    (logs / "notes.txt").write_text("not a log")
+    newest = run_log.jvm_log("inspect")
+    kept = sorted(p.name for p in logs.glob("*.log"))
+    assert len(kept) == run_log.KEEP_LOGS and newest is not None and newest.name in kept
+    assert "inspect-old00.log" not in kept and f"inspect-old{run_log.KEEP_LOGS + 4:02d}.log" in kept
+    assert (logs / "notes.txt").exists()
+
+
+def test_an_unwritable_state_dir_falls_back_to_a_temporary_log(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("MM2CTL_STATE_DIR", str(blocker / "state"))  # under a file: cannot be created
+    path = run_log.jvm_log("inspect")
+    assert path is not None and path.exists() and path.name.startswith("mm2ctl-inspect-")
+    path.unlink()
+
+
+def test_output_to_lends_fds_1_and_2_to_children_and_gives_them_back(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "jvm.log"
+    with output_to(log):
+        # A child started meanwhile writes to both, as the JVM pyspark starts does, and keeps them.
+        subprocess.run([sys.executable, "-c", "import sys; print('child out'); print('child err', file=sys.stderr)"])
+    print("ours, after")
+    captured = capfd.readouterr()
+    assert log.read_text().splitlines() == ["child out", "child err"]
+    assert captured.out == "ours, after\n" and captured.err == ""
+
+
+def test_log4j2_option_is_added_to_the_driver_options_unless_the_user_chose_a_config() -> None:
+    ours = f"-Dlog4j2.configurationFile={log4j2_config_path()}"
+    assert log4j2_config_path().is_file()
+    assert log4j_java_option(None) in (ours, f'"{ours}"')
+    assert log4j_java_option("-XX:+UseParallelGC").startswith("-XX:+UseParallelGC -Dlog4j2.configurationFile=")
+    mine = "-Xss4m -Dlog4j2.configurationFile=/etc/my-log4j2.xml"
+    assert log4j_java_option(mine) == mine
+    assert log4j_java_option("-Dlog4j.configurationFile=x.xml") == "-Dlog4j.configurationFile=x.xml"
+
+
+def test_a_config_path_with_spaces_stays_one_java_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mm2ctl.inspector import jvm_log
+
+    monkeypatch.setattr(jvm_log, "log4j2_config_path", lambda: Path('/opt/my "apps"/log4j2.properties'))
+    assert log4j_java_option("-Xss4m") == r'-Xss4m "-Dlog4j2.configurationFile=/opt/my \"apps\"/log4j2.properties"'
+
+
+def test_embedded_settings_merge_the_log_option_and_keep_the_users_conf_winning() -> None:
+    jars = [Path("/j/a.jar")]
+    plain = embedded_settings("local[2]", None, jars=jars, log_to_file=False)
+    assert plain[JAVA_OPTIONS] == "-XX:+UseParallelGC"
+    logged = embedded_settings("local[2]", None, jars=jars, log_to_file=True)
+    assert logged[JAVA_OPTIONS].startswith("-XX:+UseParallelGC -Dlog4j2.configurationFile=")
+    # The user's options replace the collector default, as before; the log option is still added.
+    users = embedded_settings("local[2]", {JAVA_OPTIONS: "-Xss4m"}, jars=jars, log_to_file=True)
+    assert users[JAVA_OPTIONS].startswith("-Xss4m -Dlog4j2.configurationFile=")
+    assert "UseParallelGC" not in users[JAVA_OPTIONS]
+    remote = embedded_settings("spark://h:7077", None, jars=jars, log_to_file=True)
+    assert remote[JAVA_OPTIONS].startswith("-Dlog4j2.configurationFile=")
+    assert remote["spark.jars"] == "/j/a.jar"
