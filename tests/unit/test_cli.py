@@ -248,15 +248,26 @@ def _console_script() -> str:
     return str(script)
 
 
+def _from_bash(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` as a child of bash, as a user's shell would: typer finds the shell to complete for by
+    walking up the process tree, so without a bash parent (a CI runner, a background job) it finds none."""
+    return subprocess.run(
+        ["/bin/bash", "-c", '"$@"; exit $?', "bash", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 def test_install_completion_writes_a_bash_script_for_mm2ctl(tmp_path: Path) -> None:
     env = {**os.environ, "HOME": str(tmp_path), "SHELL": "/bin/bash"}
-    shown = run_cli("--show-completion", "bash", env=env)
-    assert shown.returncode == 0
+    shown = _from_bash([sys.executable, "-m", "mm2ctl", "--show-completion"], env)
+    assert shown.returncode == 0, shown.stderr
     assert "_MM2CTL_COMPLETE=complete_bash" in shown.stdout and "complete -o default -F" in shown.stdout
     assert shown.stdout.rstrip().endswith(" mm2ctl")
-    installed = subprocess.run(
-        [_console_script(), "--install-completion"], env=env, capture_output=True, text=True, timeout=120, check=False
-    )
+    installed = _from_bash([_console_script(), "--install-completion"], env)
     assert installed.returncode == 0, installed.stderr
     script = tmp_path / ".bash_completions" / "mm2ctl.sh"
     assert script.read_text().strip() == shown.stdout.strip()
