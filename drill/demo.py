@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from mm2ctl.connect_client import build_connect_client
 from mm2ctl.core import records
 from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.errors import KafkaError, Mm2ctlError
+from mm2ctl.core.errors import KafkaClusterError, Mm2ctlError
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import Flow, LabInfo
 
@@ -49,7 +49,7 @@ def _wait(check: Callable[[], bool], what: str, timeout_s: float = 90.0) -> None
         if check():
             return
         time.sleep(0.5)
-    raise KafkaError(f"demo: timed out after {timeout_s:.0f}s waiting for {what}")
+    raise KafkaClusterError(f"demo: timed out after {timeout_s:.0f}s waiting for {what}")
 
 
 def build_scenario(info: LabInfo, progress: Progress = lambda _m: None) -> DemoScenario:
@@ -82,7 +82,7 @@ def build_scenario(info: LabInfo, progress: Progress = lambda _m: None) -> DemoS
     def commit(group: str, offsets: dict[int, int], admin: KafkaAdmin = src, t: str = topic) -> None:
         res = admin.alter_group_offsets({group: {(t, p): o for p, o in offsets.items()}})[group]
         if any(r.error is not None for r in res):
-            raise KafkaError(f"demo: committing {group}: {res}")
+            raise KafkaClusterError(f"demo: committing {group}: {res}")
 
     progress("groups: healthy, raw-copy (source numbers on the target), below-start, late (no checkpoints)")
     commit(groups["healthy"], {0: 80, 1: 70})

@@ -82,7 +82,7 @@ def reach_clusters(pairs: Sequence[PairConfig], *, timeout_s: float = 15.0) -> N
     """Fail fast when a cluster of ``pairs`` cannot be reached: one describe-cluster call per cluster, side by
     side. ``mm2ctl inspect`` calls it before it starts Spark, so a dead broker or a mistyped address costs
     seconds, not Spark's start-up plus the admin calls' longer timeout. Raises the first cluster's
-    ``KafkaError``."""
+    ``KafkaClusterError``."""
     clusters: dict[str, dict[str, str]] = {}
     for pair in pairs:
         clusters.setdefault(pair.source, dict(pair.source_kafka_config))

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mm2ctl.core import records
-from mm2ctl.core.errors import ApplyError, KafkaError
+from mm2ctl.core.errors import ApplyError, KafkaClusterError
 from mm2ctl.plans.fingerprint import JSONable
 from mm2ctl.plans.model import (
     OffsetSyncsBackup,
@@ -166,7 +166,9 @@ class Truncate:
         if "delete" not in original.split(","):
             admin.set_topic_config(topic, _POLICY, original)
         if result.error is not None:
-            raise KafkaError(f"deleting records of {cluster}:{topic}: {result.error.message}", code=result.error.code)
+            raise KafkaClusterError(
+                f"deleting records of {cluster}:{topic}: {result.error.message}", code=result.error.code
+            )
         ctx.progress(f"{cluster}:{topic}: records below {step.payload.before_offset} deleted")
         return {**_bounds(step, ctx), _POLICY: original}
 
