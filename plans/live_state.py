@@ -25,8 +25,8 @@ from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.config import MM2Config, load_mm2_config
 from mm2ctl.core.connect_offsets import StoredOffset, latest_offsets, live_offsets
 from mm2ctl.core.errors import ConfigError, ConnectNotFoundError, KafkaClusterError
+from mm2ctl.core.redaction import redact_json
 from mm2ctl.plans.fingerprint import Fingerprint, JSONable, canonical_json, fingerprint_of
-from mm2ctl.plans.model import redact_json
 
 # ------------------------------------------------------------------------------------------- part names
 

@@ -15,7 +15,8 @@ Why it is shaped this way (terraform's ``internal/plans``, STYLE "The plan is da
   and raises ``PlanError``; ``plans.serialize`` prefixes the message with the file and field path.
 
 Secrets never enter a plan. Connector configs and any before/after value are passed through
-``redact_json``/``ConnectorConfig``, which replace secret-looking values with ``REDACTED``. How apply gets the
+``mm2ctl.core.redaction.redact_json`` or ``ConnectorConfig``, which replace secret-looking values with
+``REDACTED``. How apply gets the
 real values back is decided per ``connector_create`` step by ``SecretSource`` (see ``unredact_config``).
 
 Step kinds, their target, payload, and what rollback does (the executors implement it; listed here because
@@ -47,7 +48,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import re
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -55,67 +55,18 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from types import MappingProxyType
 from typing import ClassVar, TypeAlias
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
-from mm2ctl.core import security as _security
 from mm2ctl.core.errors import ConfigError, PlanError, PreconditionError
 from mm2ctl.core.flows import Flow, is_cluster_alias, parse_flow
-from mm2ctl.core.security import is_secret_key
-from mm2ctl.plans.fingerprint import Fingerprint, FrozenJSON, JSONable, freeze_json, thaw_json
+from mm2ctl.core.redaction import REDACTED, redact_json
+from mm2ctl.plans.fingerprint import Fingerprint, FrozenJSON, freeze_json, thaw_json
 
 #: The plan document format this code writes and reads. Bump on any incompatible change; a reader refuses
 #: newer versions rather than guess (an old mm2ctl must never half-understand a plan and apply it).
 SCHEMA_VERSION = 1
 
 # ---------------------------------------------------------------------------------------------- secrets
-
-#: What a redacted value is replaced with. Deliberately not Connect's ``${provider:path:key}`` syntax, so a
-#: config still holding the marker can never be mistaken for a resolvable reference; the executor refuses
-#: to send one (``unredact_config``).
-REDACTED = "**redacted-by-mm2ctl**"
-
-_CONFIG_PROVIDER_REF = re.compile(r"^\$\{[^}]+\}$")
-
-# Which keys and values are secret is decided in one place, ``mm2ctl.core.security`` (re-exported here).
-
-
-def looks_secret_value(value: str) -> bool:
-    """Does a string carry a secret whatever its key? (``REDACTED`` itself does not.)"""
-    return value != REDACTED and _security.looks_secret_value(value)
-
-
-def _redact_scalar_for_key(value: JSONable) -> JSONable:
-    # A Connect config-provider reference (``${file:/etc/secrets.properties:pw}``) names where the secret is,
-    # not the secret; keeping it lets a plan re-create the connector without any secret in hand.
-    if isinstance(value, str) and _CONFIG_PROVIDER_REF.match(value):
-        return value
-    return REDACTED
-
-
-def redact_json(value: JSONable) -> JSONable:
-    """Deep copy of a JSON value with every secret replaced by ``REDACTED``. Idempotent.
-
-    Used for everything config-like that a plan or journal stores: step before/after values, connector
-    configs, error messages.
-    """
-    if isinstance(value, Mapping):
-        out: dict[str, JSONable] = {}
-        for k, v in value.items():
-            if isinstance(k, str) and is_secret_key(k) and v is not None:
-                out[k] = _redact_scalar_for_key(v)
-            else:
-                out[k] = redact_json(v)
-        return out
-    if isinstance(value, (list, tuple)):
-        return [redact_json(v) for v in value]
-    if isinstance(value, str) and looks_secret_value(value):
-        return REDACTED
-    return value
-
-
-def redact_text(text: str) -> str:
-    """Redact free text (an error message) token by token, keeping it readable."""
-    return _security.redact_text(text, REDACTED)
 
 
 class SecretSource(StrEnum):
@@ -523,7 +474,8 @@ class ConnectorConfig:
     """A connector config as saved in a plan: string values, secrets replaced by ``REDACTED``.
 
     Redaction happens here, on construction, so no code path can put a secret into a plan by forgetting to
-    call it. ``redacted_keys`` lists what apply must fill back in (``unredact_config``).
+    call it. ``redacted_keys`` lists what apply must fill back in (``unredact_config``); a value that only
+    references a secret through a Connect config provider (``${file:...}``) is kept as it is.
     """
 
     values: Mapping[str, str]
@@ -532,20 +484,12 @@ class ConnectorConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.values, Mapping):
             raise _fail("values: expected a mapping of config key to string")
-        redacted = set(self.redacted_keys)
-        clean: dict[str, str] = {}
         for k, v in self.values.items():
             _check_str(k, "values key")
             if not isinstance(v, str):
                 raise _fail(f"values.{k}: expected a string (Connect configs are), got {type(v).__name__}")
-            if is_secret_key(k) or looks_secret_value(v):
-                new = _redact_scalar_for_key(v) if is_secret_key(k) else REDACTED
-                if new == REDACTED:
-                    redacted.add(k)
-                clean[k] = str(new)
-            else:
-                clean[k] = v
-        redacted |= {k for k, v in clean.items() if v == REDACTED}
+        clean: dict[str, str] = redact_json(dict(self.values))
+        redacted = set(self.redacted_keys) | {k for k, v in clean.items() if v == REDACTED}
         unknown = redacted - set(clean)
         if unknown:
             raise _fail(f"redacted_keys: {sorted(unknown)} are not keys of the config")
@@ -1022,16 +966,6 @@ class PlanKind(StrEnum):
     TRUNCATE_OFFSET_SYNCS = "truncate-offset-syncs"
     RESET_MM2 = "reset-mm2"
     FAILOVER = "failover"
-
-
-def strip_url_credentials(url: str) -> str:
-    """``url`` without user:password, query or fragment: what a plan may record of a Connect URL."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    netloc = host + (f":{parts.port}" if parts.port is not None else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import pytest
 
 from mm2ctl.core.errors import PlanError, PreconditionError
+from mm2ctl.core.redaction import REDACTED, is_secret_key, redact_json, redact_text, strip_url_credentials
 from mm2ctl.plans.fingerprint import fingerprint_of
 from mm2ctl.plans.model import (
-    REDACTED,
     SCHEMA_VERSION,
     ConnectorConfig,
     ConnectorStop,
@@ -20,11 +20,7 @@ from mm2ctl.plans.model import (
     PlanKind,
     Step,
     StepKind,
-    is_secret_key,
     new_plan,
-    redact_json,
-    redact_text,
-    strip_url_credentials,
     unredact_config,
 )
 from tests.unit.test_plan_samples import (

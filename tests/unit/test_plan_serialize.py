@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from mm2ctl.core.errors import PlanError
-from mm2ctl.plans.model import REDACTED, StepKind
+from mm2ctl.core.redaction import REDACTED
+from mm2ctl.plans.model import StepKind
 from mm2ctl.plans.serialize import (
     dump_plan,
     dump_plan_json,
