@@ -15,7 +15,7 @@ import typer
 
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.flows import parse_flow
-from mm2ctl.plans.model import PlanKind
+from mm2ctl.plans.document import PlanKind
 from mm2ctl.plans.planners.context import PlanBuilder
 from mm2ctl.plans.planners.failover import FailoverOptions, FailoverReport, Source, plan_failover
 from mm2ctl.plans.serialize import dump_plan_json, write_plan_file

@@ -19,8 +19,8 @@ from mm2ctl.core.errors import ApprovalRequiredError, ConfigError, Mm2ctlError
 from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.core.flows import parse_flow
 from mm2ctl.core.properties import load_properties
+from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.live_state import LiveState, open_live_state
-from mm2ctl.plans.model import Plan, PlanKind
 from mm2ctl.plans.planners import (
     Action,
     Method,

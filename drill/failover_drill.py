@@ -62,8 +62,8 @@ from mm2ctl.core import records
 from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.config import PairConfig, load_mm2_config
 from mm2ctl.core.errors import ConfigError, KafkaClusterError, Mm2ctlError
+from mm2ctl.plans.document import PlanKind
 from mm2ctl.plans.live_state import LiveState, open_live_state
-from mm2ctl.plans.model import PlanKind
 from mm2ctl.plans.planners.context import PlanBuilder
 from mm2ctl.plans.planners.failover import (
     FailoverOptions,

@@ -15,7 +15,7 @@ Two distinct refusals, checked in this order:
   cluster id differs). Re-planning against these clusters is a different decision, not a refresh.
 - ``StalePlanError``: same clusters, but state the plan read has changed; re-plan.
 
-This module sits below ``plans.model`` (the model imports ``Fingerprint``), so it imports the model only for
+This module sits below ``plans.document`` (the plan imports ``Fingerprint``), so it imports the plan only for
 type checking.
 """
 
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from mm2ctl.core.errors import ForeignPlanError, PlanError, StalePlanError
 
 if TYPE_CHECKING:
-    from mm2ctl.plans.model import Plan
+    from mm2ctl.plans.document import Plan
 
 #: A JSON value as the model stores it: dicts frozen to read-only mappings, lists to tuples.
 FrozenJSON: TypeAlias = bool | int | float | str | tuple["FrozenJSON", ...] | Mapping[str, "FrozenJSON"] | None

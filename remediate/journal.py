@@ -47,8 +47,8 @@ from typing import Any
 
 from mm2ctl.core.errors import JournalError, PlanError
 from mm2ctl.core.redaction import REDACTED, redact_json, redact_text
+from mm2ctl.plans.document import Plan, tool_version
 from mm2ctl.plans.fingerprint import FrozenJSON, JSONable, canonical_json, digest_of, freeze_json
-from mm2ctl.plans.model import Plan, tool_version
 from mm2ctl.plans.serialize import plan_document_digest, plan_from_json, plan_to_json
 
 JOURNAL_FORMAT = "mm2ctl-journal"

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from mm2ctl.plans.fingerprint import FrozenJSON, JSONable
 from mm2ctl.plans.live_state import LiveState
-from mm2ctl.plans.model import Step
+from mm2ctl.plans.steps import Step
 from mm2ctl.remediate.preconditions import StateView
 
 Progress = Callable[[str], None]

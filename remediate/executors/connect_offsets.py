@@ -18,16 +18,11 @@ from mm2ctl.connect_client import ConnectorOffset as RestOffset
 from mm2ctl.core import records
 from mm2ctl.core.errors import ApplyError
 from mm2ctl.plans.fingerprint import JSONable, canonical_json, thaw_json
-from mm2ctl.plans.model import (
-    ConnectOffsetsPatch,
-    ConnectOffsetsTombstone,
-    ConnectorTarget,
-    Step,
-    TombstoneRecord,
-    TopicPartitionsTarget,
-    WorkerGroupHasNoMembers,
-    iter_preconditions,
-)
+from mm2ctl.plans.offsets import TombstoneRecord
+from mm2ctl.plans.payloads import ConnectOffsetsPatch, ConnectOffsetsTombstone
+from mm2ctl.plans.preconditions import WorkerGroupHasNoMembers, iter_preconditions
+from mm2ctl.plans.steps import Step
+from mm2ctl.plans.targets import ConnectorTarget, TopicPartitionsTarget
 from mm2ctl.remediate.executors.base import ExecContext, UndoContext, as_dict
 from mm2ctl.remediate.preconditions import StateView, failures
 

@@ -15,7 +15,9 @@ from typing import Any
 
 from mm2ctl.core.errors import ApplyError, KafkaClusterError
 from mm2ctl.plans.fingerprint import JSONable
-from mm2ctl.plans.model import GroupOffsetsVerify, GroupOffsetsWrite, GroupTarget, Step, WaitForCatchUp
+from mm2ctl.plans.payloads import GroupOffsetsVerify, GroupOffsetsWrite, WaitForCatchUp
+from mm2ctl.plans.steps import Step
+from mm2ctl.plans.targets import GroupTarget
 from mm2ctl.remediate.executors.base import ExecContext, ReadOnlyStep, UndoContext, as_dict
 from mm2ctl.remediate.preconditions import StateView
 

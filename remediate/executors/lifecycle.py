@@ -11,16 +11,11 @@ import time
 
 from mm2ctl.connect_client import ConnectorStatus
 from mm2ctl.core.errors import ApplyError, ConnectNotFoundError, PreconditionError
+from mm2ctl.plans.connector_config import unredact_config
 from mm2ctl.plans.fingerprint import JSONable
-from mm2ctl.plans.model import (
-    ConnectorCreate,
-    ConnectorDelete,
-    ConnectorRestart,
-    ConnectorTarget,
-    Step,
-    StepKind,
-    unredact_config,
-)
+from mm2ctl.plans.payloads import ConnectorCreate, ConnectorDelete, ConnectorRestart
+from mm2ctl.plans.steps import Step, StepKind
+from mm2ctl.plans.targets import ConnectorTarget
 from mm2ctl.remediate.executors.base import ExecContext, UndoContext, as_dict
 from mm2ctl.remediate.preconditions import StateView
 
@@ -130,7 +125,7 @@ class StateChange:
 
 def config_to_send(step_config: object, name: str, ctx: ExecContext) -> dict[str, str]:
     """The saved (redacted) config with its secrets filled back from the live read or the operator."""
-    from mm2ctl.plans.model import ConnectorConfig
+    from mm2ctl.plans.connector_config import ConnectorConfig
 
     assert isinstance(step_config, ConnectorConfig)
     secrets = dict(ctx.operator_secrets)

@@ -25,14 +25,10 @@ from typing import Any
 from mm2ctl.core import records
 from mm2ctl.core.errors import ApplyError, KafkaClusterError
 from mm2ctl.plans.fingerprint import JSONable
-from mm2ctl.plans.model import (
-    OffsetSyncsBackup,
-    OffsetSyncsTruncate,
-    Step,
-    TopicEndOffsetEquals,
-    TopicPartitionsTarget,
-    iter_preconditions,
-)
+from mm2ctl.plans.payloads import OffsetSyncsBackup, OffsetSyncsTruncate
+from mm2ctl.plans.preconditions import TopicEndOffsetEquals, iter_preconditions
+from mm2ctl.plans.steps import Step
+from mm2ctl.plans.targets import TopicPartitionsTarget
 from mm2ctl.remediate.executors.base import ExecContext, ReadOnlyStep, UndoContext
 from mm2ctl.remediate.preconditions import StateView, failures
 

@@ -13,7 +13,7 @@ import pytest
 
 from mm2ctl.core.errors import JournalError
 from mm2ctl.core.redaction import REDACTED
-from mm2ctl.plans.model import Plan
+from mm2ctl.plans.document import Plan
 from mm2ctl.remediate.journal import (
     EntryType,
     Journal,

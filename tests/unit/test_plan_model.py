@@ -9,20 +9,14 @@ import pytest
 
 from mm2ctl.core.errors import PlanError, PreconditionError
 from mm2ctl.core.redaction import REDACTED, is_secret_key, redact_json, redact_text, strip_url_credentials
+from mm2ctl.plans.connect_target import ConnectTarget
+from mm2ctl.plans.connector_config import ConnectorConfig, unredact_config
+from mm2ctl.plans.document import SCHEMA_VERSION, PlanKind, new_plan
 from mm2ctl.plans.fingerprint import fingerprint_of
-from mm2ctl.plans.model import (
-    SCHEMA_VERSION,
-    ConnectorConfig,
-    ConnectorStop,
-    ConnectorTarget,
-    ConnectTarget,
-    NoPrecondition,
-    PlanKind,
-    Step,
-    StepKind,
-    new_plan,
-    unredact_config,
-)
+from mm2ctl.plans.payloads import ConnectorStop
+from mm2ctl.plans.preconditions import NoPrecondition
+from mm2ctl.plans.steps import Step, StepKind
+from mm2ctl.plans.targets import ConnectorTarget
 from tests.unit.test_plan_samples import (
     SECRET_JAAS,
     SECRET_PASSWORD,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from mm2ctl.core import redaction
-from mm2ctl.plans.model import ConnectorConfig
+from mm2ctl.plans.connector_config import ConnectorConfig
 
 #: Caught by the key regex only, the key tokens only, or both.
 SECRET_KEYS = [
