@@ -34,6 +34,7 @@ from mm2ctl.core.errors import KafkaClusterError
 
 log = logging.getLogger("mm2ctl.kafka")
 
+#: A partition of a topic, ``(topic, partition)``: how every call here (and every caller) keys per-partition data.
 TP = tuple[str, int]
 T = TypeVar("T")
 R = TypeVar("R")

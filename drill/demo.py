@@ -16,7 +16,6 @@ Never prints; ``progress`` gets one line per stage.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from mm2ctl.connect_client import build_connect_client
 from mm2ctl.core import records
 from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.errors import KafkaClusterError, Mm2ctlError
+from mm2ctl.core.polling import poll_until
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import Flow, LabInfo
 
@@ -44,12 +44,8 @@ class DemoScenario:
 
 
 def _wait(check: Callable[[], bool], what: str, timeout_s: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.5)
-    raise KafkaClusterError(f"demo: timed out after {timeout_s:.0f}s waiting for {what}")
+    if not poll_until(check, timeout_s=timeout_s, interval_s=0.5):
+        raise KafkaClusterError(f"demo: timed out after {timeout_s:.0f}s waiting for {what}")
 
 
 def build_scenario(info: LabInfo, progress: Progress = lambda _m: None) -> DemoScenario:

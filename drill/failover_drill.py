@@ -59,9 +59,10 @@ from confluent_kafka import (
 )
 
 from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.admin import TP, KafkaAdmin
 from mm2ctl.core.config import PairConfig, load_mm2_config
 from mm2ctl.core.errors import ConfigError, KafkaClusterError, Mm2ctlError
+from mm2ctl.core.polling import poll_until
 from mm2ctl.plans.document import PlanKind
 from mm2ctl.plans.live_state import LiveState, open_live_state
 from mm2ctl.plans.planners.context import PlanBuilder
@@ -81,7 +82,6 @@ if TYPE_CHECKING:
     from mm2ctl.lab.lab import LabInfo
 
 Progress = Callable[[str], None]
-TP = tuple[str, int]
 
 log = logging.getLogger("mm2ctl.drill")
 
@@ -385,15 +385,6 @@ def _resume_and_read(
     return seen
 
 
-def _wait(check: Callable[[], bool], *, what: str, timeout_s: float, interval_s: float = 0.5) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(interval_s)
-    return False
-
-
 # ------------------------------------------------------------------------------------------ scoring
 
 
@@ -591,7 +582,7 @@ def run_drill(
         )
 
     progress("waiting for MM2 to copy every record")
-    if not _wait(caught_up, what="catch-up", timeout_s=o.settle_timeout_s):
+    if not poll_until(caught_up, timeout_s=o.settle_timeout_s, interval_s=0.5):
         notes.append(f"MM2 had not copied every record of {topic} within {o.settle_timeout_s:g}s")
 
     def mm2_synced() -> bool:
@@ -603,7 +594,7 @@ def run_drill(
         )
 
     progress("waiting for MM2 to checkpoint the group and sync its offsets to the target")
-    if not _wait(mm2_synced, what="MM2 group sync", timeout_s=o.settle_timeout_s, interval_s=1.0):
+    if not poll_until(mm2_synced, timeout_s=o.settle_timeout_s, interval_s=1.0):
         notes.append(
             "MM2 had not checkpointed and synced every partition of the group at the source commit "
             f"point within {o.settle_timeout_s:g}s; (b) is what it had written by then"

@@ -22,8 +22,7 @@ import pyarrow as pa
 
 from mm2ctl.core.admin import GroupDescription, ItemError, KafkaAdmin
 from mm2ctl.core.config import MM2Config, PairConfig
-
-ACTIVE_STATES = frozenset({"Stable", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"})
+from mm2ctl.inspector.statuses import ACTIVE_GROUP_STATES
 
 Progress = Callable[[str], None]
 
@@ -127,7 +126,7 @@ def collect_pair_state(
         for group in candidates:
             offsets = committed[group]
             state = described.get(group)
-            if selection.active_only and (state is None or state.state not in ACTIVE_STATES):
+            if selection.active_only and (state is None or state.state not in ACTIVE_GROUP_STATES):
                 continue
             kept = [
                 (tp, off)

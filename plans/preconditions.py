@@ -10,24 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from types import MappingProxyType
 from typing import ClassVar, TypeAlias
 
+from mm2ctl.connect_client.models import ConnectorState
 from mm2ctl.core.errors import PlanError
 from mm2ctl.plans.offsets import ConnectorOffset, GroupOffset, TombstoneRecord
 from mm2ctl.plans.validation import check_int, check_str, check_unique, freeze_tuple, set_field
-
-
-class ConnectorState(StrEnum):
-    """Connector states as ``GET /connectors/{c}/status`` reports them."""
-
-    RUNNING = "RUNNING"
-    PAUSED = "PAUSED"
-    STOPPED = "STOPPED"
-    FAILED = "FAILED"
-    UNASSIGNED = "UNASSIGNED"
-    RESTARTING = "RESTARTING"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

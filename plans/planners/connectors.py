@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import StrEnum
 
+from mm2ctl.connect_client.models import ConnectorState
 from mm2ctl.core.errors import PlanError
 from mm2ctl.core.flows import parse_flow
 from mm2ctl.plans.connector_config import ConnectorConfig, SecretSource
@@ -25,7 +26,7 @@ from mm2ctl.plans.payloads import (
 )
 from mm2ctl.plans.planners.context import PlanBuilder
 from mm2ctl.plans.planners.mm2_connectors import find_pair_connectors
-from mm2ctl.plans.preconditions import ConnectorAbsent, ConnectorState, ConnectorStateIn
+from mm2ctl.plans.preconditions import ConnectorAbsent, ConnectorStateIn
 from mm2ctl.plans.steps import Step, StepKind
 from mm2ctl.plans.targets import ConnectorTarget
 

@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from mm2ctl.connect_client.models import ConnectorState
+from mm2ctl.core.admin import TP
 from mm2ctl.core.codecs import RecordDecodeError, decode_checkpoint, decode_offset_sync
 from mm2ctl.core.config import PairConfig
 from mm2ctl.core.errors import ConfigError, PlanError, PreconditionError
@@ -51,7 +53,6 @@ from mm2ctl.plans.planners.context import PlanBuilder
 from mm2ctl.plans.planners.mm2_connectors import ALL_ROLES, find_pair_connectors
 from mm2ctl.plans.preconditions import (
     AllOf,
-    ConnectorState,
     ConnectorStateIn,
     GroupEmptyOrAbsent,
     GroupOffsetsInRange,
@@ -71,8 +72,6 @@ from mm2ctl.plans.translation import (
     record_digest,
     verified,
 )
-
-TP = tuple[str, int]
 
 NEW_PARTITIONS_NOTE = (
     "rollback cannot remove an offset this plan adds to a group that already had other offsets: Kafka's "

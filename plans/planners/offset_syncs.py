@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from mm2ctl.connect_client.models import ConnectorState
 from mm2ctl.core.errors import PlanError
 from mm2ctl.core.flows import parse_flow
 from mm2ctl.plans.document import Plan, PlanKind
@@ -37,7 +38,6 @@ from mm2ctl.plans.planners.reset_offsets import (
 from mm2ctl.plans.preconditions import (
     AllOf,
     ConnectorAbsent,
-    ConnectorState,
     ConnectorStopped,
     Precondition,
     TopicEndOffsetEquals,

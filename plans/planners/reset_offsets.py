@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from mm2ctl.connect_client.models import ConnectorState
 from mm2ctl.core.errors import PlanError
 from mm2ctl.core.flows import parse_flow
 from mm2ctl.plans.document import Plan, PlanKind
@@ -49,7 +50,6 @@ from mm2ctl.plans.preconditions import (
     AllOf,
     ConnectorAbsent,
     ConnectorOffsetsUnchanged,
-    ConnectorState,
     ConnectorStopped,
     OffsetsRecordsUnchanged,
     Precondition,

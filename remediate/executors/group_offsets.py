@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from mm2ctl.core.admin import TP
 from mm2ctl.core.errors import ApplyError, KafkaClusterError
 from mm2ctl.plans.fingerprint import JSONable
 from mm2ctl.plans.payloads import GroupOffsetsVerify, GroupOffsetsWrite, WaitForCatchUp
@@ -20,8 +21,6 @@ from mm2ctl.plans.steps import Step
 from mm2ctl.plans.targets import GroupTarget
 from mm2ctl.remediate.executors.base import ExecContext, ReadOnlyStep, UndoContext, as_dict
 from mm2ctl.remediate.preconditions import StateView
-
-TP = tuple[str, int]
 
 
 def _target(step: Step) -> GroupTarget:

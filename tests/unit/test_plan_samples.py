@@ -11,6 +11,7 @@ import base64
 import json
 from datetime import UTC, datetime
 
+from mm2ctl.connect_client.models import ConnectorState
 from mm2ctl.plans.connect_target import ConnectTarget
 from mm2ctl.plans.connector_config import ConnectorConfig, SecretSource
 from mm2ctl.plans.document import Plan, PlanKind
@@ -40,7 +41,6 @@ from mm2ctl.plans.preconditions import (
     AllOf,
     ConnectorAbsent,
     ConnectorOffsetsUnchanged,
-    ConnectorState,
     ConnectorStateIn,
     ConnectorStopped,
     GroupEmptyOrAbsent,
