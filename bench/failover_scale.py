@@ -45,8 +45,9 @@ from bench_lab import loadavg, open_lab, say
 from confluent_kafka import Producer
 
 from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.admin import TP, KafkaAdmin
 from mm2ctl.core.codecs import decode_offset_sync
+from mm2ctl.core.polling import poll_until
 from mm2ctl.lab import lab
 from mm2ctl.lab.jars import kafka_classpath
 
@@ -66,7 +67,6 @@ TARGET_RATIO = 10.0
 #: Pause after each partition's share of a round, so MM2 syncs every partition (see ``produce_records``).
 SYNC_PACING_S = 0.02
 
-TP = tuple[str, int]
 Offsets = dict[str, dict[TP, int]]
 
 
@@ -201,10 +201,8 @@ def delete_groups(admin: KafkaAdmin, groups: list[str], batch: int = 100) -> Non
 
 def wait_until(check: Callable[[], bool], what: str, timeout_s: float, interval_s: float = 2.0) -> float:
     t0 = time.monotonic()
-    while not check():
-        if time.monotonic() - t0 > timeout_s:
-            raise SystemExit(f"timed out after {timeout_s:.0f}s waiting for {what}")
-        time.sleep(interval_s)
+    if not poll_until(check, timeout_s=timeout_s, interval_s=interval_s):
+        raise SystemExit(f"timed out after {timeout_s:.0f}s waiting for {what}")
     waited = time.monotonic() - t0
     say(f"{what}: after {waited:.1f}s")
     return waited

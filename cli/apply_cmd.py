@@ -39,8 +39,8 @@ from mm2ctl.cli.render import (
 from mm2ctl.core.errors import ApprovalRequiredError, ConfigError
 from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.core.properties import load_properties
+from mm2ctl.plans.document import Plan
 from mm2ctl.plans.live_state import LiveState
-from mm2ctl.plans.model import Plan
 from mm2ctl.plans.serialize import dump_plan_json, load_plan
 from mm2ctl.remediate import engine
 

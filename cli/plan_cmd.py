@@ -30,7 +30,7 @@ from mm2ctl.cli.progress import terminal_progress
 from mm2ctl.cli.render import failover_rows, failover_rows_json, render_plan
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.exit_codes import ExitCode
-from mm2ctl.plans.model import Plan, PlanKind
+from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.planners import (
     Action,
     Method,

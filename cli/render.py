@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from mm2ctl.drill.failover_drill import DrillResult
     from mm2ctl.inspector.job import InspectResult
     from mm2ctl.lab.lab import LabInfo, LabStatus
-    from mm2ctl.plans.model import Plan
+    from mm2ctl.plans.document import Plan
     from mm2ctl.plans.planners.failover import FailoverReport
     from mm2ctl.remediate.engine import RunResult
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from mm2ctl.connect_client.versions import (
@@ -24,8 +25,21 @@ from mm2ctl.connect_client.versions import (
     parse_version,
 )
 
-#: Connector and task states Connect reports (STOPPED is connector-only and has no tasks; KIP-875, 3.5+).
-STATES = frozenset({"UNASSIGNED", "RUNNING", "PAUSED", "FAILED", "RESTARTING", "STOPPED"})
+
+class ConnectorState(StrEnum):
+    """Connector and task states as ``GET /connectors/{c}/status`` reports them (STOPPED is connector-only
+    and has no tasks; KIP-875, 3.5+). A plan's preconditions name them too."""
+
+    RUNNING = "RUNNING"
+    PAUSED = "PAUSED"
+    STOPPED = "STOPPED"
+    FAILED = "FAILED"
+    UNASSIGNED = "UNASSIGNED"
+    RESTARTING = "RESTARTING"
+
+
+#: Every state in ``ConnectorState``, as the strings the REST API sends.
+STATES = frozenset(s.value for s in ConnectorState)
 
 
 def _str_or_none(value: Any) -> str | None:

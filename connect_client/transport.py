@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import requests
 import tenacity
@@ -40,6 +40,7 @@ from mm2ctl.core.errors import (
     ConnectNotFoundError,
     ConnectTransportError,
 )
+from mm2ctl.core.redaction import display_url, redact_text
 
 LOGGER = logging.getLogger("mm2ctl.connect")
 
@@ -81,18 +82,6 @@ class RetryPolicy:
             raise ValueError("max_attempts must be at least 1")
         if self.max_elapsed < 0 or self.initial_backoff < 0 or self.max_backoff < 0 or self.jitter < 0:
             raise ValueError("retry times must not be negative")
-
-
-def display_url(url: str) -> str:
-    """The URL as it may appear in logs and errors: without any ``user:password@``."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port is not None else host
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 def normalize_url(url: str) -> str:
@@ -309,10 +298,7 @@ class ConnectTransport:
         ``requests`` messages name host, port and path only, but a URL given with ``user:pass@`` and
         the session's basic-auth password are scrubbed anyway: a leak in a log file is not undone.
         """
-        text = _truncate(str(exc), 500)
-        for secret in self._secrets():
-            text = text.replace(secret, "***")
-        return text
+        return redact_text(_truncate(str(exc), 500), known=self._secrets())
 
     def _secrets(self) -> list[str]:
         found: list[str] = []

@@ -3,7 +3,7 @@
 It wraps confluent-kafka's ``AdminClient`` (passed in, or built from a confluent-kafka config by
 ``KafkaAdmin.connect``). Calls that fan out over many groups or partitions return one result per item, each
 with its own ``ItemError`` (STYLE "partial failure is data"), so one missing topic or one coordinator error
-never hides the other 999 999 answers. A failure of the whole call (no broker answers) raises ``KafkaError``
+never hides the other 999 999 answers. A failure of the whole call (no broker answers) raises ``KafkaClusterError``
 with the confluent-kafka error code, cause chained.
 
 confluent-kafka's group-offset calls accept one group per request; this facade keeps up to ``concurrency``
@@ -19,8 +19,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicCollection, TopicPartition
-from confluent_kafka import KafkaError as _RdKafkaError
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -31,10 +30,11 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from mm2ctl.core.errors import KafkaError
+from mm2ctl.core.errors import KafkaClusterError
 
 log = logging.getLogger("mm2ctl.kafka")
 
+#: A partition of a topic, ``(topic, partition)``: how every call here (and every caller) keys per-partition data.
 TP = tuple[str, int]
 T = TypeVar("T")
 R = TypeVar("R")
@@ -98,15 +98,15 @@ class PartitionResult:
 
 def item_error(exc: BaseException) -> ItemError:
     """Turn whatever a confluent-kafka future raised into data."""
-    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], _RdKafkaError):
-        err: _RdKafkaError = exc.args[0]
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        err: KafkaError = exc.args[0]
         return ItemError(err.name(), err.str(), bool(err.retriable()))
     return ItemError(type(exc).__name__, str(exc))
 
 
-def _raise_whole_call(what: str, exc: BaseException) -> KafkaError:
+def _raise_whole_call(what: str, exc: BaseException) -> KafkaClusterError:
     ie = item_error(exc)
-    return KafkaError(f"{what} failed: {ie.message}", code=ie.code, retriable=ie.retriable)
+    return KafkaClusterError(f"{what} failed: {ie.message}", code=ie.code, retriable=ie.retriable)
 
 
 def _chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
@@ -343,7 +343,7 @@ class KafkaAdmin:
         for g in found:
             if g.id != group:
                 continue
-            if g.error is not None and g.error.code() != _RdKafkaError.NO_ERROR:
+            if g.error is not None and g.error.code() != KafkaError.NO_ERROR:
                 return GroupDescription(group, "", 0, ItemError(g.error.name(), g.error.str()))
             return GroupDescription(group, g.state or "Dead", len(g.members or []))
         return GroupDescription(group, "Dead", 0)

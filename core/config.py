@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
-from mm2ctl.core import naming, security
+from mm2ctl.core import client_security, naming
+from mm2ctl.core.client_security import SettingOrigin
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.flows import is_cluster_alias, parse_flow
 from mm2ctl.core.naming import OffsetSyncsLocation, ReplicationPolicy
 from mm2ctl.core.properties import Properties, load_properties, parse_properties
-from mm2ctl.core.security import SettingOrigin
 
 Role = Literal["consumer", "producer", "admin"]
 ROLES: tuple[Role, ...] = ("consumer", "producer", "admin")
@@ -445,13 +445,13 @@ class MM2Config:
         return {k: v for k, (v, _) in self._resolve_client(alias, pair, role).items()}
 
     def kafka_config(self, alias: str, pair: str | None = None, role: Role = "consumer") -> dict[str, str]:
-        """confluent-kafka settings for cluster ``alias`` (see :mod:`mm2ctl.core.security`).
+        """confluent-kafka settings for cluster ``alias`` (see :mod:`mm2ctl.core.client_security`).
 
         May write a private PEM file when a PKCS12 or JKS truststore must be converted. Contains secrets:
-        pass it through :func:`mm2ctl.core.security.redact` before showing it.
+        pass it through :func:`mm2ctl.core.redaction.redact` before showing it.
         """
         resolved = self._resolve_client(alias, pair, role, client_only=True)
-        return security.to_librdkafka(
+        return client_security.to_librdkafka(
             {k: v for k, (v, _) in resolved.items()},
             path=self.path,
             origins={k: o for k, (_, o) in resolved.items()},
@@ -467,7 +467,7 @@ class MM2Config:
                 line=self._props.line(enabled_key),
                 key=f"{alias}.bootstrap.servers",
             )
-        security.to_librdkafka(
+        client_security.to_librdkafka(
             {k: v for k, (v, _) in resolved.items()},
             path=self.path,
             origins={k: o for k, (_, o) in resolved.items()},

@@ -8,7 +8,7 @@ sensitive settings.
 
     Mm2ctlError
     ├── ConfigError ............. a malformed MM2 properties file or option (file, line, key)
-    ├── KafkaError .............. a broker or admin call failed (keeps the KafkaError code)
+    ├── KafkaClusterError ....... a broker or admin call failed (keeps confluent-kafka's KafkaError code)
     ├── ConnectError ............ the Connect REST API answered an error (keeps status and error_code)
     │   ├── ConnectTransportError  no worker answered (connection refused, timeout, TLS)
     │   ├── ConnectConflictError . 409: a rebalance is pending (the only retried status)
@@ -69,8 +69,12 @@ class ConfigError(Mm2ctlError):
         super().__init__(f"{where}{what}{message}")
 
 
-class KafkaError(Mm2ctlError):
-    """A Kafka client or admin call failed. ``code`` is confluent-kafka's ``KafkaError`` code name."""
+class KafkaClusterError(Mm2ctlError):
+    """A Kafka client or admin call failed. ``code`` is confluent-kafka's ``KafkaError`` code name.
+
+    Named apart from confluent-kafka's ``KafkaError`` (the librdkafka error it was built from), so a module
+    can use both without an alias.
+    """
 
     exit_code = ExitCode.KAFKA
 

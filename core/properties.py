@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
 from mm2ctl.core.errors import ConfigError
-from mm2ctl.core.security import is_secret_key, mask
+from mm2ctl.core.redaction import mask, redact
 
 _WHITESPACE = " \t\f"
 _SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
@@ -87,8 +87,7 @@ class Properties(Mapping[str, Property]):
         return {k: p.value for k, p in self._entries.items()}
 
     def __repr__(self) -> str:
-        shown = {k: (mask(p.value) if is_secret_key(k) else p.value) for k, p in self._entries.items()}
-        return f"Properties(path={self.path!r}, {shown!r})"
+        return f"Properties(path={self.path!r}, {redact(self.as_dict())!r})"
 
 
 def _logical_lines(text: str) -> Iterator[tuple[int, str]]:

@@ -14,10 +14,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka import KafkaError as _RdKafkaError
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from mm2ctl.core.errors import KafkaError
+from mm2ctl.core.errors import KafkaClusterError
 
 log = logging.getLogger("mm2ctl.kafka")
 
@@ -63,10 +62,10 @@ def read_partitions(
         try:
             md = consumer.list_topics(topic, timeout=timeout_s)
         except KafkaException as exc:
-            raise KafkaError(f"reading topic {topic}: {exc}", code=_code(exc)) from exc
+            raise KafkaClusterError(f"reading topic {topic}: {exc}", code=_code(exc)) from exc
         tmd = md.topics.get(topic)
         if tmd is None or tmd.error is not None:
-            raise KafkaError(f"topic {topic} does not exist", code="UNKNOWN_TOPIC_OR_PART")
+            raise KafkaClusterError(f"topic {topic} does not exist", code="UNKNOWN_TOPIC_OR_PART")
         parts = sorted(partitions) if partitions is not None else sorted(tmd.partitions)
         ends: dict[int, int] = {}
         for p in parts:
@@ -85,7 +84,7 @@ def read_partitions(
         deadline = time.monotonic() + timeout_s
         while pending:
             if time.monotonic() > deadline:
-                raise KafkaError(f"reading {topic} timed out with partitions {sorted(pending)} unfinished")
+                raise KafkaClusterError(f"reading {topic} timed out with partitions {sorted(pending)} unfinished")
             msg = consumer.poll(0.5)
             if msg is None:
                 continue
@@ -94,12 +93,12 @@ def read_partitions(
             if p is None or off is None:
                 continue
             if err is not None:
-                if err.code() == _RdKafkaError._PARTITION_EOF:
+                if err.code() == KafkaError._PARTITION_EOF:
                     # At EOF the position is the end; a trailing transaction marker is never delivered.
                     if p in pending and off >= ends.get(p, 0):
                         pending.discard(p)
                     continue
-                raise KafkaError(f"reading {topic}: {err.str()}", code=err.name())
+                raise KafkaClusterError(f"reading {topic}: {err.str()}", code=err.name())
             if p not in pending:
                 continue
             if off >= ends[p]:
@@ -133,7 +132,7 @@ def _high_watermark(consumer: Consumer, topic: str, partition: int, timeout_s: f
             err = exc.args[0] if exc.args else None
             retriable = bool(getattr(err, "retriable", lambda: False)())
             if not retriable or time.monotonic() >= deadline:
-                raise KafkaError(f"reading {topic}-{partition}: {exc}", code=_code(exc)) from exc
+                raise KafkaClusterError(f"reading {topic}-{partition}: {exc}", code=_code(exc)) from exc
             time.sleep(0.2)
 
 
@@ -175,9 +174,9 @@ def produce(
                 producer.poll(0.1)
     remaining = producer.flush(timeout_s)
     if remaining:
-        raise KafkaError(f"producing to {topic}: {remaining} record(s) not delivered within {timeout_s:.0f}s")
+        raise KafkaClusterError(f"producing to {topic}: {remaining} record(s) not delivered within {timeout_s:.0f}s")
     if errors:
-        raise KafkaError(f"producing to {topic} failed: {errors[0]} ({len(errors)} failed)")
+        raise KafkaClusterError(f"producing to {topic} failed: {errors[0]} ({len(errors)} failed)")
     return [r for r in results if r is not None]
 
 

@@ -16,7 +16,6 @@ Never prints; ``progress`` gets one line per stage.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,7 +23,8 @@ from dataclasses import dataclass
 from mm2ctl.connect_client import build_connect_client
 from mm2ctl.core import records
 from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.errors import KafkaError, Mm2ctlError
+from mm2ctl.core.errors import KafkaClusterError, Mm2ctlError
+from mm2ctl.core.polling import poll_until
 from mm2ctl.core.progress import Progress, no_progress
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import Flow, LabInfo
@@ -43,12 +43,8 @@ class DemoScenario:
 
 
 def _wait(check: Callable[[], bool], what: str, timeout_s: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.5)
-    raise KafkaError(f"demo: timed out after {timeout_s:.0f}s waiting for {what}")
+    if not poll_until(check, timeout_s=timeout_s, interval_s=0.5):
+        raise KafkaClusterError(f"demo: timed out after {timeout_s:.0f}s waiting for {what}")
 
 
 def build_scenario(info: LabInfo, progress: Progress = no_progress) -> DemoScenario:
@@ -81,7 +77,7 @@ def build_scenario(info: LabInfo, progress: Progress = no_progress) -> DemoScena
     def commit(group: str, offsets: dict[int, int], admin: KafkaAdmin = src, t: str = topic) -> None:
         res = admin.alter_group_offsets({group: {(t, p): o for p, o in offsets.items()}})[group]
         if any(r.error is not None for r in res):
-            raise KafkaError(f"demo: committing {group}: {res}")
+            raise KafkaClusterError(f"demo: committing {group}: {res}")
 
     progress("groups: healthy, raw-copy (source numbers on the target), below-start, late (no checkpoints)")
     commit(groups["healthy"], {0: 80, 1: 70})

@@ -48,16 +48,24 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_STORED, Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka import KafkaError as RdKafkaError
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_STORED,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 
 from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.admin import TP, KafkaAdmin
 from mm2ctl.core.config import PairConfig, load_mm2_config
-from mm2ctl.core.errors import ConfigError, KafkaError, Mm2ctlError
+from mm2ctl.core.errors import ConfigError, KafkaClusterError, Mm2ctlError
+from mm2ctl.core.polling import poll_until
 from mm2ctl.core.progress import Progress, no_progress
+from mm2ctl.plans.document import PlanKind
 from mm2ctl.plans.live_state import LiveState, open_live_state
-from mm2ctl.plans.model import PlanKind
 from mm2ctl.plans.planners.context import PlanBuilder
 from mm2ctl.plans.planners.failover import (
     FailoverOptions,
@@ -74,7 +82,6 @@ from mm2ctl.remediate import engine
 if TYPE_CHECKING:
     from mm2ctl.lab.lab import LabInfo
 
-TP = tuple[str, int]
 
 log = logging.getLogger("mm2ctl.drill")
 
@@ -241,7 +248,7 @@ class _SequenceProducer:
         if self._thread is not None:
             self._thread.join(timeout=60)
         if self._error is not None:
-            raise KafkaError(f"the drill's transactional producer failed: {self._error}") from self._error
+            raise KafkaClusterError(f"the drill's transactional producer failed: {self._error}") from self._error
 
     def _run(self, rate: float) -> None:
         try:
@@ -303,7 +310,9 @@ def _consume_part_and_commit(
         deadline = time.monotonic() + timeout_s
         while any(seen[p] < want[p] for p in want):
             if time.monotonic() > deadline:
-                raise KafkaError(f"the drill's source consumer read only {seen} of {dict(want)} records of {topic}")
+                raise KafkaClusterError(
+                    f"the drill's source consumer read only {seen} of {dict(want)} records of {topic}"
+                )
             msg = consumer.poll(0.5)
             if msg is None or msg.error() is not None:
                 continue
@@ -316,7 +325,7 @@ def _consume_part_and_commit(
                 consumer.pause([TopicPartition(topic, p)])
         consumer.commit(offsets=[TopicPartition(topic, p, o + 1) for p, o in last.items()], asynchronous=False)
     except KafkaException as exc:
-        raise KafkaError(f"consuming {topic} as {group}: {exc}") from exc
+        raise KafkaClusterError(f"consuming {topic} as {group}: {exc}") from exc
     finally:
         consumer.close()
 
@@ -354,7 +363,7 @@ def _resume_and_read(
         deadline = time.monotonic() + timeout_s
         while pending:
             if time.monotonic() > deadline:
-                raise KafkaError(
+                raise KafkaClusterError(
                     f"the drill's target consumer did not reach the end of {topic} (partitions {sorted(pending)})"
                 )
             msg = consumer.poll(0.5)
@@ -363,26 +372,17 @@ def _resume_and_read(
             p = msg.partition()
             err = msg.error()
             if err is not None:
-                if err.code() == RdKafkaError._PARTITION_EOF and p is not None:
+                if err.code() == KafkaError._PARTITION_EOF and p is not None:
                     pending.discard(p)
                 continue
             seq = _seq_of(msg.value())
             if p is not None and seq is not None:
                 seen[p].append(seq)
     except KafkaException as exc:
-        raise KafkaError(f"consuming {topic} as {group}: {exc}") from exc
+        raise KafkaClusterError(f"consuming {topic} as {group}: {exc}") from exc
     finally:
         consumer.close()
     return seen
-
-
-def _wait(check: Callable[[], bool], *, what: str, timeout_s: float, interval_s: float = 0.5) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(interval_s)
-    return False
 
 
 # ------------------------------------------------------------------------------------------ scoring
@@ -540,7 +540,7 @@ def run_drill(
         res = src_admin.delete_records({(topic, p): o.deleted for p in range(o.partitions)})
         bad = [r for r in res if r.error is not None]
         if bad:
-            raise KafkaError(f"delete-records on {topic}: {bad[0].error}")
+            raise KafkaClusterError(f"delete-records on {topic}: {bad[0].error}")
 
     target = make_flow()
     mm2 = load_mm2_config(target.mm2_config)
@@ -582,7 +582,7 @@ def run_drill(
         )
 
     progress("waiting for MM2 to copy every record")
-    if not _wait(caught_up, what="catch-up", timeout_s=o.settle_timeout_s):
+    if not poll_until(caught_up, timeout_s=o.settle_timeout_s, interval_s=0.5):
         notes.append(f"MM2 had not copied every record of {topic} within {o.settle_timeout_s:g}s")
 
     def mm2_synced() -> bool:
@@ -594,7 +594,7 @@ def run_drill(
         )
 
     progress("waiting for MM2 to checkpoint the group and sync its offsets to the target")
-    if not _wait(mm2_synced, what="MM2 group sync", timeout_s=o.settle_timeout_s, interval_s=1.0):
+    if not poll_until(mm2_synced, timeout_s=o.settle_timeout_s, interval_s=1.0):
         notes.append(
             "MM2 had not checkpointed and synced every partition of the group at the source commit "
             f"point within {o.settle_timeout_s:g}s; (b) is what it had written by then"
@@ -676,7 +676,7 @@ def run_drill(
             res = dst_admin.alter_group_offsets({copy: wanted})[copy]
             bad = [r for r in res if r.error is not None]
             if bad:
-                raise KafkaError(f"committing ({strategy.value}) offsets to {copy}: {bad[0].error}")
+                raise KafkaClusterError(f"committing ({strategy.value}) offsets to {copy}: {bad[0].error}")
         progress(f"({strategy.value}) resuming a consumer on the target from {copy}")
         seen = _resume_and_read(dst_conf, remote, copy, o.partitions)
         outcomes.append(

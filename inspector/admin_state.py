@@ -23,8 +23,7 @@ import pyarrow as pa
 from mm2ctl.core.admin import GroupDescription, ItemError, KafkaAdmin
 from mm2ctl.core.config import MM2Config, PairConfig
 from mm2ctl.core.progress import Progress
-
-ACTIVE_STATES = frozenset({"Stable", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"})
+from mm2ctl.inspector.statuses import ACTIVE_GROUP_STATES
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +80,7 @@ def reach_clusters(pairs: Sequence[PairConfig], *, timeout_s: float = 15.0) -> N
     """Fail fast when a cluster of ``pairs`` cannot be reached: one describe-cluster call per cluster, side by
     side. ``mm2ctl inspect`` calls it before it starts Spark, so a dead broker or a mistyped address costs
     seconds, not Spark's start-up plus the admin calls' longer timeout. Raises the first cluster's
-    ``KafkaError``."""
+    ``KafkaClusterError``."""
     clusters: dict[str, dict[str, str]] = {}
     for pair in pairs:
         clusters.setdefault(pair.source, dict(pair.source_kafka_config))
@@ -126,7 +125,7 @@ def collect_pair_state(
         for group in candidates:
             offsets = committed[group]
             state = described.get(group)
-            if selection.active_only and (state is None or state.state not in ACTIVE_STATES):
+            if selection.active_only and (state is None or state.state not in ACTIVE_GROUP_STATES):
                 continue
             kept = [
                 (tp, off)

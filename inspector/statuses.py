@@ -178,5 +178,6 @@ OWN_MESSAGES: dict[Status, str] = {
 }
 
 #: Consumer group states in which the group has (or is getting) members; MM2 refuses to write offsets then.
-#: Spelled as the Java/confluent-kafka clients name them, compared case-insensitively.
-ACTIVE_GROUP_STATES = frozenset({"STABLE", "PREPARINGREBALANCE", "COMPLETINGREBALANCE", "ASSIGNING", "RECONCILING"})
+#: Spelled as the Java/confluent-kafka clients name them (``GroupDescription.state``); the Spark transforms
+#: compare them case-insensitively.
+ACTIVE_GROUP_STATES = frozenset({"Stable", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"})

@@ -460,7 +460,8 @@ def classify(
 
     state = F.upper(F.translate(F.col("target_group_state"), "_ ", ""))  # Stable, STABLE, PREPARING_REBALANCE…
     active = F.lit(sync_group_offsets_enabled) & (
-        known(F.col("target_group_members") > 0) | known(state.isin(*sorted(statuses.ACTIVE_GROUP_STATES)))
+        known(F.col("target_group_members") > 0)
+        | known(state.isin(*sorted(s.upper() for s in statuses.ACTIVE_GROUP_STATES)))
     )
     both = judged.isNotNull() & translated.isNotNull()
     gap = F.try_subtract(translated, judged)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.errors import KafkaError, LabError
+from mm2ctl.core.errors import KafkaClusterError, LabError
 from mm2ctl.lab.jars import kafka_classpath
 from mm2ctl.lab.lab import LabInfo, isolated_setup
 from mm2ctl.lab.logging_config import logging_properties
@@ -102,7 +102,7 @@ def _members_now(mm2: DedicatedMm2) -> int | None:
     loading or moving, or the broker did not answer in time): a wait polls again rather than failing."""
     try:
         return group_members(mm2)
-    except (LabError, KafkaError):
+    except (LabError, KafkaClusterError):
         return None
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mm2ctl.core.errors import LabError
+from mm2ctl.core.polling import poll_until
 
 
 def free_port() -> int:
@@ -142,17 +143,18 @@ def wait_until(
     log_file: Path | None = None,
 ) -> None:
     """Poll ``check`` until it is true or the deadline passes; fail fast when the process died."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+    def ready() -> bool:
         if check():
-            return
+            return True
         if alive is not None and not alive():
             detail = f":\n{tail(log_file)}" if log_file else ""
             raise LabError(f"{what}: the process exited before it was ready{detail}")
-        if time.monotonic() >= deadline:
-            detail = f" (log: {log_file})" if log_file else ""
-            raise LabError(f"{what}: not ready after {timeout_s:.0f}s{detail}")
-        time.sleep(interval_s)
+        return False
+
+    if not poll_until(ready, timeout_s=timeout_s, interval_s=interval_s):
+        detail = f" (log: {log_file})" if log_file else ""
+        raise LabError(f"{what}: not ready after {timeout_s:.0f}s{detail}")
 
 
 def stop_pids(pids: Sequence[int], marker: str, *, timeout_s: float = 30.0) -> list[int]:

@@ -6,7 +6,7 @@ each part is hashed on its own and the plan's digest is the hash of the part dig
 digests (not just one overall hash) is what lets ``apply`` say *what* changed instead of only "stale".
 
 Canonical JSON (sorted keys, no whitespace, UTF-8, no NaN) makes the digest independent of dict order and of
-which serializer wrote the plan. Parts must already be redacted (``plans.model.redact_json``): a digest is
+which serializer wrote the plan. Parts must already be redacted (``core.redaction.redact_json``): a digest is
 not the secret, but a hash of a low-entropy password is still guessable, so secrets never get hashed either.
 
 Two distinct refusals, checked in this order:
@@ -15,7 +15,7 @@ Two distinct refusals, checked in this order:
   cluster id differs). Re-planning against these clusters is a different decision, not a refresh.
 - ``StalePlanError``: same clusters, but state the plan read has changed; re-plan.
 
-This module sits below ``plans.model`` (the model imports ``Fingerprint``), so it imports the model only for
+This module sits below ``plans.document`` (the plan imports ``Fingerprint``), so it imports the plan only for
 type checking.
 """
 
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from mm2ctl.core.errors import ForeignPlanError, PlanError, StalePlanError
 
 if TYPE_CHECKING:
-    from mm2ctl.plans.model import Plan
+    from mm2ctl.plans.document import Plan
 
 #: A JSON value as the model stores it: dicts frozen to read-only mappings, lists to tuples.
 FrozenJSON: TypeAlias = bool | int | float | str | tuple["FrozenJSON", ...] | Mapping[str, "FrozenJSON"] | None

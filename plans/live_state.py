@@ -24,9 +24,9 @@ from mm2ctl.connect_client import ConnectClient, ConnectorStatus, ServerInfo, bu
 from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.config import MM2Config, load_mm2_config
 from mm2ctl.core.connect_offsets import StoredOffset, latest_offsets, live_offsets
-from mm2ctl.core.errors import ConfigError, ConnectNotFoundError, KafkaError
+from mm2ctl.core.errors import ConfigError, ConnectNotFoundError, KafkaClusterError
+from mm2ctl.core.redaction import redact_json
 from mm2ctl.plans.fingerprint import Fingerprint, JSONable, canonical_json, fingerprint_of
-from mm2ctl.plans.model import redact_json
 
 # ------------------------------------------------------------------------------------------- part names
 
@@ -182,7 +182,7 @@ class LiveState:
         bounds = self.admin(cluster).partition_bounds([(topic, partition)])[(topic, partition)]
         if bounds.error is not None or bounds.earliest is None or bounds.latest is None:
             err = bounds.error
-            raise KafkaError(
+            raise KafkaClusterError(
                 f"cannot read the offsets of {cluster}:{topic}/{partition}: {err.message if err else '?'}",
                 code=err.code if err else None,
             )
@@ -193,7 +193,9 @@ class LiveState:
         if desc.error is not None and "not a consumer group" in desc.error.message:
             desc = self.admin(cluster).describe_worker_group(group)  # Connect / dedicated MM2 workers
         if desc.error is not None:
-            raise KafkaError(f"cannot describe group {group} on {cluster}: {desc.error.message}", code=desc.error.code)
+            raise KafkaClusterError(
+                f"cannot describe group {group} on {cluster}: {desc.error.message}", code=desc.error.code
+            )
         return desc.members
 
     def group_offsets(self, cluster: str, group: str) -> dict[tuple[str, int], int]:
@@ -208,7 +210,7 @@ class LiveState:
         for group in wanted:
             r = got[group]
             if r.error is not None and r.error.code not in ("GROUP_ID_NOT_FOUND",):
-                raise KafkaError(
+                raise KafkaClusterError(
                     f"cannot read the offsets of group {group} on {cluster}: {r.error.message}", code=r.error.code
                 )
             out[group] = dict(r.offsets)

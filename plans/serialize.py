@@ -29,8 +29,9 @@ from typing import Any
 import yaml
 
 from mm2ctl.core.errors import PlanError
+from mm2ctl.plans.document import SCHEMA_VERSION, Plan
 from mm2ctl.plans.fingerprint import JSONable, digest_of, freeze_json
-from mm2ctl.plans.model import PAYLOAD_TYPES, SCHEMA_VERSION, Plan, Step, StepKind
+from mm2ctl.plans.steps import PAYLOAD_TYPES, Step, StepKind
 
 #: Field order in the written document, chosen for a reviewer reading top to bottom (what and why first,
 #: the bulky machine parts last). Fields not listed follow in declaration order.

@@ -33,9 +33,13 @@ from pathlib import Path
 
 from mm2ctl.core.errors import ApplyError, ForeignPlanError, JournalError, Mm2ctlError, PreconditionError
 from mm2ctl.core.progress import Progress, count, no_progress
+from mm2ctl.plans.connector_config import SecretSource
+from mm2ctl.plans.document import Plan
 from mm2ctl.plans.fingerprint import check_not_foreign, check_plan_against_live
 from mm2ctl.plans.live_state import LiveState
-from mm2ctl.plans.model import ConnectorCreate, ConnectorDelete, ConnectorTarget, Plan, SecretSource, Step, StepKind
+from mm2ctl.plans.payloads import ConnectorCreate, ConnectorDelete
+from mm2ctl.plans.steps import Step, StepKind
+from mm2ctl.plans.targets import ConnectorTarget
 from mm2ctl.remediate.executors import EXECUTORS, ExecContext, Executor, UndoContext
 from mm2ctl.remediate.journal import Journal, JournalState, new_journal_path
 from mm2ctl.remediate.lock import lock_for_plan

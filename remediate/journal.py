@@ -23,8 +23,8 @@ Reading: a torn *last* line (the process died mid-write) is ignored and reported
 unreadable line, a CRC mismatch, a gap in ``seq`` or an impossible transition is a ``JournalError``: a
 journal that lies about the past must not drive a rollback.
 
-Secrets never enter the journal: before/after states go through ``plans.model.redact_json`` and error text
-through ``redact_text``; the embedded plan is already redacted by the model.
+Secrets never enter the journal: before/after states go through ``mm2ctl.core.redaction.redact_json`` and
+error text through its ``redact_text``; the embedded plan is already redacted by the model.
 
 Where journals live: ``<state dir>/journals/<plan_id>/<UTC time>-<pid>.jsonl``; the state dir is
 ``$MM2CTL_STATE_DIR``, else ``$XDG_STATE_HOME/mm2ctl``, else ``~/.local/state/mm2ctl``. Files an apply
@@ -46,8 +46,9 @@ from types import MappingProxyType, TracebackType
 from typing import Any
 
 from mm2ctl.core.errors import JournalError, PlanError
+from mm2ctl.core.redaction import REDACTED, redact_json, redact_text
+from mm2ctl.plans.document import Plan, tool_version
 from mm2ctl.plans.fingerprint import FrozenJSON, JSONable, canonical_json, digest_of, freeze_json
-from mm2ctl.plans.model import Plan, redact_json, redact_text, tool_version
 from mm2ctl.plans.serialize import plan_document_digest, plan_from_json, plan_to_json
 
 JOURNAL_FORMAT = "mm2ctl-journal"
@@ -668,7 +669,7 @@ class Journal:
         )
 
     def step_failed(self, index: int, *, error: str) -> None:
-        self._append({"type": EntryType.STEP_FAILED.value, "index": index, "error": redact_text(error)})
+        self._append({"type": EntryType.STEP_FAILED.value, "index": index, "error": redact_text(error, REDACTED)})
 
     def apply_finished(self, *, status: str) -> None:
         """``status``: ``succeeded``, ``failed`` or ``aborted``."""
@@ -691,7 +692,9 @@ class Journal:
         )
 
     def rollback_step_failed(self, index: int, *, error: str) -> None:
-        self._append({"type": EntryType.ROLLBACK_STEP_FAILED.value, "index": index, "error": redact_text(error)})
+        self._append(
+            {"type": EntryType.ROLLBACK_STEP_FAILED.value, "index": index, "error": redact_text(error, REDACTED)}
+        )
 
     def rollback_finished(self, *, status: str) -> None:
         self._append({"type": EntryType.ROLLBACK_FINISHED.value, "status": status})

@@ -35,7 +35,7 @@ from pathlib import Path
 from types import TracebackType
 
 from mm2ctl.core.errors import LockError
-from mm2ctl.plans.model import Plan
+from mm2ctl.plans.document import Plan
 from mm2ctl.remediate.journal import default_state_dir
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")

@@ -15,7 +15,7 @@ from typing import Any
 from mm2ctl.core.errors import PreconditionError
 from mm2ctl.plans.fingerprint import canonical_json, thaw_json
 from mm2ctl.plans.live_state import LiveState, offsets_json, stored_json
-from mm2ctl.plans.model import (
+from mm2ctl.plans.preconditions import (
     AllOf,
     ConnectorAbsent,
     ConnectorOffsetsUnchanged,

@@ -10,29 +10,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import StrEnum
 
+from mm2ctl.connect_client.models import ConnectorState
 from mm2ctl.core.errors import PlanError
 from mm2ctl.core.flows import parse_flow
+from mm2ctl.plans.connector_config import ConnectorConfig, SecretSource
+from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.live_state import part_connector_config, part_connector_state
-from mm2ctl.plans.model import (
-    ConnectorAbsent,
-    ConnectorConfig,
+from mm2ctl.plans.payloads import (
     ConnectorCreate,
     ConnectorDelete,
     ConnectorPause,
     ConnectorRestart,
     ConnectorResume,
-    ConnectorState,
-    ConnectorStateIn,
     ConnectorStop,
-    ConnectorTarget,
-    Plan,
-    PlanKind,
-    SecretSource,
-    Step,
-    StepKind,
 )
 from mm2ctl.plans.planners.context import PlanBuilder
 from mm2ctl.plans.planners.mm2_connectors import find_pair_connectors
+from mm2ctl.plans.preconditions import ConnectorAbsent, ConnectorStateIn
+from mm2ctl.plans.steps import Step, StepKind
+from mm2ctl.plans.targets import ConnectorTarget
 
 
 class Action(StrEnum):

@@ -15,20 +15,15 @@ from typing import Any
 from mm2ctl.connect_client import ServerInfo
 from mm2ctl.core.errors import ConfigError, PlanError
 from mm2ctl.core.flows import parse_flow
+from mm2ctl.core.redaction import strip_url_credentials
+from mm2ctl.plans.connect_target import ConnectTarget
+from mm2ctl.plans.document import Plan, PlanKind, new_plan
 from mm2ctl.plans.fingerprint import JSONable, fingerprint_of
 from mm2ctl.plans.live_state import LiveState
-from mm2ctl.plans.model import (
-    ConnectTarget,
-    Payload,
-    Plan,
-    PlanKind,
-    Precondition,
-    Step,
-    StepKind,
-    Target,
-    new_plan,
-    strip_url_credentials,
-)
+from mm2ctl.plans.payloads import Payload
+from mm2ctl.plans.preconditions import Precondition
+from mm2ctl.plans.steps import Step, StepKind
+from mm2ctl.plans.targets import Target
 
 
 @dataclass

@@ -31,36 +31,37 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from mm2ctl.connect_client.models import ConnectorState
+from mm2ctl.core.admin import TP
 from mm2ctl.core.codecs import RecordDecodeError, decode_checkpoint, decode_offset_sync
 from mm2ctl.core.config import PairConfig
 from mm2ctl.core.errors import ConfigError, PlanError, PreconditionError
 from mm2ctl.core.progress import Progress, count, no_progress
 from mm2ctl.core.records import RawRecord, read_partitions
+from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.live_state import LiveState, part_group_offsets
-from mm2ctl.plans.model import (
-    AllOf,
+from mm2ctl.plans.offsets import GroupOffset
+from mm2ctl.plans.payloads import (
     CatchUpTarget,
-    ConnectorState,
-    ConnectorStateIn,
-    ConnectorTarget,
-    GroupEmptyOrAbsent,
-    GroupOffset,
     GroupOffsetRow,
-    GroupOffsetsInRange,
-    GroupOffsetsUnchanged,
     GroupOffsetsVerify,
     GroupOffsetsWrite,
-    GroupTarget,
-    NoPrecondition,
-    Plan,
-    PlanKind,
-    StepKind,
     TranslationMethod,
     WaitForCatchUp,
 )
 from mm2ctl.plans.planners.connectors import Action, lifecycle_step, observed_state
 from mm2ctl.plans.planners.context import PlanBuilder
 from mm2ctl.plans.planners.mm2_connectors import ALL_ROLES, find_pair_connectors
+from mm2ctl.plans.preconditions import (
+    AllOf,
+    ConnectorStateIn,
+    GroupEmptyOrAbsent,
+    GroupOffsetsInRange,
+    GroupOffsetsUnchanged,
+    NoPrecondition,
+)
+from mm2ctl.plans.steps import StepKind
+from mm2ctl.plans.targets import ConnectorTarget, GroupTarget
 from mm2ctl.plans.translation import (
     DEFAULT_WINDOW,
     Bounds,
@@ -72,8 +73,6 @@ from mm2ctl.plans.translation import (
     record_digest,
     verified,
 )
-
-TP = tuple[str, int]
 
 #: The phase ``plan_failover`` counts (``core.progress.count``): source partitions whose groups are translated.
 TRANSLATE_PHASE = "partitions translated"

@@ -11,24 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from mm2ctl.connect_client.models import ConnectorState
 from mm2ctl.core.errors import PlanError
 from mm2ctl.core.flows import parse_flow
+from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.live_state import part_group_members, part_topic_bounds
-from mm2ctl.plans.model import (
-    AllOf,
-    ConnectorAbsent,
-    ConnectorState,
-    ConnectorStopped,
-    OffsetSyncsBackup,
-    OffsetSyncsTruncate,
-    Plan,
-    PlanKind,
-    Precondition,
-    StepKind,
-    TopicEndOffsetEquals,
-    TopicPartitionsTarget,
-    WorkerGroupHasNoMembers,
-)
+from mm2ctl.plans.payloads import OffsetSyncsBackup, OffsetSyncsTruncate
 from mm2ctl.plans.planners.connectors import (
     Action,
     create_step,
@@ -47,6 +35,16 @@ from mm2ctl.plans.planners.reset_offsets import (
     reset_connector_steps,
     resolve_method,
 )
+from mm2ctl.plans.preconditions import (
+    AllOf,
+    ConnectorAbsent,
+    ConnectorStopped,
+    Precondition,
+    TopicEndOffsetEquals,
+    WorkerGroupHasNoMembers,
+)
+from mm2ctl.plans.steps import StepKind
+from mm2ctl.plans.targets import TopicPartitionsTarget
 
 ROLLBACK_NOTE = (
     "Truncating offset-syncs cannot be undone by Kafka. Apply first copies every truncated record to a "

@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from mm2ctl.connect_client.models import ConnectorState
 from mm2ctl.core.errors import PlanError
 from mm2ctl.core.flows import parse_flow
+from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.fingerprint import canonical_json
 from mm2ctl.plans.live_state import (
     part_connector_offsets,
@@ -32,26 +34,8 @@ from mm2ctl.plans.live_state import (
     part_stored_offsets,
     part_topic_bounds,
 )
-from mm2ctl.plans.model import (
-    AllOf,
-    ConnectOffsetsDelete,
-    ConnectOffsetsPatch,
-    ConnectOffsetsTombstone,
-    ConnectorAbsent,
-    ConnectorOffset,
-    ConnectorOffsetsUnchanged,
-    ConnectorState,
-    ConnectorStopped,
-    ConnectorTarget,
-    OffsetsRecordsUnchanged,
-    Plan,
-    PlanKind,
-    Precondition,
-    StepKind,
-    TombstoneRecord,
-    TopicPartitionsTarget,
-    WorkerGroupHasNoMembers,
-)
+from mm2ctl.plans.offsets import ConnectorOffset, TombstoneRecord
+from mm2ctl.plans.payloads import ConnectOffsetsDelete, ConnectOffsetsPatch, ConnectOffsetsTombstone
 from mm2ctl.plans.planners.connectors import (
     Action,
     create_step,
@@ -62,6 +46,17 @@ from mm2ctl.plans.planners.connectors import (
 )
 from mm2ctl.plans.planners.context import PlanBuilder, offsets_cluster_for_worker
 from mm2ctl.plans.planners.mm2_connectors import DEDICATED_NAMES, find_pair_connectors
+from mm2ctl.plans.preconditions import (
+    AllOf,
+    ConnectorAbsent,
+    ConnectorOffsetsUnchanged,
+    ConnectorStopped,
+    OffsetsRecordsUnchanged,
+    Precondition,
+    WorkerGroupHasNoMembers,
+)
+from mm2ctl.plans.steps import StepKind
+from mm2ctl.plans.targets import ConnectorTarget, TopicPartitionsTarget
 
 DEFAULT_OFFSETS_TOPIC = "connect-offsets"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from mm2ctl.plans.model import StepKind
+from mm2ctl.plans.steps import StepKind
 from mm2ctl.remediate.executors.base import ExecContext, Executor, UndoContext
 from mm2ctl.remediate.executors.connect_offsets import RestDelete, RestPatch, Tombstones
 from mm2ctl.remediate.executors.group_offsets import VerifyGroupOffsets, WaitForCatchUpExecutor, WriteGroupOffsets

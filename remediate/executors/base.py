@@ -16,7 +16,8 @@ from typing import Any, Protocol
 from mm2ctl.core.progress import Progress, no_progress
 from mm2ctl.plans.fingerprint import FrozenJSON, JSONable
 from mm2ctl.plans.live_state import LiveState
-from mm2ctl.plans.model import Step
+from mm2ctl.plans.steps import Step
+from mm2ctl.plans.targets import ConnectorTarget, TopicPartitionsTarget
 from mm2ctl.remediate.preconditions import StateView
 
 
@@ -75,6 +76,18 @@ class ReadOnlyStep:
 
     def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]:
         return "nothing_to_undo", None
+
+
+def step_connector(step: Step) -> str:
+    """The connector a step acts on; only for the kinds whose target is a connector (``TARGET_OF_KIND``)."""
+    assert isinstance(step.target, ConnectorTarget)
+    return step.target.connector
+
+
+def step_topic(step: Step) -> tuple[str, str]:
+    """``(cluster alias, topic)`` a step acts on; only for the kinds whose target is topic partitions."""
+    assert isinstance(step.target, TopicPartitionsTarget)
+    return step.target.cluster, step.target.topic
 
 
 def as_dict(value: FrozenJSON) -> dict[str, Any]:

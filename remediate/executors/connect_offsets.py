@@ -18,23 +18,12 @@ from mm2ctl.connect_client import ConnectorOffset as RestOffset
 from mm2ctl.core import records
 from mm2ctl.core.errors import ApplyError
 from mm2ctl.plans.fingerprint import JSONable, canonical_json, thaw_json
-from mm2ctl.plans.model import (
-    ConnectOffsetsPatch,
-    ConnectOffsetsTombstone,
-    ConnectorTarget,
-    Step,
-    TombstoneRecord,
-    TopicPartitionsTarget,
-    WorkerGroupHasNoMembers,
-    iter_preconditions,
-)
-from mm2ctl.remediate.executors.base import ExecContext, UndoContext, as_dict
+from mm2ctl.plans.offsets import TombstoneRecord
+from mm2ctl.plans.payloads import ConnectOffsetsPatch, ConnectOffsetsTombstone
+from mm2ctl.plans.preconditions import WorkerGroupHasNoMembers, iter_preconditions
+from mm2ctl.plans.steps import Step
+from mm2ctl.remediate.executors.base import ExecContext, UndoContext, as_dict, step_connector, step_topic
 from mm2ctl.remediate.preconditions import StateView, failures
-
-
-def _name(step: Step) -> str:
-    assert isinstance(step.target, ConnectorTarget)
-    return step.target.connector
 
 
 def _halted(ctx: ExecContext, name: str) -> list[str]:
@@ -51,28 +40,28 @@ def _patch(ctx: ExecContext, name: str, entries: list[dict[str, Any]]) -> None:
 
 class RestDelete:
     def observe(self, step: Step, ctx: ExecContext) -> JSONable:
-        return {"offsets": ctx.live.connector_offsets(_name(step))}
+        return {"offsets": ctx.live.connector_offsets(step_connector(step))}
 
     def is_done(self, step: Step, ctx: ExecContext) -> bool:
-        return ctx.live.connector_offsets(_name(step)) == []
+        return ctx.live.connector_offsets(step_connector(step)) == []
 
     def run(self, step: Step, ctx: ExecContext) -> JSONable:
-        message = ctx.live.require_connect().delete_offsets(_name(step))
-        ctx.progress(f"{_name(step)}: {message or 'offsets reset'}")
-        return {"offsets": ctx.live.connector_offsets(_name(step))}
+        message = ctx.live.require_connect().delete_offsets(step_connector(step))
+        ctx.progress(f"{step_connector(step)}: {message or 'offsets reset'}")
+        return {"offsets": ctx.live.connector_offsets(step_connector(step))}
 
     def simulate(self, step: Step, view: StateView) -> None:
-        view.offsets[_name(step)] = []
+        view.offsets[step_connector(step)] = []
 
     def undo_problems(self, step: Step, undo: UndoContext, ctx: ExecContext) -> list[str]:
-        problems = _halted(ctx, _name(step))
-        if not undo.connector_ran_later and ctx.live.connector_offsets(_name(step)) != []:
-            problems.append(f"{_name(step)} has offsets again; apply left none")
+        problems = _halted(ctx, step_connector(step))
+        if not undo.connector_ran_later and ctx.live.connector_offsets(step_connector(step)) != []:
+            problems.append(f"{step_connector(step)} has offsets again; apply left none")
         return problems
 
     def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]:
         before = as_dict(undo.before).get("offsets") or []
-        name = _name(step)
+        name = step_connector(step)
         wanted = {canonical_json(o["partition"]) for o in before}
         # Partitions written since (a later resume) but absent before are removed: exact before-offsets.
         extra = [
@@ -86,7 +75,7 @@ class RestDelete:
 
 class RestPatch:
     def observe(self, step: Step, ctx: ExecContext) -> JSONable:
-        return {"offsets": ctx.live.connector_offsets(_name(step))}
+        return {"offsets": ctx.live.connector_offsets(step_connector(step))}
 
     def _desired(self, step: Step) -> dict[str, Any]:
         assert isinstance(step.payload, ConnectOffsetsPatch)
@@ -96,7 +85,7 @@ class RestPatch:
         }
 
     def _current(self, step: Step, ctx: ExecContext) -> dict[str, Any]:
-        return {canonical_json(o["partition"]): o["offset"] for o in ctx.live.connector_offsets(_name(step))}
+        return {canonical_json(o["partition"]): o["offset"] for o in ctx.live.connector_offsets(step_connector(step))}
 
     def is_done(self, step: Step, ctx: ExecContext) -> bool:
         current = self._current(step, ctx)
@@ -106,13 +95,13 @@ class RestPatch:
         assert isinstance(step.payload, ConnectOffsetsPatch)
         _patch(
             ctx,
-            _name(step),
+            step_connector(step),
             [{"partition": thaw_json(o.partition), "offset": thaw_json(o.offset)} for o in step.payload.offsets],
         )
-        return {"offsets": ctx.live.connector_offsets(_name(step))}
+        return {"offsets": ctx.live.connector_offsets(step_connector(step))}
 
     def simulate(self, step: Step, view: StateView) -> None:
-        current = {canonical_json(o["partition"]): o for o in view.connector_offsets(_name(step))}
+        current = {canonical_json(o["partition"]): o for o in view.connector_offsets(step_connector(step))}
         assert isinstance(step.payload, ConnectOffsetsPatch)
         for o in step.payload.offsets:
             key = canonical_json(thaw_json(o.partition))
@@ -120,12 +109,12 @@ class RestPatch:
                 current.pop(key, None)
             else:
                 current[key] = {"partition": thaw_json(o.partition), "offset": thaw_json(o.offset)}
-        view.offsets[_name(step)] = [current[k] for k in sorted(current)]
+        view.offsets[step_connector(step)] = [current[k] for k in sorted(current)]
 
     def undo_problems(self, step: Step, undo: UndoContext, ctx: ExecContext) -> list[str]:
-        problems = _halted(ctx, _name(step))
+        problems = _halted(ctx, step_connector(step))
         if not undo.connector_ran_later and not self.is_done(step, ctx):
-            problems.append(f"the patched offsets of {_name(step)} changed since apply")
+            problems.append(f"the patched offsets of {step_connector(step)} changed since apply")
         return problems
 
     def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]:
@@ -134,8 +123,8 @@ class RestPatch:
         for key in self._desired(step):
             old = before.get(key)
             entries.append(old if old is not None else {"partition": _partition_of(step, key), "offset": None})
-        _patch(ctx, _name(step), entries)
-        return "restored", {"offsets": ctx.live.connector_offsets(_name(step))}
+        _patch(ctx, step_connector(step), entries)
+        return "restored", {"offsets": ctx.live.connector_offsets(step_connector(step))}
 
 
 def _partition_of(step: Step, key: str) -> Any:
@@ -146,19 +135,14 @@ def _partition_of(step: Step, key: str) -> Any:
     raise KeyError(key)
 
 
-def _where(step: Step) -> tuple[str, str]:
-    assert isinstance(step.target, TopicPartitionsTarget)
-    return step.target.cluster, step.target.topic
-
-
 def _newest(step: Step, ctx: ExecContext) -> dict[tuple[int, str], str | None]:
     assert isinstance(step.payload, ConnectOffsetsTombstone)
-    cluster, topic = _where(step)
+    cluster, topic = step_topic(step)
     return ctx.view.stored_values(cluster, topic, step.payload.connector)
 
 
 def _produce(step: Step, ctx: ExecContext, recs: list[TombstoneRecord], *, restore: bool) -> None:
-    cluster, topic = _where(step)
+    cluster, topic = step_topic(step)
     batch = [(r.key, r.original_value if restore else None, r.partition) for r in recs]
     records.produce(ctx.live.kafka_config(cluster), topic, batch)
 
@@ -199,7 +183,7 @@ class Tombstones:
 
     def simulate(self, step: Step, view: StateView) -> None:
         assert isinstance(step.payload, ConnectOffsetsTombstone)
-        cluster, topic = _where(step)
+        cluster, topic = step_topic(step)
         view.tombstoned |= {(cluster, topic, r.key_b64) for r in step.payload.records}
 
     def undo_problems(self, step: Step, undo: UndoContext, ctx: ExecContext) -> list[str]:

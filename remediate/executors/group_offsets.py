@@ -13,13 +13,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from mm2ctl.core.errors import ApplyError, KafkaError
+from mm2ctl.core.admin import TP
+from mm2ctl.core.errors import ApplyError, KafkaClusterError
 from mm2ctl.plans.fingerprint import JSONable
-from mm2ctl.plans.model import GroupOffsetsVerify, GroupOffsetsWrite, GroupTarget, Step, WaitForCatchUp
+from mm2ctl.plans.payloads import GroupOffsetsVerify, GroupOffsetsWrite, WaitForCatchUp
+from mm2ctl.plans.steps import Step
+from mm2ctl.plans.targets import GroupTarget
 from mm2ctl.remediate.executors.base import ExecContext, ReadOnlyStep, UndoContext, as_dict
 from mm2ctl.remediate.preconditions import StateView
-
-TP = tuple[str, int]
 
 
 def _target(step: Step) -> GroupTarget:
@@ -40,7 +41,7 @@ def _raise_on_errors(what: str, results: list[Any]) -> None:
     bad = [r for r in results if r.error is not None]
     if bad:
         first = bad[0]
-        raise KafkaError(
+        raise KafkaClusterError(
             f"{what}: {len(bad)} partition(s) failed, first {first.topic}/{first.partition}: {first.error.message}",
             code=first.error.code,
         )

@@ -7,21 +7,15 @@ deadline (``ConnectClient.wait_for_state``) before the next step may rely on it.
 from __future__ import annotations
 
 import contextlib
-import time
 
 from mm2ctl.connect_client import ConnectorStatus
 from mm2ctl.core.errors import ApplyError, ConnectNotFoundError, PreconditionError
+from mm2ctl.core.polling import poll_until
+from mm2ctl.plans.connector_config import unredact_config
 from mm2ctl.plans.fingerprint import JSONable
-from mm2ctl.plans.model import (
-    ConnectorCreate,
-    ConnectorDelete,
-    ConnectorRestart,
-    ConnectorTarget,
-    Step,
-    StepKind,
-    unredact_config,
-)
-from mm2ctl.remediate.executors.base import ExecContext, UndoContext, as_dict
+from mm2ctl.plans.payloads import ConnectorCreate, ConnectorDelete, ConnectorRestart
+from mm2ctl.plans.steps import Step, StepKind
+from mm2ctl.remediate.executors.base import ExecContext, UndoContext, as_dict, step_connector
 from mm2ctl.remediate.preconditions import StateView
 
 _TARGET_STATE = {
@@ -30,11 +24,6 @@ _TARGET_STATE = {
     StepKind.CONNECTOR_RESUME: "RUNNING",
     StepKind.CONNECTOR_RESTART: "RUNNING",
 }
-
-
-def _name(step: Step) -> str:
-    assert isinstance(step.target, ConnectorTarget)
-    return step.target.connector
 
 
 def move_to(ctx: ExecContext, name: str, state: str | None) -> None:
@@ -53,11 +42,9 @@ def move_to(ctx: ExecContext, name: str, state: str | None) -> None:
 
 
 def wait_absent(ctx: ExecContext, name: str) -> None:
-    deadline = time.monotonic() + ctx.wait_timeout_s
-    while ctx.live.connector_state(name) is not None:
-        if time.monotonic() > deadline:
-            raise ApplyError(f"connector {name} still exists {ctx.wait_timeout_s:g}s after it was deleted")
-        time.sleep(0.25)
+    """Wait until a deleted connector is gone from the worker (a delete is acknowledged before it is done)."""
+    if not poll_until(lambda: ctx.live.connector_state(name) is None, timeout_s=ctx.wait_timeout_s, interval_s=0.25):
+        raise ApplyError(f"connector {name} still exists {ctx.wait_timeout_s:g}s after it was deleted")
 
 
 #: How long a restart step looks for the RESTARTING state Connect's 202 announced before it trusts RUNNING.
@@ -72,28 +59,28 @@ def _await_restart_seen(ctx: ExecContext, name: str) -> None:
     """Connect answers a restart (202, "RESTARTING") before the worker writes that state to its status
     topic, so for a moment the status still shows the old RUNNING: waiting for RUNNING at once would
     return before anything restarted. Wait (bounded) until the restart shows up or is already over."""
-    deadline = time.monotonic() + RESTART_SEEN_GRACE_S
-    while time.monotonic() < deadline:
+
+    def seen() -> bool:
         status = ctx.live.connector_status(name)
-        if status is None or _restarting(status) or not status.reached(["RUNNING"]):
-            return
-        time.sleep(0.1)
+        return status is None or _restarting(status) or not status.reached(["RUNNING"])
+
+    poll_until(seen, timeout_s=RESTART_SEEN_GRACE_S, interval_s=0.1)
 
 
 class StateChange:
     """stop / pause / resume / restart."""
 
     def observe(self, step: Step, ctx: ExecContext) -> JSONable:
-        return {"state": ctx.live.connector_state(_name(step))}
+        return {"state": ctx.live.connector_state(step_connector(step))}
 
     def is_done(self, step: Step, ctx: ExecContext) -> bool:
         if step.kind is StepKind.CONNECTOR_RESTART:
             return False  # a restart has no lasting effect to detect; repeating it is harmless
-        status = ctx.live.connector_status(_name(step))
+        status = ctx.live.connector_status(step_connector(step))
         return status is not None and status.reached([_TARGET_STATE[step.kind]])
 
     def run(self, step: Step, ctx: ExecContext) -> JSONable:
-        name, wanted = _name(step), _TARGET_STATE[step.kind]
+        name, wanted = step_connector(step), _TARGET_STATE[step.kind]
         if isinstance(step.payload, ConnectorRestart):
             client = ctx.live.require_connect()
             planned = client.restart(
@@ -107,14 +94,14 @@ class StateChange:
         return {"state": wanted}
 
     def simulate(self, step: Step, view: StateView) -> None:
-        view.states[_name(step)] = _TARGET_STATE[step.kind]
+        view.states[step_connector(step)] = _TARGET_STATE[step.kind]
 
     def undo_problems(self, step: Step, undo: UndoContext, ctx: ExecContext) -> list[str]:
         if step.kind is StepKind.CONNECTOR_RESTART:
             return []
         left = as_dict(undo.after).get("state")
-        now = ctx.live.connector_state(_name(step))
-        return [] if now == left else [f"{_name(step)} is {now or 'absent'}, apply left it {left}"]
+        now = ctx.live.connector_state(step_connector(step))
+        return [] if now == left else [f"{step_connector(step)} is {now or 'absent'}, apply left it {left}"]
 
     def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]:
         if step.kind is StepKind.CONNECTOR_RESTART:
@@ -123,14 +110,14 @@ class StateChange:
         if before == as_dict(undo.after).get("state"):
             return "nothing_to_undo", {"state": before}
         if before not in ("RUNNING", "PAUSED", "STOPPED"):
-            raise ApplyError(f"{_name(step)} was {before} before apply; mm2ctl cannot restore that state")
-        move_to(ctx, _name(step), str(before))
+            raise ApplyError(f"{step_connector(step)} was {before} before apply; mm2ctl cannot restore that state")
+        move_to(ctx, step_connector(step), str(before))
         return "restored", {"state": before}
 
 
 def config_to_send(step_config: object, name: str, ctx: ExecContext) -> dict[str, str]:
     """The saved (redacted) config with its secrets filled back from the live read or the operator."""
-    from mm2ctl.plans.model import ConnectorConfig
+    from mm2ctl.plans.connector_config import ConnectorConfig
 
     assert isinstance(step_config, ConnectorConfig)
     secrets = dict(ctx.operator_secrets)
@@ -140,13 +127,13 @@ def config_to_send(step_config: object, name: str, ctx: ExecContext) -> dict[str
 
 class Delete:
     def observe(self, step: Step, ctx: ExecContext) -> JSONable:
-        return {"state": ctx.live.connector_state(_name(step))}
+        return {"state": ctx.live.connector_state(step_connector(step))}
 
     def is_done(self, step: Step, ctx: ExecContext) -> bool:
-        return ctx.live.connector_state(_name(step)) is None
+        return ctx.live.connector_state(step_connector(step)) is None
 
     def run(self, step: Step, ctx: ExecContext) -> JSONable:
-        name = _name(step)
+        name = step_connector(step)
         with contextlib.suppress(ConnectNotFoundError):
             ctx.live.require_connect().delete(name)
         wait_absent(ctx, name)
@@ -154,21 +141,21 @@ class Delete:
         return {"state": None}
 
     def simulate(self, step: Step, view: StateView) -> None:
-        view.states[_name(step)] = None
+        view.states[step_connector(step)] = None
 
     def undo_problems(self, step: Step, undo: UndoContext, ctx: ExecContext) -> list[str]:
-        now = ctx.live.connector_state(_name(step))
-        problems = [] if now is None else [f"{_name(step)} exists again ({now}); apply left it deleted"]
+        now = ctx.live.connector_state(step_connector(step))
+        problems = [] if now is None else [f"{step_connector(step)} exists again ({now}); apply left it deleted"]
         assert isinstance(step.payload, ConnectorDelete)
         try:
-            config_to_send(step.payload.config, _name(step), ctx)
+            config_to_send(step.payload.config, step_connector(step), ctx)
         except PreconditionError as exc:
             problems.append(str(exc))
         return problems
 
     def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]:
         assert isinstance(step.payload, ConnectorDelete)
-        name = _name(step)
+        name = step_connector(step)
         ctx.live.require_connect().put_config(name, config_to_send(step.payload.config, name, ctx))
         wanted = as_dict(undo.before).get("state") or "RUNNING"
         client = ctx.live.require_connect()
@@ -180,15 +167,15 @@ class Delete:
 
 class Create:
     def observe(self, step: Step, ctx: ExecContext) -> JSONable:
-        return {"state": ctx.live.connector_state(_name(step))}
+        return {"state": ctx.live.connector_state(step_connector(step))}
 
     def is_done(self, step: Step, ctx: ExecContext) -> bool:
-        status = ctx.live.connector_status(_name(step))
+        status = ctx.live.connector_status(step_connector(step))
         return status is not None and status.reached(["RUNNING"])
 
     def run(self, step: Step, ctx: ExecContext) -> JSONable:
         assert isinstance(step.payload, ConnectorCreate)
-        name = _name(step)
+        name = step_connector(step)
         client = ctx.live.require_connect()
         if ctx.live.connector_state(name) is None:
             client.put_config(name, config_to_send(step.payload.config, name, ctx))
@@ -197,14 +184,14 @@ class Create:
         return {"state": "RUNNING"}
 
     def simulate(self, step: Step, view: StateView) -> None:
-        view.states[_name(step)] = "RUNNING"
+        view.states[step_connector(step)] = "RUNNING"
 
     def undo_problems(self, step: Step, undo: UndoContext, ctx: ExecContext) -> list[str]:
-        now = ctx.live.connector_state(_name(step))
-        return [] if now is not None else [f"{_name(step)} no longer exists; apply left it created"]
+        now = ctx.live.connector_state(step_connector(step))
+        return [] if now is not None else [f"{step_connector(step)} no longer exists; apply left it created"]
 
     def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]:
-        name = _name(step)
+        name = step_connector(step)
         ctx.live.require_connect().delete(name)
         wait_absent(ctx, name)
         return "deleted", {"state": None}

@@ -23,17 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from mm2ctl.core import records
-from mm2ctl.core.errors import ApplyError, KafkaError
+from mm2ctl.core.errors import ApplyError, KafkaClusterError
 from mm2ctl.plans.fingerprint import JSONable
-from mm2ctl.plans.model import (
-    OffsetSyncsBackup,
-    OffsetSyncsTruncate,
-    Step,
-    TopicEndOffsetEquals,
-    TopicPartitionsTarget,
-    iter_preconditions,
-)
-from mm2ctl.remediate.executors.base import ExecContext, ReadOnlyStep, UndoContext
+from mm2ctl.plans.payloads import OffsetSyncsBackup, OffsetSyncsTruncate
+from mm2ctl.plans.preconditions import TopicEndOffsetEquals, iter_preconditions
+from mm2ctl.plans.steps import Step
+from mm2ctl.remediate.executors.base import ExecContext, ReadOnlyStep, UndoContext, step_topic
 from mm2ctl.remediate.preconditions import StateView, failures
 
 BACKUP_FORMAT = "mm2ctl-offset-syncs-backup"
@@ -49,13 +44,8 @@ def _write_durably(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _where(step: Step) -> tuple[str, str]:
-    assert isinstance(step.target, TopicPartitionsTarget)
-    return step.target.cluster, step.target.topic
-
-
 def _bounds(step: Step, ctx: ExecContext) -> dict[str, int]:
-    cluster, topic = _where(step)
+    cluster, topic = step_topic(step)
     b = ctx.live.topic_bounds(cluster, topic, 0)
     return {"start": b.start, "end": b.end}
 
@@ -90,7 +80,7 @@ class Backup(ReadOnlyStep):
 
     def run(self, step: Step, ctx: ExecContext) -> JSONable:
         assert isinstance(step.payload, OffsetSyncsBackup)
-        cluster, topic = _where(step)
+        cluster, topic = step_topic(step)
         rows = [
             {
                 "offset": r.offset,
@@ -139,13 +129,13 @@ class Truncate:
         marker = self._policy_file(step, ctx)
         if not marker.exists():
             return True
-        cluster, topic = _where(step)
+        cluster, topic = step_topic(step)
         return ctx.live.admin(cluster).topic_config(topic).get(_POLICY) == marker.read_text().strip()
 
     def run(self, step: Step, ctx: ExecContext) -> JSONable:
         assert isinstance(step.payload, OffsetSyncsTruncate)
         read_backup(ctx.artifact_path(step.payload.backup_file))  # never delete without a complete backup
-        cluster, topic = _where(step)
+        cluster, topic = step_topic(step)
         admin = ctx.live.admin(cluster)
         marker = self._policy_file(step, ctx)
         if marker.exists():  # a previous attempt died between switching and restoring the policy
@@ -166,7 +156,9 @@ class Truncate:
         if "delete" not in original.split(","):
             admin.set_topic_config(topic, _POLICY, original)
         if result.error is not None:
-            raise KafkaError(f"deleting records of {cluster}:{topic}: {result.error.message}", code=result.error.code)
+            raise KafkaClusterError(
+                f"deleting records of {cluster}:{topic}: {result.error.message}", code=result.error.code
+            )
         ctx.progress(f"{cluster}:{topic}: records below {step.payload.before_offset} deleted")
         return {**_bounds(step, ctx), _POLICY: original}
 
@@ -190,7 +182,7 @@ class Truncate:
     def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]:
         assert isinstance(step.payload, OffsetSyncsTruncate)
         _header, rows = read_backup(ctx.artifact_path(step.payload.backup_file))
-        cluster, topic = _where(step)
+        cluster, topic = step_topic(step)
         batch = [
             (
                 None if r["key_b64"] is None else base64.b64decode(r["key_b64"]),

@@ -9,7 +9,7 @@ from confluent_kafka import Consumer
 
 from mm2ctl.core import records
 from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.errors import KafkaError
+from mm2ctl.core.errors import KafkaClusterError
 from mm2ctl.lab.lab import LabInfo
 from mm2ctl.lab.process import free_port
 from tests.integration.support import consume_and_commit, eventually, source_conf, uniq
@@ -123,7 +123,7 @@ def test_delete_records_moves_the_low_watermark(lab: LabInfo, admin: KafkaAdmin)
 def test_a_dead_broker_is_one_clear_error() -> None:
     admin = KafkaAdmin.connect({"bootstrap.servers": f"127.0.0.1:{free_port()}"}, name="nowhere", timeout_s=2)
     started = time.monotonic()
-    with pytest.raises(KafkaError) as info:
+    with pytest.raises(KafkaClusterError) as info:
         admin.cluster_id()
     assert "reaching nowhere failed" in str(info.value)
     assert info.value.code is not None

@@ -8,7 +8,7 @@ import pytest
 
 from mm2ctl.core.config import MM2Config, load_mm2_config
 from mm2ctl.core.naming import OffsetSyncsLocation
-from mm2ctl.core.security import redact
+from mm2ctl.core.redaction import redact
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

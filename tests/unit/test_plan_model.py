@@ -8,25 +8,15 @@ from datetime import UTC, datetime
 import pytest
 
 from mm2ctl.core.errors import PlanError, PreconditionError
+from mm2ctl.core.redaction import REDACTED, is_secret_key, redact_json, redact_text, strip_url_credentials
+from mm2ctl.plans.connect_target import ConnectTarget
+from mm2ctl.plans.connector_config import ConnectorConfig, unredact_config
+from mm2ctl.plans.document import SCHEMA_VERSION, PlanKind, new_plan
 from mm2ctl.plans.fingerprint import fingerprint_of
-from mm2ctl.plans.model import (
-    REDACTED,
-    SCHEMA_VERSION,
-    ConnectorConfig,
-    ConnectorStop,
-    ConnectorTarget,
-    ConnectTarget,
-    NoPrecondition,
-    PlanKind,
-    Step,
-    StepKind,
-    is_secret_key,
-    new_plan,
-    redact_json,
-    redact_text,
-    strip_url_credentials,
-    unredact_config,
-)
+from mm2ctl.plans.payloads import ConnectorStop
+from mm2ctl.plans.preconditions import NoPrecondition
+from mm2ctl.plans.steps import Step, StepKind
+from mm2ctl.plans.targets import ConnectorTarget
 from tests.unit.test_plan_samples import (
     SECRET_JAAS,
     SECRET_PASSWORD,

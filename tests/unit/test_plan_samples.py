@@ -11,56 +11,50 @@ import base64
 import json
 from datetime import UTC, datetime
 
+from mm2ctl.connect_client.models import ConnectorState
+from mm2ctl.plans.connect_target import ConnectTarget
+from mm2ctl.plans.connector_config import ConnectorConfig, SecretSource
+from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.fingerprint import fingerprint_of
-from mm2ctl.plans.model import (
-    PAYLOAD_TYPES,
-    PRECONDITION_TYPES,
-    AllOf,
+from mm2ctl.plans.offsets import ConnectorOffset, GroupOffset, TombstoneRecord
+from mm2ctl.plans.payloads import (
     CatchUpTarget,
     ConnectOffsetsDelete,
     ConnectOffsetsPatch,
     ConnectOffsetsTombstone,
-    ConnectorAbsent,
-    ConnectorConfig,
     ConnectorCreate,
     ConnectorDelete,
-    ConnectorOffset,
-    ConnectorOffsetsUnchanged,
     ConnectorPause,
     ConnectorRestart,
     ConnectorResume,
-    ConnectorState,
-    ConnectorStateIn,
     ConnectorStop,
-    ConnectorStopped,
-    ConnectorTarget,
-    ConnectTarget,
-    GroupEmptyOrAbsent,
-    GroupOffset,
     GroupOffsetRow,
-    GroupOffsetsInRange,
-    GroupOffsetsUnchanged,
     GroupOffsetsVerify,
     GroupOffsetsWrite,
-    GroupTarget,
-    NoPrecondition,
-    OffsetsRecordsUnchanged,
     OffsetSyncsBackup,
     OffsetSyncsTruncate,
-    Plan,
-    PlanKind,
-    Precondition,
-    SecretSource,
-    Step,
-    StepKind,
-    TombstoneRecord,
-    TopicEndOffsetEquals,
-    TopicPartitionsTarget,
     TranslationMethod,
     WaitForCatchUp,
+)
+from mm2ctl.plans.preconditions import (
+    PRECONDITION_TYPES,
+    AllOf,
+    ConnectorAbsent,
+    ConnectorOffsetsUnchanged,
+    ConnectorStateIn,
+    ConnectorStopped,
+    GroupEmptyOrAbsent,
+    GroupOffsetsInRange,
+    GroupOffsetsUnchanged,
+    NoPrecondition,
+    OffsetsRecordsUnchanged,
+    Precondition,
+    TopicEndOffsetEquals,
     WorkerGroupHasNoMembers,
     iter_preconditions,
 )
+from mm2ctl.plans.steps import PAYLOAD_TYPES, Step, StepKind
+from mm2ctl.plans.targets import ConnectorTarget, GroupTarget, TopicPartitionsTarget
 
 PLAN_ID = "0b6f7a3e-5a7c-4d43-9a43-6f1f1d2e9c10"
 CLUSTERS = {"A": "aaaaAAAAaaaaAAAAaaaaAA", "B": "bbbbBBBBbbbbBBBBbbbbBB"}

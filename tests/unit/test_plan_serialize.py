@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from mm2ctl.core.errors import PlanError
-from mm2ctl.plans.model import REDACTED, StepKind
+from mm2ctl.core.redaction import REDACTED
 from mm2ctl.plans.serialize import (
     dump_plan,
     dump_plan_json,
@@ -22,6 +22,7 @@ from mm2ctl.plans.serialize import (
     plan_to_json,
     write_plan_file,
 )
+from mm2ctl.plans.steps import StepKind
 from tests.unit.test_plan_samples import SECRET_PASSWORD, every_step, sample_plan
 
 KINDS = [s.kind for s in every_step()]

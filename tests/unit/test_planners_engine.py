@@ -24,12 +24,13 @@ from mm2ctl.core.admin import GroupDescription, PartitionBounds
 from mm2ctl.core.config import mm2_config_from_text
 from mm2ctl.core.connect_offsets import StoredOffset
 from mm2ctl.core.errors import ConnectNotFoundError, ForeignPlanError, PlanError, PreconditionError, StalePlanError
+from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.live_state import LiveState
-from mm2ctl.plans.model import Plan, PlanKind, StepKind
 from mm2ctl.plans.planners import Action, Method, PlanBuilder, Selection, plan_connectors, plan_reset_mm2
 from mm2ctl.plans.planners.offset_syncs import plan_truncate_offset_syncs
 from mm2ctl.plans.planners.reset_offsets import plan_reset_connector_offsets
 from mm2ctl.plans.serialize import dump_plan, load_plan
+from mm2ctl.plans.steps import StepKind
 from mm2ctl.remediate import engine
 from mm2ctl.remediate.journal import Journal
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from mm2ctl.plans.model import TranslationMethod
+from mm2ctl.plans.payloads import TranslationMethod
 from mm2ctl.plans.translation import (
     Bounds,
     Digested,

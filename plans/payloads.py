@@ -1,0 +1,277 @@
+"""What each step kind does: one frozen payload class per kind, the typed data its executor acts on.
+
+``mm2ctl.plans.steps.PAYLOAD_TYPES`` maps each step kind to its class, and a step refuses a payload of another
+class, so an executor can rely on the type it dispatches on. Payloads hold only what the write needs and
+what rollback needs to undo it; what the planner saw goes in the step's ``before``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TypeAlias
+
+from mm2ctl.core.errors import PlanError
+from mm2ctl.plans.connector_config import ConnectorConfig, SecretSource
+from mm2ctl.plans.fingerprint import thaw_json
+from mm2ctl.plans.offsets import ConnectorOffset, GroupOffset, TombstoneRecord
+from mm2ctl.plans.validation import (
+    check_bool,
+    check_file_name,
+    check_int,
+    check_str,
+    check_unique,
+    freeze_tuple,
+    set_field,
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectorStop:
+    """``PUT /connectors/{c}/stop`` (Connect 3.5+): tasks shut down, offsets become writable."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectorPause:
+    """``PUT /connectors/{c}/pause``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectorResume:
+    """``PUT /connectors/{c}/resume`` (also resumes a STOPPED connector)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectorRestart:
+    """``POST /connectors/{c}/restart?includeTasks=..&onlyFailed=..``."""
+
+    include_tasks: bool = True
+    only_failed: bool = False
+
+    def __post_init__(self) -> None:
+        check_bool(self.include_tasks, "include_tasks")
+        check_bool(self.only_failed, "only_failed")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectorDelete:
+    """``DELETE /connectors/{c}``; ``config`` is what rollback re-creates (secrets re-obtained, see
+    ``SecretSource``)."""
+
+    config: ConnectorConfig
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectorCreate:
+    """``PUT /connectors/{c}/config`` for a connector that does not exist yet."""
+
+    config: ConnectorConfig
+    secrets_from: SecretSource = SecretSource.LIVE_CONNECTOR
+
+    def __post_init__(self) -> None:
+        set_field(self, "secrets_from", SecretSource(self.secrets_from))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectOffsetsDelete:
+    """``DELETE /connectors/{c}/offsets`` (Connect 3.6+, connector STOPPED). ``before`` keeps the offsets."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectOffsetsPatch:
+    """``PATCH /connectors/{c}/offsets`` with an explicit partition -> offset list (offset null = reset)."""
+
+    offsets: tuple[ConnectorOffset, ...]
+
+    def __post_init__(self) -> None:
+        freeze_tuple(self, "offsets")
+        if not self.offsets:
+            raise PlanError("offsets: must list at least one partition")
+        check_unique((json.dumps(thaw_json(o.partition), sort_keys=True) for o in self.offsets), "offsets")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectOffsetsTombstone:
+    """Produce null values for ``records`` to the Connect offsets topic named by the step's target.
+
+    For Connect < 3.6 and dedicated MM2. Each key must be the stored key's exact bytes and go to the
+    partition it was read from (librdkafka's partitioner differs from Java's), so both are recorded.
+    """
+
+    connector: str
+    records: tuple[TombstoneRecord, ...]
+
+    def __post_init__(self) -> None:
+        check_str(self.connector, "connector")
+        freeze_tuple(self, "records")
+        if not self.records:
+            raise PlanError("records: must list at least one record")
+        check_unique(((r.partition, r.key_b64) for r in self.records), "records")
+        for i, r in enumerate(self.records):
+            try:
+                key = json.loads(r.key.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError) as exc:
+                raise PlanError(f"records[{i}].key_b64: not a Connect offsets key (JSON)") from exc
+            if not (isinstance(key, list) and len(key) == 2 and key[0] == self.connector):
+                raise PlanError(
+                    f"records[{i}].key_b64: key is not [{self.connector!r}, {{...}}]; "
+                    "it would not tombstone this connector's offsets"
+                )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetSyncsBackup:
+    """Copy records ``[0, up_to_offset)`` of the offset-syncs partition to ``backup_file`` before truncating.
+
+    ``backup_file`` is a bare file name, written beside the apply's journal, so the journal directory holds
+    everything a rollback or an investigation needs.
+    """
+
+    up_to_offset: int
+    backup_file: str
+
+    def __post_init__(self) -> None:
+        check_int(self.up_to_offset, "up_to_offset")
+        check_file_name(self.backup_file, "backup_file")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetSyncsTruncate:
+    """``deleteRecords(before_offset)`` on the offset-syncs partition: the end offset seen at plan time.
+
+    Deleting only up to what the plan saw never loses a sync MM2 wrote after planning; the
+    ``topic_end_offset_equals`` precondition refuses if one was written anyway.
+    """
+
+    before_offset: int
+    backup_file: str
+
+    def __post_init__(self) -> None:
+        check_int(self.before_offset, "before_offset")
+        check_file_name(self.backup_file, "backup_file")
+
+
+class TranslationMethod(StrEnum):
+    """How a group offset row's target offset was obtained (DESIGN §5)."""
+
+    #: A sync with upstream == committed: the downstream offset.
+    OFFSET_SYNC_EXACT = "offset_sync_exact"
+    #: The newest sync with upstream < committed: downstream + 1 (never downstream + gap).
+    OFFSET_SYNC_NEXT = "offset_sync_next"
+    #: Taken from MM2's own checkpoint record.
+    CHECKPOINT = "checkpoint"
+    #: Untranslatable; the operator chose the partition's earliest offset.
+    EARLIEST = "earliest"
+    #: Untranslatable; the operator chose the partition's end offset.
+    LATEST = "latest"
+    #: Given explicitly by the operator.
+    EXPLICIT = "explicit"
+    #: ``downstream + (committed - upstream)``, proven by comparing the records on both sides (failover).
+    VERIFIED_DELTA = "verified_delta"
+    #: The candidate was wrong (gaps on one side); the matching record was found by searching the target.
+    VERIFIED_SEARCH = "verified_search"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupOffsetRow:
+    """One partition of a group offset write: the new ``offset``, the observed ``before_offset``, and why."""
+
+    topic: str
+    partition: int
+    offset: int
+    before_offset: int | None
+    method: TranslationMethod
+    source_offset: int | None = None
+
+    def __post_init__(self) -> None:
+        check_str(self.topic, "topic")
+        check_int(self.partition, "partition")
+        check_int(self.offset, "offset")
+        if self.before_offset is not None:
+            check_int(self.before_offset, "before_offset")
+        if self.source_offset is not None:
+            check_int(self.source_offset, "source_offset")
+        try:
+            set_field(self, "method", TranslationMethod(self.method))
+        except ValueError as exc:
+            raise PlanError(f"method: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupOffsetsWrite:
+    """Commit ``rows`` for the target group (the group must be empty: Kafka rejects it otherwise)."""
+
+    rows: tuple[GroupOffsetRow, ...]
+
+    def __post_init__(self) -> None:
+        freeze_tuple(self, "rows")
+        if not self.rows:
+            raise PlanError("rows: must list at least one partition")
+        check_unique(((r.topic, r.partition) for r in self.rows), "rows")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupOffsetsVerify:
+    """Read the group's offsets back and fail the apply unless they equal ``expected``."""
+
+    expected: tuple[GroupOffset, ...]
+
+    def __post_init__(self) -> None:
+        freeze_tuple(self, "expected")
+        if not self.expected:
+            raise PlanError("expected: must list at least one partition")
+        check_unique(((o.topic, o.partition) for o in self.expected), "expected")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CatchUpTarget:
+    """A source partition whose replicated (upstream) offset must reach ``upstream_offset``."""
+
+    topic: str
+    partition: int
+    upstream_offset: int
+
+    def __post_init__(self) -> None:
+        check_str(self.topic, "topic")
+        check_int(self.partition, "partition")
+        check_int(self.upstream_offset, "upstream_offset")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaitForCatchUp:
+    """Poll the MirrorSourceConnector's committed offsets until every target is reached, or time out."""
+
+    source_cluster: str
+    targets: tuple[CatchUpTarget, ...]
+    timeout_seconds: float
+
+    def __post_init__(self) -> None:
+        check_str(self.source_cluster, "source_cluster")
+        freeze_tuple(self, "targets")
+        if not self.targets:
+            raise PlanError("targets: must list at least one partition")
+        check_unique(((t.topic, t.partition) for t in self.targets), "targets")
+        if isinstance(self.timeout_seconds, bool) or not isinstance(self.timeout_seconds, (int, float)):
+            raise PlanError("timeout_seconds: expected a number")
+        if not self.timeout_seconds > 0:
+            raise PlanError("timeout_seconds: must be > 0")
+        set_field(self, "timeout_seconds", float(self.timeout_seconds))
+
+
+Payload: TypeAlias = (
+    ConnectorStop
+    | ConnectorPause
+    | ConnectorResume
+    | ConnectorRestart
+    | ConnectorDelete
+    | ConnectorCreate
+    | ConnectOffsetsDelete
+    | ConnectOffsetsPatch
+    | ConnectOffsetsTombstone
+    | OffsetSyncsBackup
+    | OffsetSyncsTruncate
+    | GroupOffsetsWrite
+    | GroupOffsetsVerify
+    | WaitForCatchUp
+)
