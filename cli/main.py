@@ -31,6 +31,7 @@ from mm2ctl.cli.options import JsonOutput
 from mm2ctl.cli.plan_cmd import plan_app
 from mm2ctl.cli.render import result_json
 from mm2ctl.core.errors import Mm2ctlError
+from mm2ctl.core.redaction import redact_text
 from mm2ctl.core.exit_codes import ExitCode
 
 #: The program's name in usage lines and for shell completion, however it was started.
@@ -104,7 +105,9 @@ def main(argv: list[str] | None = None) -> None:
         if os.environ.get("MM2CTL_DEBUG"):
             _name_the_jvm_log()
             raise
-        typer.echo(f"mm2ctl: internal error: {type(exc).__name__}: {exc} (MM2CTL_DEBUG=1 shows where)", err=True)
+        # An exception we did not expect may quote a URL or setting it was given: mask secrets in it.
+        detail = redact_text(str(exc))
+        typer.echo(f"mm2ctl: internal error: {type(exc).__name__}: {detail} (MM2CTL_DEBUG=1 shows where)", err=True)
         _name_the_jvm_log()
         sys.exit(int(ExitCode.ERROR))
 

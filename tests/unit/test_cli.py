@@ -285,3 +285,23 @@ def test_completion_answers_for_mm2ctl(how: str) -> None:
     env["COMP_WORDS"], env["COMP_CWORD"] = "mm2ctl plan failover --pair A=>B --mm2", "5"
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0 and done.stdout.split() == ["--mm2-config"], done.stderr
+
+
+def test_an_unexpected_error_is_one_line_with_its_secrets_masked(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib
+
+    cli_main = importlib.import_module("mm2ctl.cli.main")  # the module; mm2ctl.cli.main is also its function
+
+    def explode(**_kwargs: object) -> None:
+        raise RuntimeError("GET http://admin:hunter2@connect:8083/connectors failed; password=s3cret")
+
+    monkeypatch.delenv("MM2CTL_DEBUG", raising=False)
+    monkeypatch.setattr(cli_main, "app", explode)
+    with pytest.raises(SystemExit) as info:
+        cli_main.main([])
+    assert info.value.code == ExitCode.ERROR
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("mm2ctl: internal error: RuntimeError: ")
+    assert "hunter2" not in err and "s3cret" not in err
