@@ -31,8 +31,8 @@ from mm2ctl.cli.options import JsonOutput
 from mm2ctl.cli.plan_cmd import plan_app
 from mm2ctl.cli.render import result_json
 from mm2ctl.core.errors import Mm2ctlError
-from mm2ctl.core.redaction import redact_text
 from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.core.redaction import redact_text
 
 #: The program's name in usage lines and for shell completion, however it was started.
 PROG_NAME = "mm2ctl"

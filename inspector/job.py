@@ -17,9 +17,11 @@ import datetime as dt
 import functools
 import os
 import sys
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -55,6 +57,12 @@ class TopicNote:
     message: str
 
 
+#: How long ``MalformedCounter.notes`` waits, in all, for observed metrics after the job ran. Spark hands them
+#: over through its listener bus a moment after the action returns; a scan the optimizer pruned (a pair with
+#: no group partition to translate) never hands any over.
+OBSERVATION_WAIT_S = 10.0
+
+
 class MalformedCounter:
     """Counts the malformed records of each decoded topic while the job runs, through Spark observations.
 
@@ -63,11 +71,13 @@ class MalformedCounter:
     """
 
     def __init__(self) -> None:
-        self._watched: list[tuple[str, str, str, Observation]] = []
+        self._watched: list[tuple[str, str, str, Observation, bool]] = []
 
-    def watch(self, decoded: DataFrame, cluster_pair: str, topic: str, cluster: str) -> DataFrame:
+    def watch(self, decoded: DataFrame, cluster_pair: str, topic: str, cluster: str, *, scanned: bool) -> DataFrame:
+        """``decoded`` with its malformed records counted. ``scanned`` says whether the job will read it at all:
+        not when the pair has no group partition, since Spark then prunes the read (and its observation)."""
         observation = Observation(f"malformed-{uuid.uuid4().hex}")  # names are unique per session
-        self._watched.append((cluster_pair, topic, cluster, observation))
+        self._watched.append((cluster_pair, topic, cluster, observation, scanned))
         reason = F.col("malformed_reason")
         return decoded.observe(
             observation, *[F.count(F.when(reason == r, True)).alias(r) for r in decode.MALFORMED_REASONS]
@@ -75,12 +85,27 @@ class MalformedCounter:
 
     def notes(self) -> list[TopicNote]:
         out = []
-        for cluster_pair, topic, cluster, observation in self._watched:
-            for reason, count in (observation.get or {}).items():
+        deadline = time.monotonic() + OBSERVATION_WAIT_S
+        for cluster_pair, topic, cluster, observation, scanned in self._watched:
+            for reason, count in _observed(observation, deadline if scanned else 0.0).items():
                 if count:
                     message = f"{count} malformed record(s) skipped: {reason}"
                     out.append(TopicNote(cluster_pair, topic, cluster, message))
         return out
+
+
+def _observed(observation: Observation, deadline: float) -> dict[str, Any]:
+    """The observation's metrics once Spark delivered them, or nothing by ``deadline`` (``time.monotonic``).
+
+    PySpark's ``Observation.get`` waits without a limit, and an observed scan the optimizer removed never
+    completes; so this asks the JVM observation's future whether it is done before reading it.
+    """
+    future = observation._jo.future() if observation._jo is not None else None
+    while future is not None and not future.isCompleted():
+        if time.monotonic() >= deadline:
+            return {}
+        time.sleep(0.02)
+    return observation.get if future is not None else {}
 
 
 @dataclass(slots=True)
@@ -168,9 +193,10 @@ def _inspect_pair(
     # prune columns through an observation, so the syncs are narrowed to what translate reads first: the rows
     # materialized there carry no pair or topic strings.
     decoded_syncs = decode.decode_offset_syncs(raw_syncs, known=numbers).select(*transforms.NUMBERED_SYNC_COLUMNS)
-    decoded_syncs = counter.watch(decoded_syncs, pair.name, pair.offset_syncs_topic, syncs_alias)
+    scanned = state.group_partitions > 0
+    decoded_syncs = counter.watch(decoded_syncs, pair.name, pair.offset_syncs_topic, syncs_alias, scanned=scanned)
     decoded_checkpoints = counter.watch(
-        decode.decode_checkpoints(raw_checkpoints), pair.name, pair.checkpoints_topic, pair.target
+        decode.decode_checkpoints(raw_checkpoints), pair.name, pair.checkpoints_topic, pair.target, scanned=scanned
     )
     translated = transforms.translate(group_offsets, decoded_syncs, numbers=numbers)
     joined = transforms.join_target_state(

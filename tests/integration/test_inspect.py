@@ -261,6 +261,24 @@ def test_a_spark_that_fails_to_start_names_its_log_and_prints_none_of_it(lab: La
     assert not out.exists()
 
 
+def test_inspect_with_no_group_to_inspect_finishes_with_no_rows(lab: LabInfo, tmp_path: Path) -> None:
+    """No group matches: Spark prunes the reads of the internal topics, and the run still ends (it once
+    waited forever for the malformed-record counts of a read that never ran)."""
+    out = tmp_path / "rows.jsonl"
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "mm2ctl", "inspect",
+            "--mm2-config", lab.mm2_config, "--groups", f"^no-such-group-{uuid.uuid4().hex}$",
+            "--format", "json", "--output", str(out),
+        ],
+        capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "MM2CTL_STATE_DIR": str(tmp_path / "state")},
+    )  # fmt: skip
+    assert proc.returncode == ExitCode.OK, proc.stderr
+    assert out.read_text() == ""
+    assert "0 group partition(s) inspected, 0 problem(s)" in proc.stderr
+
+
 def test_synced_group(scenario: Scenario) -> None:
     rows = scenario.rows_of("g-sync")
     assert [r["status"] for r in rows] == ["synced", "synced"]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from mm2ctl.core import codecs
@@ -27,7 +29,7 @@ def _records(spark: Any, pairs: list[tuple[bytes | None, bytes | None]]) -> Any:
     return spark.createDataFrame(table, KAFKA_RECORD_SCHEMA)
 
 
-def _watched(spark: Any) -> tuple[MalformedCounter, Any]:
+def _watched(spark: Any, *, scanned: bool = True) -> tuple[MalformedCounter, Any]:
     key = codecs.encode_offset_sync_key("orders", 0)
     value = codecs.encode_offset_sync_value(5, 4)
     records = _records(
@@ -35,7 +37,7 @@ def _watched(spark: Any) -> tuple[MalformedCounter, Any]:
         [(key, value), (key, b"\x00\x01"), (key, b"\x00\x02"), (None, value), (key[:3], value), (key, None)],
     )
     counter = MalformedCounter()
-    return counter, counter.watch(decode.decode_offset_syncs(records), "a->b", "syncs", "src")
+    return counter, counter.watch(decode.decode_offset_syncs(records), "a->b", "syncs", "src", scanned=scanned)
 
 
 EXPECTED = [
@@ -64,8 +66,27 @@ def test_malformed_counter_has_no_note_for_a_clean_topic(spark: Any) -> None:
     key = codecs.encode_offset_sync_key("orders", 0)
     records = _records(spark, [(key, codecs.encode_offset_sync_value(1, 1))])
     counter = MalformedCounter()
-    counter.watch(decode.decode_offset_syncs(records), "a->b", "syncs", "src").count()
+    counter.watch(decode.decode_offset_syncs(records), "a->b", "syncs", "src", scanned=True).count()
     assert counter.notes() == []
+
+
+@pytest.mark.parametrize("scanned", [True, False])
+def test_malformed_counter_does_not_wait_for_a_read_spark_pruned(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, scanned: bool
+) -> None:
+    """A pair with no group partition: Spark prunes the topic's read, so its observation never completes.
+    ``notes`` gives up on it (at once when the caller knew, by the deadline otherwise) instead of hanging."""
+    from mm2ctl.inspector import job
+
+    deadline_s = 1.0 if scanned else 60.0
+    monkeypatch.setattr(job, "OBSERVATION_WAIT_S", deadline_s)
+    counter, decoded = _watched(spark, scanned=scanned)
+    decoded.where(F.lit(False)).count()  # the optimizer drops the scan, and the observation with it
+    started = time.monotonic()
+    assert counter.notes() == []
+    waited = time.monotonic() - started
+    # Scanned: it waited its deadline out (the scan never ran). Not scanned: it did not wait for the deadline.
+    assert waited >= deadline_s if scanned else waited < deadline_s / 2
 
 
 def test_driver_partition_numbers_match_the_spark_ones(spark: Any) -> None:
