@@ -79,7 +79,8 @@ def drill(
     (c) mm2ctl conservative and (d) mm2ctl verified translation, on the same data.
 
     Exit 17 when (c) or (d) misses its goal: (d) loses and duplicates nothing; (c) loses nothing and
-    duplicates at most offset.lag.max per partition.
+    duplicates at most one sync interval per partition (the gap between the offset syncs MM2 wrote around
+    the commit point).
     """
     from mm2ctl.drill.failover_drill import drill_on_clusters, drill_on_lab
 

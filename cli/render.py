@@ -207,7 +207,7 @@ def lab_status_lines(st: LabStatus) -> list[str]:
 
 
 def drill_table(result: DrillResult) -> list[str]:
-    """The drill's table, one line per strategy (the README quotes it)."""
+    """The drill's table, one line per strategy (docs/drill.md and bench/RESULTS.md quote it)."""
     from mm2ctl.drill.failover_drill import Strategy
 
     lines = [

@@ -6,8 +6,8 @@ and the checkpoints topic (on the target) with Spark's Kafka source, collects th
 (``inspector.admin_state``), turns it into DataFrames through Arrow, and runs the transforms. Pairs are
 classified separately (each has its own ``sync.group.offsets.enabled`` and ``offset.lag.max``) and unioned.
 
-It runs unchanged under ``spark-submit``: ``python -m inspector.job`` and ``spark-submit …/inspector/job.py``
-take the same arguments as ``mm2ctl inspect`` (see README, "Running on a cluster").
+It runs unchanged under ``spark-submit``: ``python -m mm2ctl.inspector.job`` and ``spark-submit`` of this
+file take ``mm2ctl inspect``'s selection arguments (see README, "Running on a Spark cluster").
 """
 
 from __future__ import annotations
@@ -294,7 +294,7 @@ def run_inspection(
 
 
 def _parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="inspector.job", description="mm2ctl inspect as a Spark application")
+    parser = argparse.ArgumentParser(prog="mm2ctl.inspector.job", description="mm2ctl inspect as a Spark application")
     parser.add_argument("--mm2-config", required=True)
     parser.add_argument("--pair", action="append", default=[])
     parser.add_argument("--groups")
@@ -307,7 +307,7 @@ def _parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``spark-submit inspector/job.py --mm2-config F --output PATH``: writes the rows with Spark's writers
+    """``spark-submit …/mm2ctl/inspector/job.py --mm2-config F --output PATH``: writes the rows with Spark's writers
     (a folder of part files, as a cluster job should) and exits 10 when any row is a problem."""
     from mm2ctl.core.exit_codes import ExitCode
 
@@ -330,7 +330,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parquet_output=parquet_output,
         )
     except Mm2ctlError as exc:
-        print(f"inspector.job: error: {exc}", file=sys.stderr)
+        print(f"mm2ctl.inspector.job: error: {exc}", file=sys.stderr)
         return int(exc.exit_code)
     if parquet_output is None:
         write_distributed(result.rows, args.format, args.output)
