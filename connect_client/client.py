@@ -126,6 +126,14 @@ class ConnectClient:
 
         return self._parse("expanded connector list", parse, payload)
 
+    def connector_configs(self, *, timeout: Timeout | None = None) -> dict[str, dict[str, str]]:
+        """Every connector's config (``GET /connectors?expand=info``), secrets in clear: memory only."""
+        return {
+            name: dict(overview.info.config)
+            for name, overview in self.list_connectors(timeout=timeout).items()
+            if overview.info is not None
+        }
+
     def status(self, name: str, *, timeout: Timeout | None = None, max_elapsed: float | None = None) -> ConnectorStatus:
         """``GET /connectors/{c}/status``."""
         payload = self._get_json(connector_path(name, "status"), timeout=timeout, max_elapsed=max_elapsed)

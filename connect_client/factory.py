@@ -7,7 +7,7 @@ a plain session pointed at a local fake, as STYLE.md's "clients are passed in" a
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -89,3 +89,23 @@ def build_connect_client(
         _check_file(cert_file, "cert_file")
         http.cert = (cert_file, _check_file(key_file, "key_file")) if key_file is not None else cert_file
     return ConnectClient(clean, http, timeout=timeout, retry=retry)
+
+
+def connector_config_reader(
+    *,
+    username: str | None = None,
+    password: str | None = None,
+    ca_file: str | None = None,
+    cert_file: str | None = None,
+    key_file: str | None = None,
+) -> Callable[[str], dict[str, dict[str, str]]]:
+    """Reads every connector's config from the Connect cluster at a URL (``--from-connect``), with this auth."""
+
+    def read(url: str) -> dict[str, dict[str, str]]:
+        client = build_connect_client(
+            url, username=username, password=password, ca_file=ca_file, cert_file=cert_file, key_file=key_file
+        )
+        with client:
+            return client.connector_configs()
+
+    return read

@@ -7,8 +7,13 @@ overlap only partly, so each branch below is deliberate:
 * ``security.protocol`` PLAINTEXT / SSL / SASL_PLAINTEXT / SASL_SSL (Java matches it case-insensitively).
   As in Java, ``ssl.*`` is only read when the protocol uses TLS and ``sasl.*`` only when it uses SASL.
 * ``sasl.mechanism`` PLAIN / SCRAM-SHA-256 / SCRAM-SHA-512, with the username and password taken from the
-  single login module in ``sasl.jaas.config``. Java's default mechanism is GSSAPI: a SASL protocol with no
-  mechanism set means Kerberos, which (like OAUTHBEARER) mm2ctl does not drive, so that is an error.
+  single login module in ``sasl.jaas.config``.
+* ``sasl.mechanism`` OAUTHBEARER (:mod:`mm2ctl.core.oauth`): Kafka's own OIDC client (client credentials or
+  a JWT-bearer assertion, from the ``sasl.oauthbearer.*`` settings or the login module's ``clientId``,
+  ``clientSecret`` and ``scope``), Strimzi's OAuth client library (``oauth.*`` login module options) and
+  Kafka's unsecured JWTs, each as librdkafka's ``sasl.oauthbearer.*`` equivalent.
+* GSSAPI (Kerberos) is the one mechanism mm2ctl refuses. Java's default mechanism is GSSAPI, so a SASL
+  protocol with no mechanism set is refused too, naming the setting.
 * Trust: ``ssl.truststore.type`` PEM (a file or inline ``ssl.truststore.certificates``) maps directly;
   PKCS12 and JKS truststores are converted to a private PEM file that lives as long as the process.
   Java's own default type is JKS, and since JDK 9 its JKS loader also opens PKCS12 files, so the file's
@@ -39,6 +44,7 @@ from mm2ctl.core.keystores import (
     pkcs12_certs_to_pem,
     sniff_store_type,
 )
+from mm2ctl.core.oauth import STRIMZI_LOGIN_HANDLER, OAuthError, oauth_to_librdkafka, portable_java_settings
 
 # --- where a setting came from ----------------------------------------------------------------------
 
@@ -69,7 +75,7 @@ class _Errors:
 # --- translation ----------------------------------------------------------------------------------
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
 
 def _read(path: str, err: _Errors, name: str) -> bytes:
@@ -205,6 +211,11 @@ def _translate_sasl(s: Mapping[str, str], out: dict[str, str], err: _Errors) -> 
             "is not set, and Java's default is GSSAPI (Kerberos), which mm2ctl "
             f"does not support; set one of {', '.join(SUPPORTED_MECHANISMS)}",
         )
+    if mechanism == "GSSAPI":
+        raise err(
+            "sasl.mechanism",
+            f"GSSAPI (Kerberos) is not supported by mm2ctl; connect with one of {', '.join(SUPPORTED_MECHANISMS)}",
+        )
     if mechanism not in SUPPORTED_MECHANISMS:
         raise err(
             "sasl.mechanism",
@@ -223,6 +234,12 @@ def _translate_sasl(s: Mapping[str, str], out: dict[str, str], err: _Errors) -> 
         raise err("sasl.jaas.config", f"cannot be parsed: {exc}") from exc
     if len(entries) != 1:
         raise err("sasl.jaas.config", f"contains {len(entries)} login modules, should be 1 module")
+    if mechanism == "OAUTHBEARER":
+        try:
+            out.update(oauth_to_librdkafka(s, entries[0]))
+        except OAuthError as exc:
+            raise err(exc.setting, exc.reason) from exc
+        return
     options = entries[0].options
     for option in ("username", "password"):
         if not options.get(option):
@@ -272,3 +289,16 @@ def to_librdkafka(
     if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
         _translate_sasl(settings, out, err)
     return out
+
+
+def portable_java_client_settings(settings: Mapping[str, str]) -> dict[str, str]:
+    """MM2's Java client ``settings`` as a Java client without MM2's plugins reads them (Spark's Kafka source):
+    Strimzi's OAuth client library becomes Kafka's own OIDC client; everything else is kept."""
+    handler = settings.get("sasl.login.callback.handler.class", "").strip()
+    if handler != STRIMZI_LOGIN_HANDLER:
+        return dict(settings)
+    try:
+        entries = parse_jaas_config(settings.get("sasl.jaas.config", ""))
+    except JaasSyntaxError:
+        return dict(settings)  # to_librdkafka reports it, naming the setting
+    return portable_java_settings(settings, entries[0]) if len(entries) == 1 else dict(settings)

@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from mm2ctl.core import client_security, naming
 from mm2ctl.core.client_security import SettingOrigin
@@ -33,6 +33,9 @@ from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.flows import is_cluster_alias, parse_flow
 from mm2ctl.core.naming import OffsetSyncsLocation, ReplicationPolicy
 from mm2ctl.core.properties import Properties, load_properties, parse_properties
+
+if TYPE_CHECKING:
+    from mm2ctl.core.config_source import ConfigSource
 
 Role = Literal["consumer", "producer", "admin"]
 ROLES: tuple[Role, ...] = ("consumer", "producer", "admin")
@@ -336,7 +339,9 @@ class MM2Config:
     clusters: tuple[str, ...]
     #: Things MM2 would accept but that probably are not what the user meant (never printed here).
     warnings: tuple[str, ...]
-    _props: Properties = field(repr=False, compare=False)
+    #: What the user gave to describe the setup (None when built from text, as tests do).
+    source: ConfigSource | None = field(default=None, compare=False)
+    _props: Properties = field(default_factory=lambda: Properties("<empty>", {}, {}), repr=False, compare=False)
     _pairs: dict[str, PairConfig] = field(default_factory=dict, repr=False, compare=False)
 
     def pairs(self, enabled_only: bool = True) -> list[PairConfig]:
@@ -367,6 +372,31 @@ class MM2Config:
                 key=key,
             )
         return pair
+
+    def origin_text(self, origin: SettingOrigin | None) -> str:
+        """Where a value came from, for people: ``file:line key``, a resource field, a connector, or ``default``."""
+        if origin is None:
+            return "default"
+        line = f":{origin.line}" if origin.line is not None else ""
+        return f"{self.path}{line} {origin.key}"
+
+    def flow_setting(self, pair: str, key: str, *, legacy: str | None = None) -> tuple[str | None, str]:
+        """A flow setting's raw value (None when unset) and where it came from (``A->B.<key>``, else ``<key>``;
+        ``legacy`` is the deprecated name read when the current one is unset)."""
+        flow = self.pair(pair, enabled_only=False)
+        reader = _FlowSettings(self._props, flow.source, flow.target)
+        got = reader.get(key) or (reader.get(legacy) if legacy else None)
+        return (None, "default") if got is None else (got[0], self.origin_text(got[1]))
+
+    def client_settings_with_origins(self, alias: str, pair: str | None = None) -> dict[str, tuple[str, str]]:
+        """The cluster's Java client settings (as :meth:`client_settings`, consumer role) with where each came
+        from. Holds secrets: redact before showing."""
+        resolved = self._resolve_client(alias, pair, "consumer", client_only=True)
+        return {k: (v, self.origin_text(o)) for k, (v, o) in resolved.items()}
+
+    def as_properties(self) -> dict[str, str]:
+        """The setup as MM2 properties (what a resource or the live connectors amount to). Holds secrets."""
+        return self._props.as_dict()
 
     def setting(self, key: str) -> str | None:
         """The raw value of any key in the file (config-provider references refused), or None."""
@@ -442,7 +472,8 @@ class MM2Config:
         every role prefix, which then shadow them. Other settings come from ``A->B.<side>.<role>.x``,
         ``A.<role>.x`` or ``A->B.<role>.x``.
         """
-        return {k: v for k, (v, _) in self._resolve_client(alias, pair, role).items()}
+        resolved = {k: v for k, (v, _) in self._resolve_client(alias, pair, role).items()}
+        return client_security.portable_java_client_settings(resolved)
 
     def kafka_config(self, alias: str, pair: str | None = None, role: Role = "consumer") -> dict[str, str]:
         """confluent-kafka settings for cluster ``alias`` (see :mod:`mm2ctl.core.client_security`).
@@ -490,7 +521,7 @@ def _get(props: Properties, key: str) -> tuple[str, SettingOrigin] | None:
             line=prop.line,
             key=key,
         )
-    return prop.value, SettingOrigin(key, prop.line)
+    return prop.value, SettingOrigin(prop.origin or key, prop.line)
 
 
 class _FlowSettings:
@@ -540,19 +571,33 @@ class _FlowSettings:
         return origin.key, items, compiled
 
 
-def _build_pair(config: MM2Config, props: Properties, source: str, target: str, enabled: bool) -> PairConfig:
-    flow = _FlowSettings(props, source, target)
+#: The key that declares how a custom replication policy class names topics (``default`` or ``identity``).
+POLICY_NAMING_KEY = "mm2ctl.replication.policy.naming"
 
+
+def _policy(flow: _FlowSettings, source: str, cli_naming: str | None) -> ReplicationPolicy:
     policy_class = naming.DEFAULT_POLICY_CLASS
-    got = flow.string("replication.policy.class")
-    if got is not None:
-        policy_class = got[0].strip()
-        if policy_class not in (naming.DEFAULT_POLICY_CLASS, naming.IDENTITY_POLICY_CLASS):
-            raise flow.err(
-                got[1],
-                f"unsupported replication policy {policy_class!r}: mm2ctl knows "
-                f"{naming.DEFAULT_POLICY_CLASS} and {naming.IDENTITY_POLICY_CLASS}",
-            )
+    got_class = flow.string("replication.policy.class")
+    if got_class is not None:
+        policy_class = got_class[0].strip()
+    declared: str | None = None
+    got_naming = flow.string(POLICY_NAMING_KEY)
+    if got_naming is not None:
+        declared = got_naming[0].strip().lower()
+        if declared not in naming.NAMING_SCHEMES:
+            raise flow.err(got_naming[1], f"must be default or identity, not {got_naming[0].strip()!r}")
+    custom = policy_class not in naming.KNOWN_POLICY_NAMING
+    if cli_naming is not None and custom:  # the option declares custom classes; known ones name their own way
+        declared = cli_naming
+    if custom and declared is None:
+        assert got_class is not None
+        raise flow.err(
+            got_class[1],
+            f"unsupported replication policy {policy_class!r}: mm2ctl knows {naming.DEFAULT_POLICY_CLASS}, "
+            f"{naming.IDENTITY_POLICY_CLASS} and {naming.STRIMZI_IDENTITY_POLICY_CLASS}. For a custom class, "
+            f"declare how it names topics: {POLICY_NAMING_KEY} = default|identity in the MM2 config, "
+            "or --policy-naming default|identity",
+        )
     separator: str | None = None
     got = flow.string("replication.policy.separator")
     if got is not None:
@@ -569,13 +614,26 @@ def _build_pair(config: MM2Config, props: Properties, source: str, target: str, 
         heartbeats = got[0].strip()
         if not naming.is_legal_topic_fragment(heartbeats):
             raise flow.err(got[1], f"{heartbeats!r} is not a valid topic name")
-    policy = naming.replication_policy(
-        policy_class,
-        separator=separator,
-        internal_separator_enabled=flow.boolean("replication.policy.internal.topic.separator.enabled", True),
-        heartbeats_topic_name=heartbeats,
-        source_cluster_alias=source,
-    )
+    try:
+        return naming.replication_policy(
+            policy_class,
+            separator=separator,
+            internal_separator_enabled=flow.boolean("replication.policy.internal.topic.separator.enabled", True),
+            heartbeats_topic_name=heartbeats,
+            source_cluster_alias=source,
+            naming=declared,
+        )
+    except ValueError as exc:
+        assert got_naming is not None  # only a declaration in the setup can contradict a known class
+        raise flow.err(got_naming[1], str(exc)) from None
+
+
+def _build_pair(
+    config: MM2Config, props: Properties, source: str, target: str, enabled: bool, policy_naming: str | None
+) -> PairConfig:
+    flow = _FlowSettings(props, source, target)
+
+    policy = _policy(flow, source, policy_naming)
 
     location = OffsetSyncsLocation.SOURCE
     got = flow.string("offset-syncs.topic.location")
@@ -661,42 +719,61 @@ def _parse_clusters(props: Properties) -> tuple[str, ...]:
 _FLOW_KEY = re.compile(r"^(?P<source>.+?)->(?P<target>.+?)\.enabled$")
 
 
+def _where(props: Properties, key: str) -> str:
+    """How a warning names a setting: ``file:line: key``, or the resource field / connector it came from."""
+    origin = props.origin(key)
+    line = props.line(key)
+    return f"{props.path}{f':{line}' if line is not None else ''}: {origin or key}"
+
+
 def _warnings(props: Properties, clusters: tuple[str, ...], pairs: dict[str, PairConfig]) -> list[str]:
     found: list[str] = []
+    flow_prefixes = tuple(f"{name}." for name in pairs)
     for key in props:
         match = _FLOW_KEY.match(key)
-        if match and f"{match['source']}->{match['target']}" not in pairs:
-            found.append(f"{props.path}:{props.line(key)}: {key}: names a cluster not in clusters; MM2 ignores it")
+        if match and not key.startswith(flow_prefixes):
+            found.append(f"{_where(props, key)}: names a cluster not in clusters; MM2 ignores it")
     for legacy, new in (("topics.blacklist", "topics.exclude"), ("groups.blacklist", "groups.exclude")):
         for key in props:
             if key == legacy or key.endswith(f".{legacy}"):
                 shadow = key[: -len(legacy)] + new
                 why = f"ignored because {shadow} is set" if shadow in props else f"deprecated: use {new}"
-                found.append(f"{props.path}:{props.line(key)}: {key}: {why}")
+                found.append(f"{_where(props, key)}: {why}")
     for name in pairs:
         prefix = f"{name}."
         for key in props:
             if key.startswith(prefix) and is_client_setting(key[len(prefix) :]):
                 found.append(
-                    f"{props.path}:{props.line(key)}: {key}: MM2 does not pass flow-level client settings to "
+                    f"{_where(props, key)}: MM2 does not pass flow-level client settings to "
                     f"its clients; use {prefix}source.cluster., {prefix}target.cluster. or "
                     f"{prefix}source.consumer. (and similar) prefixes"
                 )
     return found
 
 
-def parse_mm2_config(props: Properties) -> MM2Config:
-    """Build the model from parsed properties (see :func:`load_mm2_config`)."""
+def parse_mm2_config(
+    props: Properties, *, policy_naming: str | None = None, source: ConfigSource | None = None
+) -> MM2Config:
+    """Build the model from properties, read from a file or made by an adapter (``core.config_source``).
+
+    ``policy_naming`` (``--policy-naming``) declares how a custom replication policy class names topics; it
+    wins over ``mm2ctl.replication.policy.naming`` in the properties. ``source`` records what the user gave
+    (a file, a resource and its secrets, a Connect URL) so a plan can name it and apply can read it again.
+    """
+    if policy_naming is not None and policy_naming not in naming.NAMING_SCHEMES:
+        raise ConfigError(f"--policy-naming must be default or identity, not {policy_naming!r}")
     clusters = _parse_clusters(props)
-    config = MM2Config(path=props.path, clusters=clusters, warnings=(), _props=props)
-    for source in clusters:
-        for target in clusters:
-            if source == target:
+    config = MM2Config(path=props.path, clusters=clusters, warnings=(), source=source, _props=props)
+    for upstream in clusters:
+        for downstream in clusters:
+            if upstream == downstream:
                 continue
-            flow = _FlowSettings(props, source, target)
-            enabled_key = f"{source}->{target}.enabled"
+            flow = _FlowSettings(props, upstream, downstream)
+            enabled_key = f"{upstream}->{downstream}.enabled"
             enabled = flow.boolean("enabled", False) if enabled_key in props else False
-            config._pairs[f"{source}->{target}"] = _build_pair(config, props, source, target, enabled)
+            config._pairs[f"{upstream}->{downstream}"] = _build_pair(
+                config, props, upstream, downstream, enabled, policy_naming
+            )
     for pair in config.pairs(enabled_only=True):
         config._validate_client(pair.source, pair)
         config._validate_client(pair.target, pair)
@@ -704,7 +781,7 @@ def parse_mm2_config(props: Properties) -> MM2Config:
     return config
 
 
-def load_mm2_config(path: str | os.PathLike[str]) -> MM2Config:
+def load_mm2_config(path: str | os.PathLike[str], *, policy_naming: str | None = None) -> MM2Config:
     """Read an MM2 ``connect-mirror-maker.properties`` file as MM2 would, and check what mm2ctl needs.
 
     Raises ConfigError (naming file, line and key, never a secret value) for anything MM2 would reject
@@ -712,9 +789,9 @@ def load_mm2_config(path: str | os.PathLike[str]) -> MM2Config:
     ``bootstrap.servers``, a bad boolean or number, an unknown replication policy, a regex that does not
     compile, an unsupported security setup, or a ``${provider:...}`` reference.
     """
-    return parse_mm2_config(load_properties(path))
+    return parse_mm2_config(load_properties(path), policy_naming=policy_naming)
 
 
-def mm2_config_from_text(text: str, *, path: str = "<string>") -> MM2Config:
+def mm2_config_from_text(text: str, *, path: str = "<string>", policy_naming: str | None = None) -> MM2Config:
     """Like :func:`load_mm2_config` for text in memory (tests, and configs fetched from elsewhere)."""
-    return parse_mm2_config(parse_properties(text, path=path))
+    return parse_mm2_config(parse_properties(text, path=path), policy_naming=policy_naming)

@@ -19,6 +19,12 @@ Facts carried over from Kafka's source:
 * The checkpoints topic is ``checkpointsTopic(source)`` under both policies: Identity inherits it.
 * ``IdentityReplicationPolicy`` keeps topic names, except heartbeats (any name ending with the heartbeats
   topic name), which it still prefixes like the default policy so that cycles of heartbeats stay visible.
+* Strimzi's ``io.strimzi.kafka.connect.mirror.IdentityReplicationPolicy`` (mirror-maker-2-extensions 1.2+)
+  only extends Kafka's identity policy, so it names topics exactly as Kafka's does.
+* Any other class is custom code mm2ctl cannot run. It is accepted when the user declares which of the two
+  naming schemes it follows (``mm2ctl.replication.policy.naming``), as the custom policies people write
+  usually keep one of them (seed 002, option 2: identity names for application topics, MM2's own names for
+  its internal topics, which is what the identity scheme does).
 """
 
 from __future__ import annotations
@@ -29,6 +35,15 @@ from enum import StrEnum
 
 DEFAULT_POLICY_CLASS = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
 IDENTITY_POLICY_CLASS = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
+STRIMZI_IDENTITY_POLICY_CLASS = "io.strimzi.kafka.connect.mirror.IdentityReplicationPolicy"
+#: The classes whose naming mm2ctl knows, and the scheme each follows.
+KNOWN_POLICY_NAMING = {
+    DEFAULT_POLICY_CLASS: "default",
+    IDENTITY_POLICY_CLASS: "identity",
+    STRIMZI_IDENTITY_POLICY_CLASS: "identity",
+}
+#: The naming schemes a custom class may declare (``mm2ctl.replication.policy.naming``, ``--policy-naming``).
+NAMING_SCHEMES = ("default", "identity")
 DEFAULT_SEPARATOR = "."
 DEFAULT_HEARTBEATS_TOPIC = "heartbeats"
 OFFSET_SYNCS_PREFIX = "mm2-offset-syncs"
@@ -62,11 +77,20 @@ class ReplicationPolicy:
     internal_separator_enabled: bool = True
     heartbeats_topic_name: str = DEFAULT_HEARTBEATS_TOPIC
     source_cluster_alias: str | None = None
+    #: The class MM2 is configured with, when it is not the built-in class of this naming scheme.
+    configured_class: str | None = None
 
     @property
     def class_name(self) -> str:
         """The Java class MM2 would instantiate for this policy."""
+        if self.configured_class is not None:
+            return self.configured_class
         return IDENTITY_POLICY_CLASS if self.is_identity else DEFAULT_POLICY_CLASS
+
+    @property
+    def naming(self) -> str:
+        """``identity`` or ``default``: the naming scheme this policy follows."""
+        return "identity" if self.is_identity else "default"
 
     @property
     def internal_separator(self) -> str:
@@ -166,21 +190,32 @@ def replication_policy(
     internal_separator_enabled: bool = True,
     heartbeats_topic_name: str = DEFAULT_HEARTBEATS_TOPIC,
     source_cluster_alias: str | None = None,
+    naming: str | None = None,
 ) -> ReplicationPolicy:
     """Build the policy MM2 would build from these settings.
 
     ``separator=None`` means "not configured": then Kafka ignores ``internal_separator_enabled`` and the
-    separator is ``.`` everywhere. Raises ValueError for a class other than the two built-in policies
-    (the config reader turns that into a ConfigError naming the key).
+    separator is ``.`` everywhere. ``naming`` (``default`` or ``identity``) declares the scheme of a custom
+    class; for a known class it must agree with the class. Raises ValueError for a custom class without a
+    declared naming, or a declaration that contradicts a known class (the config reader turns that into a
+    ConfigError naming the key).
     """
-    if class_name not in (DEFAULT_POLICY_CLASS, IDENTITY_POLICY_CLASS):
+    known = KNOWN_POLICY_NAMING.get(class_name)
+    if naming is not None and naming not in NAMING_SCHEMES:
+        raise ValueError(f"naming must be one of {', '.join(NAMING_SCHEMES)}, not {naming!r}")
+    if known is None and naming is None:
         raise ValueError(f"unsupported replication policy class {class_name!r}")
+    if known is not None and naming is not None and naming != known:
+        raise ValueError(f"{class_name} names topics the {known} way, not the {naming} way")
+    scheme = known or naming
+    builtin = IDENTITY_POLICY_CLASS if scheme == "identity" else DEFAULT_POLICY_CLASS
     return ReplicationPolicy(
-        is_identity=class_name == IDENTITY_POLICY_CLASS,
+        is_identity=scheme == "identity",
         separator=DEFAULT_SEPARATOR if separator is None else separator,
         internal_separator_enabled=True if separator is None else internal_separator_enabled,
         heartbeats_topic_name=heartbeats_topic_name,
         source_cluster_alias=source_cluster_alias,
+        configured_class=None if class_name == builtin else class_name,
     )
 
 

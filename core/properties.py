@@ -34,13 +34,19 @@ _SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 
 class Property(NamedTuple):
-    """One key's value and the line of the occurrence that won."""
+    """One key's value and the line of the occurrence that won.
+
+    ``origin`` names where the value came from when that is not a line of a properties file: the field of a
+    KafkaMirrorMaker2 resource (``spec.mirrors[0].topicsPattern``) or a live connector's setting. Errors and
+    ``mm2ctl config show`` name it instead of the key.
+    """
 
     value: str
-    line: int
+    line: int | None
+    origin: str | None = None
 
     def __repr__(self) -> str:  # values may be secrets; a repr must never show them
-        return f"Property(value={mask(self.value)!r}, line={self.line})"
+        return f"Property(value={mask(self.value)!r}, line={self.line}, origin={self.origin!r})"
 
 
 class Properties(Mapping[str, Property]):
@@ -73,6 +79,11 @@ class Properties(Mapping[str, Property]):
         """The line of the winning occurrence of ``key``, or None."""
         prop = self._entries.get(key)
         return None if prop is None else prop.line
+
+    def origin(self, key: str) -> str | None:
+        """Where ``key``'s value came from when not a file line (see :class:`Property`), or None."""
+        prop = self._entries.get(key)
+        return None if prop is None else prop.origin
 
     def lines(self, key: str) -> tuple[int, ...]:
         """Every line ``key`` was set on, in file order (duplicates included)."""
@@ -204,6 +215,34 @@ def parse_properties(text: str, *, path: str = "<string>") -> Properties:
         entries[key] = Property(value, line_no)  # re-assigning keeps the first appearance's position
         lines.setdefault(key, []).append(line_no)
     return Properties(path, entries, {k: tuple(v) for k, v in lines.items()})
+
+
+def properties_of(path: str, entries: Mapping[str, Property]) -> Properties:
+    """Properties built by an adapter (a KafkaMirrorMaker2 resource, live connectors) rather than read from a
+    file: each entry carries its own line (in the resource, when it has one) and origin."""
+    lines: dict[str, tuple[int, ...]] = {k: (p.line,) for k, p in entries.items() if p.line is not None}
+    return Properties(path, dict(entries), lines)
+
+
+def _escape(text: str, *, key: bool) -> str:
+    out = []
+    for i, c in enumerate(text):
+        if c == "\\":
+            out.append("\\\\")
+        elif c in "\t\n\r\f":
+            out.append("\\" + {"\t": "t", "\n": "n", "\r": "r", "\f": "f"}[c])
+        elif c in "=:#!" or (c == " " and (key or i == 0)):
+            out.append("\\" + c)
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def format_properties(values: Mapping[str, str], header: str = "") -> str:
+    """``values`` as properties-file text that :func:`parse_properties` (and Java) read back unchanged."""
+    lines = [f"# {line}" for line in header.splitlines()]
+    lines += [f"{_escape(k, key=True)} = {_escape(v, key=False)}" for k, v in values.items()]
+    return "\n".join(lines) + "\n"
 
 
 def _decode(data: bytes, path: str) -> str:
