@@ -34,6 +34,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 import mm2ctl
+from mm2ctl.core.config_source import ConfigSource
 from mm2ctl.core.errors import ConfigError, PlanError
 from mm2ctl.core.flows import Flow, is_cluster_alias, parse_flow
 from mm2ctl.plans.connect_target import ConnectTarget
@@ -47,6 +48,42 @@ from mm2ctl.plans.validation import check_int, check_str, freeze_tuple, set_fiel
 #: The plan document format this code writes and reads. Bump on any incompatible change; a reader refuses
 #: newer versions rather than guess (an old mm2ctl must never half-understand a plan and apply it).
 SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetupSource:
+    """Where the plan's MM2 setup was read from (``core.config_source.ConfigSource``): paths and a URL,
+    never a secret. Apply reads the setup from it again, so the clusters' credentials never travel in a plan."""
+
+    mm2_config: str | None = None
+    from_connect: str | None = None
+    secrets: str | None = None
+    policy_naming: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("mm2_config", "from_connect", "secrets", "policy_naming"):
+            value = getattr(self, name)
+            if value is not None:
+                check_str(value, f"mm2_source.{name}")
+        if (self.mm2_config is None) == (self.from_connect is None):
+            raise PlanError("mm2_source: give exactly one of mm2_config and from_connect")
+
+    @classmethod
+    def of(cls, source: ConfigSource) -> SetupSource:
+        return cls(
+            mm2_config=source.mm2_config,
+            from_connect=source.from_connect,
+            secrets=source.secrets,
+            policy_naming=source.policy_naming,
+        )
+
+    def config_source(self) -> ConfigSource:
+        return ConfigSource(
+            mm2_config=self.mm2_config,
+            from_connect=self.from_connect,
+            secrets=self.secrets,
+            policy_naming=self.policy_naming,
+        )
 
 
 class PlanKind(StrEnum):
@@ -98,6 +135,9 @@ class Plan:
     #: The MM2 properties file the plan was made from (a path, never its content): apply reads the
     #: clusters' addresses and credentials from it again, so no secret travels inside the plan.
     mm2_config: str | None = None
+    #: Everything the setup was read from (a resource and its secrets, or the Connect URL whose connectors
+    #: describe it); plans made before it existed have only ``mm2_config``.
+    mm2_source: SetupSource | None = None
 
     def __post_init__(self) -> None:
         check_int(self.schema_version, "schema_version", minimum=None)
@@ -151,6 +191,8 @@ class Plan:
         check_str(self.description, "description", empty_ok=True)
         if self.mm2_config is not None:
             check_str(self.mm2_config, "mm2_config")
+        if self.mm2_source is not None and not isinstance(self.mm2_source, SetupSource):
+            raise PlanError("mm2_source: expected a SetupSource")
         self._check_steps()
 
     def _check_steps(self) -> None:
@@ -209,6 +251,7 @@ def new_plan(
     notes: Iterable[str] = (),
     description: str = "",
     mm2_config: str | None = None,
+    mm2_source: SetupSource | None = None,
     now: datetime | None = None,
 ) -> Plan:
     """A plan with a fresh id and timestamp; what planners call (tests pass ``now``)."""
@@ -226,4 +269,5 @@ def new_plan(
         notes=tuple(notes),
         description=description,
         mm2_config=mm2_config,
+        mm2_source=mm2_source,
     )

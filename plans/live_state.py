@@ -116,9 +116,8 @@ class LiveState:
     def kafka_config(self, alias: str) -> dict[str, str]:
         """confluent-kafka settings for cluster ``alias`` (may hold secrets: never log or store them)."""
         if alias not in self.mm2.clusters:
-            raise ConfigError(
-                f"cluster alias {alias!r} is not in {self.mm2.path} (clusters: {', '.join(self.mm2.clusters)})"
-            )
+            where = self.mm2.source.describe() if self.mm2.source is not None else self.mm2.path
+            raise ConfigError(f"cluster alias {alias!r} is not in {where} (clusters: {', '.join(self.mm2.clusters)})")
         return self.mm2.kafka_config(alias)
 
     def admin(self, alias: str) -> KafkaAdmin:
@@ -260,7 +259,7 @@ class LiveState:
 
 
 def open_live_state(
-    mm2_config: str,
+    mm2_config: str | MM2Config,
     *,
     connect_urls: Sequence[str] = (),
     username: str | None = None,
@@ -269,11 +268,12 @@ def open_live_state(
     cert_file: str | None = None,
     key_file: str | None = None,
 ) -> LiveState:
-    """Build the real reader: the MM2 properties file plus (unless dedicated mode) a Connect client.
+    """Build the real reader: the MM2 setup (resolved, or a properties file's path) plus (unless dedicated
+    mode) a Connect client.
 
     The CLI calls this so it never touches ``requests`` or ``confluent_kafka`` itself.
     """
-    mm2 = load_mm2_config(mm2_config)
+    mm2 = load_mm2_config(mm2_config) if isinstance(mm2_config, str) else mm2_config
     connect = None
     if connect_urls:
         connect = build_connect_client(

@@ -45,6 +45,7 @@ _FIELD_ORDER: dict[type[Any], tuple[str, ...]] = {
         "clusters",
         "connect",
         "mm2_config",
+        "mm2_source",
         "created_at",
         "created_by_tool_version",
         "notes",

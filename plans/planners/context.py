@@ -17,7 +17,7 @@ from mm2ctl.core.errors import ConfigError, PlanError
 from mm2ctl.core.flows import parse_flow
 from mm2ctl.core.redaction import strip_url_credentials
 from mm2ctl.plans.connect_target import ConnectTarget
-from mm2ctl.plans.document import Plan, PlanKind, new_plan
+from mm2ctl.plans.document import Plan, PlanKind, SetupSource, new_plan
 from mm2ctl.plans.fingerprint import JSONable, fingerprint_of
 from mm2ctl.plans.live_state import LiveState
 from mm2ctl.plans.payloads import Payload
@@ -87,6 +87,13 @@ class PlanBuilder:
         urls = tuple(strip_url_credentials(u) for u in self.live.connect.urls)
         return ConnectTarget(urls=urls, kafka_cluster_id=info.kafka_cluster_id, version=info.version)
 
+    def _mm2_path(self) -> str | None:
+        """The file the setup was read from (a properties file or a resource); None for live connectors."""
+        source = self.live.mm2.source
+        if source is None:
+            return os.path.abspath(self.live.mm2.path)
+        return None if source.mm2_config is None else os.path.abspath(source.mm2_config)
+
     def build(self, description: str) -> Plan:
         aliases = set(self.aliases)
         if self.pair is not None:
@@ -100,7 +107,8 @@ class PlanBuilder:
             steps=self.steps,
             notes=self.notes,
             description=description,
-            mm2_config=os.path.abspath(self.live.mm2.path),
+            mm2_config=self._mm2_path(),
+            mm2_source=None if self.live.mm2.source is None else SetupSource.of(self.live.mm2.source.absolute()),
         )
 
 

@@ -13,6 +13,7 @@ import yaml
 
 from mm2ctl.core.errors import PlanError
 from mm2ctl.core.redaction import REDACTED
+from mm2ctl.plans.document import SetupSource
 from mm2ctl.plans.serialize import (
     dump_plan,
     dump_plan_json,
@@ -345,3 +346,24 @@ def test_a_large_plan_is_written_in_flow_syntax_that_is_still_yaml(monkeypatch: 
 def test_flow_syntax_that_is_not_strict_json_is_read_as_yaml() -> None:
     text = dump_plan_json(sample_plan()).replace('"schema_version": 1', "schema_version: 1", 1)
     assert load_plan(text) == sample_plan()
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        SetupSource(mm2_config="/etc/mm2/kmm2.yaml", secrets="/etc/mm2/secrets", policy_naming="identity"),
+        SetupSource(from_connect="http://connect:8083"),
+    ],
+    ids=["resource", "connect"],
+)
+def test_the_setup_source_round_trips(source: SetupSource, tmp_path: Path) -> None:
+    plan = sample_plan(mm2_source=source)
+    write_plan_file(plan, tmp_path / "plan.yaml")
+    assert load_plan(tmp_path / "plan.yaml").mm2_source == source
+
+
+def test_a_setup_source_names_one_setup() -> None:
+    doc = plan_to_json(sample_plan())
+    doc["mm2_source"] = {"mm2_config": "/a.properties", "from_connect": "http://c:8083"}
+    with pytest.raises(PlanError, match="mm2_source: give exactly one of mm2_config and from_connect"):
+        plan_from_json(doc)
