@@ -24,8 +24,12 @@ from mm2ctl.cli.options import (
     ConnectPassword,
     ConnectUrls,
     ConnectUser,
+    FromConnect,
     JsonOutput,
     MM2ConfigOverride,
+    PolicyNaming,
+    Secrets,
+    SetupOptions,
 )
 from mm2ctl.cli.progress import terminal_progress
 from mm2ctl.cli.render import (
@@ -78,18 +82,23 @@ def _secrets(path: Path | None) -> dict[str, str]:
     return {} if path is None else load_properties(path).as_dict()
 
 
-def _mm2_of(plan: Plan, override: str | None) -> str:
-    path = override or plan.mm2_config
+def _live(plan: Plan, setup: SetupOptions, c: ConnectOptions) -> LiveState:
+    """Live state over the plan's MM2 setup (or the one the options give) and workers (``--connect-url`` wins)."""
+    workers = plan.connect.urls if plan.connect else ()
+    if setup.given:
+        return setup.live_state(c, workers)
+    if plan.mm2_source is not None:
+        source = plan.mm2_source.config_source()
+        for path in (source.mm2_config, source.secrets):
+            if path is not None and not os.path.exists(path):
+                raise ConfigError(f"{path}, which the plan was made from, is gone; pass --mm2-config or --from-connect")
+        return c.live_state(setup.resolve(c, source), workers)
+    path = plan.mm2_config
     if not path:
-        raise ConfigError("the plan does not name its MM2 properties file; pass --mm2-config")
+        raise ConfigError("the plan does not name its MM2 setup; pass --mm2-config or --from-connect")
     if not os.path.exists(path):
         raise ConfigError(f"the MM2 properties file {path} is gone; pass --mm2-config")
-    return path
-
-
-def _live(plan: Plan, mm2_config: str | None, c: ConnectOptions) -> LiveState:
-    """Live state over the plan's MM2 file (or the override) and workers (``--connect-url`` wins)."""
-    return c.live_state(_mm2_of(plan, mm2_config), plan.connect.urls if plan.connect else ())
+    return c.live_state(setup.resolve(c, SetupOptions.of(path, None, None, None).source()), workers)
 
 
 def apply(
@@ -105,6 +114,9 @@ def apply(
     ),
     secrets_file: Path | None = _SECRETS,
     mm2_config: MM2ConfigOverride = None,
+    from_connect: FromConnect = None,
+    secrets: Secrets = None,
+    policy_naming: PolicyNaming = None,
     connect_url: ConnectUrls = None,
     connect_user: ConnectUser = None,
     connect_password: ConnectPassword = None,
@@ -121,7 +133,7 @@ def apply(
 
         with Journal.open(resume) as j:
             plan = j.state.plan
-        live = _live(plan, mm2_config, c)
+        live = _live(plan, SetupOptions.of(mm2_config, from_connect, secrets, policy_naming), c)
         _confirm(f"Resume applying plan {plan.plan_id}?", auto_approve)
         with progress:
             result = engine.resume_apply(resume, live, progress=progress, operator_secrets=_secrets(secrets_file))
@@ -133,7 +145,7 @@ def apply(
     if plan_file is None:
         raise ConfigError("give a plan file, or --resume JOURNAL")
     plan = load_plan(plan_file)
-    live = _live(plan, mm2_config, c)
+    live = _live(plan, SetupOptions.of(mm2_config, from_connect, secrets, policy_naming), c)
     if dry_run:
         with progress:
             result = engine.dry_run(plan, live, progress=progress)
@@ -185,6 +197,9 @@ def rollback(
     auto_approve: bool = _AUTO_APPROVE,
     secrets_file: Path | None = _SECRETS,
     mm2_config: MM2ConfigOverride = None,
+    from_connect: FromConnect = None,
+    secrets: Secrets = None,
+    policy_naming: PolicyNaming = None,
     connect_url: ConnectUrls = None,
     connect_user: ConnectUser = None,
     connect_password: ConnectPassword = None,
@@ -199,7 +214,7 @@ def rollback(
     c = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
     with Journal.open(journal) as j:
         plan = j.state.plan
-    live = _live(plan, mm2_config, c)
+    live = _live(plan, SetupOptions.of(mm2_config, from_connect, secrets, policy_naming), c)
     if not dry_run:
         _confirm(f"Roll back the apply recorded in {journal}?", auto_approve)
     with terminal_progress() as progress:

@@ -8,20 +8,30 @@ and journal paths, the drill's result, ``exit_code`` and ``exit_meaning``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from mm2ctl.cli.options import URL_ENV, JsonOutput, mm2_config_option, pair_option
+from mm2ctl.cli.options import (
+    URL_ENV,
+    FromConnect,
+    JsonOutput,
+    PolicyNaming,
+    Secrets,
+    SetupOptions,
+    mm2_config_option,
+    pair_option,
+)
 from mm2ctl.cli.progress import terminal_progress
 from mm2ctl.cli.render import drill_table, result_json
 from mm2ctl.core.errors import ConfigError
@@ -50,8 +60,15 @@ def drill(
         [], "--replication-policy", help="Lab mode: default | identity (repeatable; default: both)."
     ),
     mm2_config: Annotated[
-        str | None, mm2_config_option("Drill these clusters instead of the lab (with --pair and --connect-url).")
+        str | None,
+        mm2_config_option(
+            "Drill these clusters instead of the lab (with --pair and --connect-url): an MM2 properties file or a "
+            "KafkaMirrorMaker2 resource."
+        ),
     ] = None,
+    from_connect: FromConnect = None,
+    secrets: Secrets = None,
+    policy_naming: PolicyNaming = None,
     pair: Annotated[str | None, pair_option("With --mm2-config: the flow to drill, SOURCE->TARGET.")] = None,
     connect_url: str | None = typer.Option(
         None,
@@ -86,13 +103,15 @@ def drill(
 
     options = DrillOptions(partitions=partitions, rate=rate)
     results: list[DrillResult] = []
-    if mm2_config is not None:
+    setup = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming)
+    if setup.given:
+        connect_url = connect_url or from_connect
         if pair is None or connect_url is None:
             raise ConfigError("--mm2-config needs --pair A->B and --connect-url")
-        with terminal_progress("drill", quiet=quiet) as say:
+        with terminal_progress("drill", quiet=quiet) as say, _properties_file(setup) as path:
             results.append(
                 drill_on_clusters(
-                    mm2_config,
+                    path,
                     pair,
                     connect_url,
                     name_prefix=name_prefix,
@@ -115,6 +134,20 @@ def drill(
                     drill_on_lab(info, replication_policy=policy, options=options, keep=keep, workdir=wd, progress=say)
                 )
     _finish(results, as_json)
+
+
+@contextlib.contextmanager
+def _properties_file(setup: SetupOptions) -> Iterator[str]:
+    """The drill reads (and edits a copy of) an MM2 properties file: a properties file as given, any other
+    setup resolved into a private one that lives as long as the drill."""
+    from mm2ctl.core.config_source import is_resource, write_properties_file
+
+    config = setup.resolve()  # errors in any setup show here, before the drill starts
+    if setup.mm2_config is not None and setup.policy_naming is None and not is_resource(setup.mm2_config):
+        yield setup.mm2_config
+        return
+    with tempfile.TemporaryDirectory(prefix="mm2ctl-drill-setup-") as folder:
+        yield str(write_properties_file(config, Path(folder) / "mm2.properties"))
 
 
 class _StepFailed(Exception):

@@ -10,7 +10,20 @@ from typing import Annotated, TextIO
 
 import typer
 
-from mm2ctl.cli.options import MM2Config, pair_option
+from mm2ctl.cli.options import (
+    ConnectCa,
+    ConnectCert,
+    ConnectKey,
+    ConnectOptions,
+    ConnectPassword,
+    ConnectUser,
+    FromConnect,
+    MM2Config,
+    PolicyNaming,
+    Secrets,
+    SetupOptions,
+    pair_option,
+)
 from mm2ctl.cli.render import inspect_summary_lines
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.exit_codes import ExitCode
@@ -34,7 +47,10 @@ def _spark_conf(pairs: list[str]) -> dict[str, str]:
 
 
 def inspect(
-    mm2_config: MM2Config,
+    mm2_config: MM2Config = None,
+    from_connect: FromConnect = None,
+    secrets: Secrets = None,
+    policy_naming: PolicyNaming = None,
     pair: Annotated[
         list[str] | None,
         pair_option("A flow to inspect, SOURCE->TARGET; repeatable. Default: every enabled flow of the MM2 file."),
@@ -65,6 +81,11 @@ def inspect(
     ),
     spark_conf: list[str] = typer.Option([], "--spark-conf", help="Extra Spark setting k=v; repeatable."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
+    connect_user: ConnectUser = None,
+    connect_password: ConnectPassword = None,
+    connect_ca: ConnectCa = None,
+    connect_cert: ConnectCert = None,
+    connect_key: ConnectKey = None,
 ) -> None:
     """Run the Spark inspection over an MM2 setup.
 
@@ -78,7 +99,6 @@ def inspect(
 
     from mm2ctl.cli import run_log
     from mm2ctl.cli.progress import terminal_progress
-    from mm2ctl.core.config import load_mm2_config
     from mm2ctl.inspector.admin_state import Selection, reach_clusters
     from mm2ctl.inspector.job import InspectOptions, run_inspection, select_pairs
     from mm2ctl.inspector.report import write_csv, write_json_lines
@@ -92,7 +112,8 @@ def inspect(
                 raise ConfigError(f"{name} {regex!r} is not a valid regex: {exc}") from exc
     if fmt is Format.parquet and output is None:
         raise ConfigError("--format parquet writes a folder: give it with --output PATH")
-    config = load_mm2_config(mm2_config)
+    c = ConnectOptions.of(None, connect_user, connect_password, connect_ca, connect_cert, connect_key)
+    config = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).resolve(c)
     conf = _spark_conf(spark_conf)
     options = InspectOptions(
         pairs=tuple(pair or ()),

@@ -24,6 +24,7 @@ import typer
 
 from mm2ctl.cli import run_log
 from mm2ctl.cli.apply_cmd import apply, rollback, show
+from mm2ctl.cli.config_cmd import config_app
 from mm2ctl.cli.drill_cmd import demo, drill
 from mm2ctl.cli.inspect_cmd import inspect
 from mm2ctl.cli.lab_cmd import lab_app
@@ -53,6 +54,7 @@ app = typer.Typer(
 app.add_typer(lab_app, name="lab")
 app.command("inspect")(inspect)
 app.add_typer(plan_app, name="plan")
+app.add_typer(config_app, name="config")
 app.command("show")(show)
 app.command("apply")(apply)
 app.command("rollback")(rollback)

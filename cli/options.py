@@ -1,9 +1,14 @@
-"""Options that several commands share, declared once: the Connect connection, the MM2 file, ``--pair`` and
+"""Options that several commands share, declared once: the Connect connection, the MM2 setup, ``--pair`` and
 ``--json``.
 
 A command takes them as ``Annotated`` aliases (``connect_url: ConnectUrls = None``), so the flag, its help
 and its checks are written here and nowhere else, and ``ConnectOptions.of(...)`` turns the six Connect
 values into one typed object.
+
+The MM2 setup is given one of three ways (``--mm2-config`` a properties file or a KafkaMirrorMaker2 resource,
+with ``--secrets``; or ``--from-connect URL``), plus ``--policy-naming`` for a custom replication policy.
+``SetupOptions.of(...)`` gathers them and resolves them through the one core function,
+``core.config_source.resolve_config``; every command that takes ``--mm2-config`` takes all four.
 
 ``--pair`` runs ``core.flows.parse_flow`` as a click callback: a malformed flow is a ``ConfigError``
 (exit 3) while the options are parsed, before the command reads a file or reaches a cluster.
@@ -19,9 +24,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from mm2ctl.core.config_source import ConfigSource
+from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.flows import parse_flow
 
 if TYPE_CHECKING:
+    from mm2ctl.core.config import MM2Config as ResolvedMM2Config
     from mm2ctl.plans.live_state import LiveState
 
 #: Read by typer itself; the same name the Connect client factory documents for URLs.
@@ -56,14 +64,51 @@ Pair = Annotated[str, pair_option("The MM2 flow to work on, SOURCE->TARGET (as i
 ConnectorsPair = Annotated[
     str | None, pair_option("The MM2 connectors of this flow, SOURCE->TARGET (instead of, or with, --connector).")
 ]
-#: The MM2 properties file a plan is made from, required.
+#: The MM2 setup as a file: a properties file or a Strimzi KafkaMirrorMaker2 resource (or --from-connect).
 MM2Config = Annotated[
-    str, mm2_config_option("The MirrorMaker 2 properties file (connect-mirror-maker.properties format).")
+    str | None,
+    mm2_config_option(
+        "The MirrorMaker 2 setup: a connect-mirror-maker.properties file, or a Strimzi KafkaMirrorMaker2 "
+        "resource (YAML; its Secrets with --secrets). Or give --from-connect instead."
+    ),
 ]
-#: For commands that start from a plan or journal, which names its own MM2 file.
+#: For commands that start from a plan or journal, which names its own MM2 setup.
 MM2ConfigOverride = Annotated[
     str | None,
-    mm2_config_option("The MirrorMaker 2 properties file. Default: the file the plan was made from."),
+    mm2_config_option(
+        "The MirrorMaker 2 properties file or KafkaMirrorMaker2 resource. Default: the setup the plan was made from."
+    ),
+]
+#: The MM2 setup as the MM2 connectors running on a Connect cluster.
+FromConnect = Annotated[
+    str | None,
+    typer.Option(
+        "--from-connect",
+        metavar="URL",
+        help="Read the MirrorMaker 2 setup from the MM2 connectors running on this Kafka Connect cluster "
+        "(instead of --mm2-config). Its auth: the --connect-* options.",
+    ),
+]
+#: The Secrets of a KafkaMirrorMaker2 resource, or values the live connectors hide.
+Secrets = Annotated[
+    str | None,
+    typer.Option(
+        "--secrets",
+        metavar="PATH",
+        help="The Secrets a KafkaMirrorMaker2 resource refers to: `kubectl get secret NAME -o yaml` output, or "
+        "a folder laid out <secretName>/<key>. With --from-connect also a properties file of the values the "
+        "connectors hide behind config providers (keyed as in an MM2 file: A.sasl.jaas.config).",
+    ),
+]
+#: How a custom replication policy class names topics.
+PolicyNaming = Annotated[
+    str | None,
+    typer.Option(
+        "--policy-naming",
+        metavar="default|identity",
+        help="How a custom replication.policy.class names topics, as DefaultReplicationPolicy (default) or "
+        "IdentityReplicationPolicy (identity). Wins over mm2ctl.replication.policy.naming in the setup.",
+    ),
 ]
 #: Print the command's result as one JSON document on stdout instead of text.
 JsonOutput = Annotated[
@@ -138,8 +183,8 @@ class ConnectOptions:
 
         return list(self.urls) or connect_urls_from_env() or list(fallback)
 
-    def live_state(self, mm2_config: str, fallback_urls: tuple[str, ...] = ()) -> LiveState:
-        """The live-state reader over the MM2 file and (unless dedicated mode) these Connect workers."""
+    def live_state(self, mm2_config: str | ResolvedMM2Config, fallback_urls: tuple[str, ...] = ()) -> LiveState:
+        """The live-state reader over the MM2 setup and (unless dedicated mode) these Connect workers."""
         from mm2ctl.plans.live_state import open_live_state
 
         return open_live_state(
@@ -151,3 +196,54 @@ class ConnectOptions:
             cert_file=self.cert,
             key_file=self.key,
         )
+
+
+@dataclass(frozen=True)
+class SetupOptions:
+    """The MM2 setup as the shared options gave it: ``--mm2-config``, ``--from-connect``, ``--secrets`` and
+    ``--policy-naming``."""
+
+    mm2_config: str | None = None
+    from_connect: str | None = None
+    secrets: str | None = None
+    policy_naming: str | None = None
+
+    @classmethod
+    def of(
+        cls, mm2_config: str | None, from_connect: str | None, secrets: str | None, policy_naming: str | None
+    ) -> SetupOptions:
+        return cls(mm2_config, from_connect, secrets, policy_naming)
+
+    @property
+    def given(self) -> bool:
+        """Did the user describe the setup at all (commands working from a plan fall back to the plan's)?"""
+        return any(v is not None for v in (self.mm2_config, self.from_connect, self.secrets, self.policy_naming))
+
+    def source(self) -> ConfigSource:
+        if self.mm2_config is not None and self.from_connect is not None:
+            raise ConfigError("give --mm2-config or --from-connect, not both")
+        return ConfigSource(
+            mm2_config=self.mm2_config,
+            from_connect=self.from_connect,
+            secrets=self.secrets,
+            policy_naming=self.policy_naming,
+        )
+
+    def resolve(self, connect: ConnectOptions | None = None, source: ConfigSource | None = None) -> ResolvedMM2Config:
+        """The resolved setup, through ``core.config_source.resolve_config`` (``source`` overrides these
+        options: the setup a plan recorded). ``connect`` gives ``--from-connect`` its auth."""
+        from mm2ctl.connect_client.factory import connector_config_reader
+        from mm2ctl.core.config_source import resolve_config
+
+        c = connect or ConnectOptions(())
+        reader = connector_config_reader(
+            username=c.user, password=c.password, ca_file=c.ca, cert_file=c.cert, key_file=c.key
+        )
+        return resolve_config(source or self.source(), read_connectors=reader)
+
+    def live_state(self, connect: ConnectOptions, fallback_urls: tuple[str, ...] = ()) -> LiveState:
+        """The live-state reader over the resolved setup. The Connect workers are ``--connect-url`` (or its
+        environment variable), else ``fallback_urls``, else the ``--from-connect`` cluster."""
+        config = self.resolve(connect)
+        extra = (self.from_connect,) if self.from_connect is not None else ()
+        return connect.live_state(config, fallback_urls or extra)

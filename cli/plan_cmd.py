@@ -22,9 +22,13 @@ from mm2ctl.cli.options import (
     ConnectPassword,
     ConnectUrls,
     ConnectUser,
+    FromConnect,
     JsonOutput,
     MM2Config,
     Pair,
+    PolicyNaming,
+    Secrets,
+    SetupOptions,
 )
 from mm2ctl.cli.progress import terminal_progress
 from mm2ctl.cli.render import failover_rows, failover_rows_json, render_plan
@@ -75,7 +79,10 @@ def _finish_plan(plan: Plan, out: Path, as_json: bool, detailed: bool) -> None:
 @plan_app.command("connectors")
 def plan_connectors_cmd(
     action: Annotated[Action, typer.Argument(help="stop | pause | resume | restart")],
-    mm2_config: MM2Config,
+    mm2_config: MM2Config = None,
+    from_connect: FromConnect = None,
+    secrets: Secrets = None,
+    policy_naming: PolicyNaming = None,
     connector: list[str] = typer.Option([], "--connector", help="A connector by name (repeatable)."),
     pair: ConnectorsPair = None,
     role: str = typer.Option(
@@ -94,7 +101,9 @@ def plan_connectors_cmd(
     """Stop, pause, resume or restart connectors; each step waits until the state is reached."""
     roles = parse_roles(role)
     c = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
-    b = PlanBuilder(c.live_state(mm2_config), PlanKind.CONNECTORS)
+    b = PlanBuilder(
+        SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).live_state(c), PlanKind.CONNECTORS
+    )
     plan = plan_connectors(b, action, connectors=connector, pair=pair, roles=roles)
     _finish_plan(plan, out, as_json, detailed)
 
@@ -115,7 +124,10 @@ def _positions(items: list[str]) -> dict[tuple[str, int], int]:
 
 @plan_app.command("reset-connector-offsets")
 def plan_reset_offsets_cmd(
-    mm2_config: MM2Config,
+    mm2_config: MM2Config = None,
+    from_connect: FromConnect = None,
+    secrets: Secrets = None,
+    policy_naming: PolicyNaming = None,
     connector: list[str] = typer.Option([], "--connector", help="A connector by name (repeatable)."),
     pair: ConnectorsPair = None,
     role: str = typer.Option("source", "--role", help="With --pair: which MM2 connectors (comma separated)."),
@@ -148,7 +160,10 @@ def plan_reset_offsets_cmd(
     roles = parse_roles(role)
     selection = Selection(topics=tuple(topic), partitions=tuple(partition), positions=_positions(position))
     c = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
-    b = PlanBuilder(c.live_state(mm2_config), PlanKind.RESET_CONNECTOR_OFFSETS)
+    b = PlanBuilder(
+        SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).live_state(c),
+        PlanKind.RESET_CONNECTOR_OFFSETS,
+    )
     plan = plan_reset_connector_offsets(
         b,
         connectors=connector,
@@ -166,7 +181,10 @@ def plan_reset_offsets_cmd(
 @plan_app.command("truncate-offset-syncs")
 def plan_truncate_cmd(
     pair: Pair,
-    mm2_config: MM2Config,
+    mm2_config: MM2Config = None,
+    from_connect: FromConnect = None,
+    secrets: Secrets = None,
+    policy_naming: PolicyNaming = None,
     connect_url: ConnectUrls = None,
     connect_user: ConnectUser = None,
     connect_password: ConnectPassword = None,
@@ -179,14 +197,19 @@ def plan_truncate_cmd(
 ) -> None:
     """Back up, then delete the records of the flow's offset-syncs topic (MirrorSourceConnector stopped)."""
     c = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
-    b = PlanBuilder(c.live_state(mm2_config), PlanKind.TRUNCATE_OFFSET_SYNCS)
+    b = PlanBuilder(
+        SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).live_state(c), PlanKind.TRUNCATE_OFFSET_SYNCS
+    )
     _finish_plan(plan_truncate_offset_syncs(b, pair), out, as_json, detailed)
 
 
 @plan_app.command("reset-mm2")
 def plan_reset_mm2_cmd(
     pair: Pair,
-    mm2_config: MM2Config,
+    mm2_config: MM2Config = None,
+    from_connect: FromConnect = None,
+    secrets: Secrets = None,
+    policy_naming: PolicyNaming = None,
     role: str = typer.Option(
         "source,checkpoint,heartbeat", "--role", help="Which MM2 connectors to include (comma separated)."
     ),
@@ -205,7 +228,8 @@ def plan_reset_mm2_cmd(
     """Stop the flow's connectors, back up and truncate offset-syncs, reset connector offsets, resume."""
     roles = parse_roles(role)
     c = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
-    b = PlanBuilder(c.live_state(mm2_config), PlanKind.RESET_MM2)
+    live = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).live_state(c)
+    b = PlanBuilder(live, PlanKind.RESET_MM2)
     plan = plan_reset_mm2(b, pair, roles=roles, offsets_topic=offsets_topic, offsets_cluster=offsets_cluster)
     _finish_plan(plan, out, as_json, detailed)
 
@@ -213,7 +237,10 @@ def plan_reset_mm2_cmd(
 @plan_app.command("failover")
 def plan_failover_cmd(
     pair: Pair,
-    mm2_config: MM2Config,
+    mm2_config: MM2Config = None,
+    from_connect: FromConnect = None,
+    secrets: Secrets = None,
+    policy_naming: PolicyNaming = None,
     groups: str = typer.Option(".*", "--groups", help="Regex of consumer groups (full match)."),
     topics: str = typer.Option(".*", "--topics", help="Regex of source topics (full match)."),
     source: str = typer.Option(
@@ -255,7 +282,8 @@ def plan_failover_cmd(
     except ValueError:
         raise ConfigError(f"--from {source!r}: choose syncs or checkpoints") from None
     c = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
-    b = PlanBuilder(c.live_state(mm2_config), PlanKind.FAILOVER)
+    live = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).live_state(c)
+    b = PlanBuilder(live, PlanKind.FAILOVER)
     if stop_mirroring and b.live.connect is None:
         raise ConfigError("--stop-mirroring needs the Connect REST API: pass --connect-url")
     with terminal_progress() as progress:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from mm2ctl.core.exit_codes import ExitCode, meaning_of
 
 if TYPE_CHECKING:
+    from mm2ctl.core.config_report import Difference, SetupReport
     from mm2ctl.drill.failover_drill import DrillResult
     from mm2ctl.inspector.job import InspectResult
     from mm2ctl.lab.lab import LabInfo, LabStatus
@@ -166,6 +167,50 @@ def inspect_summary_lines(result: InspectResult, *, max_problem_rows: int = 40) 
 
 def _num(value: Any) -> str:
     return "-" if value is None else str(value)
+
+
+# --------------------------------------------------------------------------------------------- config
+
+
+def _short(value: str, width: int = 60) -> str:
+    """A value on one line: a PEM block or a long list is summarised, not printed whole."""
+    if "-----BEGIN" in value:
+        return f"({value.count('-----BEGIN')} PEM block(s))"
+    flat = value.replace("\n", " ")
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def config_show_lines(report: SetupReport) -> list[str]:
+    """``config show``: each flow, its topic names, and every setting with where it came from."""
+    lines = [f"MM2 setup from {report.source}", f"  clusters: {', '.join(report.clusters)}"]
+    if not report.flows:
+        lines.append("  no enabled flow")
+    for flow in report.flows:
+        lines.append(f"flow {flow.name}")
+        for name, value in flow.topics.items():
+            lines.append(f"  {name.replace('_', ' '):<18} {value}")
+        lines.append("  settings:")
+        for s in flow.settings:
+            lines.append(f"    {s.name:<52} {_short(s.value):<24} {s.origin}")
+        for alias, settings in flow.clusters.items():
+            lines.append(f"  cluster {alias}:")
+            for s in settings:
+                lines.append(f"    {s.name:<52} {_short(s.value):<24} {s.origin}")
+    lines += [f"warning: {w}" for w in report.warnings]
+    return lines
+
+
+def config_diff_lines(differences: list[Difference], left: str, right: str) -> list[str]:
+    """``config diff``: one line per difference, each side's value and where it came from."""
+    if not differences:
+        return [f"no difference between {left} and {right}"]
+    lines = [f"{len(differences)} difference(s) between {left} (file) and {right} (live):"]
+    for d in differences:
+        a = "absent" if d.left is None else repr(_short(d.left))
+        b = "absent" if d.right is None else repr(_short(d.right))
+        where = f" [{d.left_origin} | {d.right_origin}]" if d.left_origin or d.right_origin else ""
+        lines.append(f"  {d.what}: file {a}, live {b}{where}")
+    return lines
 
 
 # ------------------------------------------------------------------------------------------------ lab

@@ -47,6 +47,8 @@ class ExitCode(IntEnum):
     APPROVAL_REQUIRED = 16
     #: ``drill``/``demo``: the failover drill ran, and strategy (c) or (d) missed its loss/duplicate goal.
     DRILL_GOAL_MISSED = 17
+    #: ``config diff``: the two setups differ.
+    CONFIG_DIFFERS = 18
 
     @property
     def meaning(self) -> str:
@@ -76,6 +78,7 @@ MEANINGS: dict[ExitCode, str] = {
         "apply/rollback would write, there is no terminal to confirm on, and --auto-approve was not given"
     ),
     ExitCode.DRILL_GOAL_MISSED: "drill/demo: strategy (c) or (d) missed its loss/duplicate goal",
+    ExitCode.CONFIG_DIFFERS: "config diff: the file and the live connectors describe different setups",
 }
 
 

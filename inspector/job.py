@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from mm2ctl.core.config import MM2Config, PairConfig, load_mm2_config
+from mm2ctl.core.config import MM2Config, PairConfig
 from mm2ctl.core.errors import ConfigError, Mm2ctlError
 from mm2ctl.core.progress import Progress
 from mm2ctl.inspector import decode, schemas, transforms
@@ -295,7 +295,10 @@ def run_inspection(
 
 def _parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="mm2ctl.inspector.job", description="mm2ctl inspect as a Spark application")
-    parser.add_argument("--mm2-config", required=True)
+    parser.add_argument("--mm2-config")
+    parser.add_argument("--from-connect")
+    parser.add_argument("--secrets")
+    parser.add_argument("--policy-naming", choices=["default", "identity"])
     parser.add_argument("--pair", action="append", default=[])
     parser.add_argument("--groups")
     parser.add_argument("--topics")
@@ -322,9 +325,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parquet_output = args.output if args.format == "parquet" else None
     try:
+        from mm2ctl.connect_client.factory import connector_config_reader
+        from mm2ctl.core.config_source import ConfigSource, resolve_config
+
+        source = ConfigSource(
+            mm2_config=args.mm2_config,
+            from_connect=args.from_connect,
+            secrets=args.secrets,
+            policy_naming=args.policy_naming,
+        )
         result = run_inspection(
             spark,
-            load_mm2_config(args.mm2_config),
+            resolve_config(source, read_connectors=connector_config_reader()),
             options,
             progress=lambda m: print(m, file=sys.stderr),
             parquet_output=parquet_output,
