@@ -212,6 +212,47 @@ class KafkaAdmin:
                     out[name] = TopicDescription(name, 0, item_error(exc))
         return out
 
+    def authorized_operations(
+        self, *, topics: Sequence[str] = (), groups: Sequence[str] = ()
+    ) -> dict[tuple[str, str], frozenset[str] | ItemError | None]:
+        """What this client may do on each topic and group, as the broker answers it (KIP-430): ``("topic",
+        name)`` / ``("group", name)`` -> operation names (``READ``, ``DESCRIBE``…), None when the broker did not
+        say, or the error of the lookup (a denied DESCRIBE comes back as ``TOPIC_AUTHORIZATION_FAILED`` /
+        ``GROUP_AUTHORIZATION_FAILED``)."""
+        out: dict[tuple[str, str], frozenset[str] | ItemError | None] = {}
+
+        def operations(described: Any) -> frozenset[str] | None:
+            ops = described.authorized_operations
+            return None if ops is None else frozenset(getattr(op, "name", str(op)) for op in ops)
+
+        if topics:
+            try:
+                futures = self._client.describe_topics(
+                    TopicCollection(sorted(set(topics))),
+                    include_authorized_operations=True,
+                    request_timeout=self._timeout,
+                )
+            except Exception as exc:
+                raise _raise_whole_call(f"describing topics on {self._name}", exc) from exc
+            for name, fut in futures.items():
+                try:
+                    out[("topic", name)] = operations(fut.result())
+                except Exception as exc:
+                    out[("topic", name)] = item_error(exc)
+        if groups:
+            try:
+                futures = self._client.describe_consumer_groups(
+                    sorted(set(groups)), include_authorized_operations=True, request_timeout=self._timeout
+                )
+            except Exception as exc:
+                raise _raise_whole_call(f"describing groups on {self._name}", exc) from exc
+            for name, fut in futures.items():
+                try:
+                    out[("group", name)] = operations(fut.result())
+                except Exception as exc:
+                    out[("group", name)] = item_error(exc)
+        return out
+
     def create_topics(self, topics: Mapping[str, int], *, config: Mapping[str, str] | None = None) -> None:
         """Create topics (name → partitions), replication factor from the broker default; used by lab tests."""
         new = [NewTopic(n, num_partitions=p, config=dict(config or {})) for n, p in topics.items()]

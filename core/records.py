@@ -12,10 +12,11 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
+from mm2ctl.core.authorization import is_denial, principal_of, raise_for
 from mm2ctl.core.errors import KafkaClusterError
 
 log = logging.getLogger("mm2ctl.kafka")
@@ -64,6 +65,8 @@ def read_partitions(
         except KafkaException as exc:
             raise KafkaClusterError(f"reading topic {topic}: {exc}", code=_code(exc)) from exc
         tmd = md.topics.get(topic)
+        if tmd is not None and tmd.error is not None and is_denial(tmd.error.name()):
+            _denied(config, "DESCRIBE", topic, tmd.error.name())
         if tmd is None or tmd.error is not None:
             raise KafkaClusterError(f"topic {topic} does not exist", code="UNKNOWN_TOPIC_OR_PART")
         parts = sorted(partitions) if partitions is not None else sorted(tmd.partitions)
@@ -98,6 +101,8 @@ def read_partitions(
                     if p in pending and off >= ends.get(p, 0):
                         pending.discard(p)
                     continue
+                if is_denial(err.name()):
+                    _denied(config, "READ", topic, err.name())
                 raise KafkaClusterError(f"reading {topic}: {err.str()}", code=err.name())
             if p not in pending:
                 continue
@@ -152,11 +157,13 @@ def produce(
     producer = Producer(conf)
     results: list[tuple[int, int] | None] = [None] * len(records)
     errors: list[str] = []
+    codes: list[str] = []
 
     def on_delivery(idx: int) -> Any:
         def cb(err: Any, msg: Any) -> None:
             if err is not None:
                 errors.append(f"record {idx}: {err.str()}")
+                codes.append(err.name())
             else:
                 results[idx] = (msg.partition(), msg.offset())
 
@@ -176,8 +183,17 @@ def produce(
     if remaining:
         raise KafkaClusterError(f"producing to {topic}: {remaining} record(s) not delivered within {timeout_s:.0f}s")
     if errors:
+        if is_denial(codes[0]):
+            _denied(config, "WRITE", topic, codes[0])
         raise KafkaClusterError(f"producing to {topic} failed: {errors[0]} ({len(errors)} failed)")
     return [r for r in results if r is not None]
+
+
+def _denied(config: Mapping[str, str], operation: str, topic: str, code: str) -> NoReturn:
+    """A denied read or write: the one line naming the principal, the operation and the topic."""
+    raise_for(
+        code, "", principal=principal_of(config), operation=operation, resource_type="topic", name=topic, cluster=None
+    )
 
 
 def _code(exc: KafkaException) -> str | None:

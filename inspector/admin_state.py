@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from mm2ctl.core.admin import GroupDescription, ItemError, KafkaAdmin
+from mm2ctl.core.authorization import AUTHORIZATION_CODES, denial_text, is_denial, principal_of
 from mm2ctl.core.config import MM2Config, PairConfig
 from mm2ctl.core.progress import Progress
 from mm2ctl.inspector.statuses import ACTIVE_GROUP_STATES
@@ -59,11 +60,28 @@ class PairState:
         return int(self.source_group_offsets.num_rows)
 
 
-def _err(e: ItemError | None) -> str | None:
-    return None if e is None else f"{e.code}: {e.message}"
+@dataclass(frozen=True, slots=True)
+class _Side:
+    """One cluster of the pair, for naming a denied lookup: its alias and the principal it sees."""
+
+    alias: str
+    principal: str
 
 
-def _groups_table(name: str, described: dict[str, GroupDescription], groups: list[str]) -> pa.Table:
+def _err(e: ItemError | None, side: _Side | None = None, resource: str = "", name: str | None = None) -> str | None:
+    """A row's error: a denied lookup as the one line naming principal, operation and resource."""
+    if e is None:
+        return None
+    if side is not None and is_denial(e.code):
+        kind = AUTHORIZATION_CODES[e.code]
+        text = denial_text(side.principal, "DESCRIBE", kind, name if kind == resource else None, side.alias)
+        return f"{text} [{e.code}]"
+    return f"{e.code}: {e.message}"
+
+
+def _groups_table(
+    name: str, described: dict[str, GroupDescription], groups: list[str], side: _Side | None = None
+) -> pa.Table:
     rows = [described.get(g) for g in groups]
     return pa.table(
         {
@@ -71,7 +89,10 @@ def _groups_table(name: str, described: dict[str, GroupDescription], groups: lis
             "group": pa.array(groups, pa.string()),
             "state": pa.array([d.state if d and d.error is None else None for d in rows], pa.string()),
             "member_count": pa.array([d.members if d and d.error is None else None for d in rows], pa.int32()),
-            "error": pa.array([_err(d.error) if d else "not described" for d in rows], pa.string()),
+            "error": pa.array(
+                [_err(d.error, side, "group", g) if d else "not described" for g, d in zip(groups, rows, strict=True)],
+                pa.string(),
+            ),
         }
     )
 
@@ -106,6 +127,8 @@ def collect_pair_state(
     name = pair.name
     source = KafkaAdmin.connect(pair.source_kafka_config, name=pair.source, timeout_s=timeout_s)
     target = KafkaAdmin.connect(pair.target_kafka_config, name=pair.target, timeout_s=timeout_s)
+    source_side = _Side(pair.source, principal_of(pair.source_kafka_config))
+    target_side = _Side(pair.target, principal_of(pair.target_kafka_config))
     read_at = dt.datetime.now(dt.UTC)
 
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"admin-{name}") as pool:
@@ -141,7 +164,7 @@ def collect_pair_state(
                 go_rows["topic"].append(topic)
                 go_rows["partition"].append(partition)
                 go_rows["committed_offset"].append(off)
-                go_rows["error"].append(_err(offsets.error))
+                go_rows["error"].append(_err(offsets.error, source_side, "group", group))
                 partitions.add((topic, partition))
 
         target_topics = target_topics_f.result()
@@ -179,7 +202,7 @@ def collect_pair_state(
             "earliest_offset": pa.array([source_bounds[tp].earliest for tp in sp], pa.int64()),
             "latest_offset": pa.array([source_bounds[tp].latest for tp in sp], pa.int64()),
             "remote_topic": pa.array([remote_of[t] for t, _ in sp], pa.string()),
-            "error": pa.array([_err(source_bounds[tp].error) for tp in sp], pa.string()),
+            "error": pa.array([_err(source_bounds[tp].error, source_side, "topic", tp[0]) for tp in sp], pa.string()),
         }
     )
     tp_sorted = sorted(remote_partitions)
@@ -190,7 +213,9 @@ def collect_pair_state(
             "partition": pa.array([p for _, p in tp_sorted], pa.int32()),
             "earliest_offset": pa.array([target_bounds[tp].earliest for tp in tp_sorted], pa.int64()),
             "latest_offset": pa.array([target_bounds[tp].latest for tp in tp_sorted], pa.int64()),
-            "error": pa.array([_err(target_bounds[tp].error) for tp in tp_sorted], pa.string()),
+            "error": pa.array(
+                [_err(target_bounds[tp].error, target_side, "topic", tp[0]) for tp in tp_sorted], pa.string()
+            ),
         }
     )
     remote_names = set(remote_of.values())
@@ -204,7 +229,7 @@ def collect_pair_state(
                 tgo["topic"].append(remote_of[topic])
                 tgo["partition"].append(partition)
                 tgo["committed_offset"].append(None)
-                tgo["error"].append(_err(res.error))
+                tgo["error"].append(_err(res.error, target_side, "group", group))
             continue
         for (topic, partition), off in sorted(res.offsets.items()):
             if topic in remote_names:
@@ -231,9 +256,9 @@ def collect_pair_state(
         source_partitions=source_partitions,
         target_partitions=target_partitions,
         target_group_offsets=target_group_offsets,
-        source_groups=_groups_table(name, described, groups),
+        source_groups=_groups_table(name, described, groups, source_side),
         # A group that does not exist on the target yet comes back Dead with no members: not an error.
-        target_groups=_groups_table(name, target_described, groups),
+        target_groups=_groups_table(name, target_described, groups, target_side),
         source_topics=frozenset(source_topics),
         target_topics=frozenset(target_topics),
     )

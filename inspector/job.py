@@ -28,6 +28,8 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from mm2ctl.core.admin import ItemError, KafkaAdmin
+from mm2ctl.core.authorization import denial_text, is_denial, principal_of
 from mm2ctl.core.config import MM2Config, PairConfig
 from mm2ctl.core.errors import ConfigError, Mm2ctlError
 from mm2ctl.core.progress import Progress
@@ -130,6 +132,22 @@ def select_pairs(config: MM2Config, names: Sequence[str]) -> list[PairConfig]:
     return pairs
 
 
+def _read_denial(config: MM2Config, pair: PairConfig, alias: str, topic: str) -> str | None:
+    """The one-line denial when this principal may not READ ``topic`` (or even see it), else None.
+
+    Without READ, Spark's read would fail the whole inspection; without DESCRIBE the topic would look missing
+    and every row unsynced. Either way it is the pair's rows that are affected, and they say why.
+    """
+    kafka = config.kafka_config(alias, pair.name)
+    answer = KafkaAdmin.connect(kafka, name=alias).authorized_operations(topics=[topic])[("topic", topic)]
+    if isinstance(answer, ItemError):
+        if not is_denial(answer.code):
+            return None
+    elif answer is None or "ALL" in answer or "READ" in answer:
+        return None
+    return denial_text(principal_of(kafka), "READ", "topic", topic, alias) + " [TOPIC_AUTHORIZATION_FAILED]"
+
+
 def _read_internal(
     spark: SparkSession,
     config: MM2Config,
@@ -140,12 +158,23 @@ def _read_internal(
     existing: frozenset[str],
     tasks: int,
     notes: list[TopicNote],
-) -> DataFrame:
+) -> tuple[DataFrame, str | None]:
+    denied = _read_denial(config, pair, alias, topic)
+    if denied is not None:
+        notes.append(TopicNote(pair.name, topic, alias, denied))
+        return empty_records(spark), denied
     if topic not in existing:
         notes.append(TopicNote(pair.name, topic, alias, "topic does not exist"))
-        return empty_records(spark)
+        return empty_records(spark), None
     settings = config.client_settings(alias, pair.name)
-    return read_topic(spark, settings, topic, cluster_pair=pair.name, min_partitions=tasks)
+    return read_topic(spark, settings, topic, cluster_pair=pair.name, min_partitions=tasks), None
+
+
+def _with_error(table: pa.Table, error: str) -> pa.Table:
+    """Every row of ``table`` marked with ``error`` (kept where a row already has one)."""
+    column = table.column("error")
+    errors = pa.array([e if e is not None else error for e in column.to_pylist()], pa.string())
+    return table.set_column(table.schema.get_field_index("error"), "error", errors)
 
 
 def _inspect_pair(
@@ -165,7 +194,7 @@ def _inspect_pair(
 
     syncs_alias = pair.offset_syncs_cluster
     syncs_existing = state.source_topics if syncs_alias == pair.source else state.target_topics
-    raw_syncs = _read_internal(
+    raw_syncs, syncs_denied = _read_internal(
         spark,
         config,
         pair,
@@ -175,7 +204,7 @@ def _inspect_pair(
         tasks=options.read_tasks,
         notes=notes,
     )
-    raw_checkpoints = _read_internal(
+    raw_checkpoints, checkpoints_denied = _read_internal(
         spark,
         config,
         pair,
@@ -185,7 +214,11 @@ def _inspect_pair(
         tasks=options.read_tasks,
         notes=notes,
     )
-    group_offsets = frame(state.source_group_offsets, schemas.SOURCE_GROUP_OFFSETS_SCHEMA)
+    source_group_offsets = state.source_group_offsets
+    for denied in (syncs_denied, checkpoints_denied):
+        if denied is not None:  # every row of the pair needs the topic that cannot be read
+            source_group_offsets = _with_error(source_group_offsets, denied)
+    group_offsets = frame(source_group_offsets, schemas.SOURCE_GROUP_OFFSETS_SCHEMA)
     # The syncs are matched to the inspected partitions by their raw key bytes, so their keys are not parsed.
     numbers = partition_numbers_on_driver(spark, state.source_group_offsets)
     # No cache: each topic is read once, in the same pass that classifies, and its malformed records are

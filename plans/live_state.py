@@ -17,14 +17,15 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import quote, unquote
 
 from mm2ctl.connect_client import ConnectClient, ConnectorStatus, ServerInfo, build_connect_client
 from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.authorization import principal_of, raise_for
 from mm2ctl.core.config import MM2Config, load_mm2_config
 from mm2ctl.core.connect_offsets import StoredOffset, latest_offsets, live_offsets
-from mm2ctl.core.errors import ConfigError, ConnectNotFoundError, KafkaClusterError
+from mm2ctl.core.errors import ConfigError, ConnectNotFoundError
 from mm2ctl.core.redaction import redact_json
 from mm2ctl.plans.fingerprint import Fingerprint, JSONable, canonical_json, fingerprint_of
 
@@ -177,13 +178,23 @@ class LiveState:
         return latest_offsets(self.kafka_config(cluster), topic, connector)
 
     # -- topics and groups
+    def _failed(self, cluster: str, code: str | None, message: str, resource: str, name: str) -> NoReturn:
+        """A failed read: the one-line denial when the broker refused this principal, else ``message``."""
+        principal = principal_of(self.kafka_config(cluster))
+        raise_for(
+            code, message, principal=principal, operation="DESCRIBE", resource_type=resource, name=name, cluster=cluster
+        )
+
     def topic_bounds(self, cluster: str, topic: str, partition: int) -> TopicBounds:
         bounds = self.admin(cluster).partition_bounds([(topic, partition)])[(topic, partition)]
         if bounds.error is not None or bounds.earliest is None or bounds.latest is None:
             err = bounds.error
-            raise KafkaClusterError(
+            self._failed(
+                cluster,
+                err.code if err else None,
                 f"cannot read the offsets of {cluster}:{topic}/{partition}: {err.message if err else '?'}",
-                code=err.code if err else None,
+                "topic",
+                topic,
             )
         return TopicBounds(bounds.earliest, bounds.latest)
 
@@ -192,8 +203,12 @@ class LiveState:
         if desc.error is not None and "not a consumer group" in desc.error.message:
             desc = self.admin(cluster).describe_worker_group(group)  # Connect / dedicated MM2 workers
         if desc.error is not None:
-            raise KafkaClusterError(
-                f"cannot describe group {group} on {cluster}: {desc.error.message}", code=desc.error.code
+            self._failed(
+                cluster,
+                desc.error.code,
+                f"cannot describe group {group} on {cluster}: {desc.error.message}",
+                "group",
+                group,
             )
         return desc.members
 
@@ -209,8 +224,12 @@ class LiveState:
         for group in wanted:
             r = got[group]
             if r.error is not None and r.error.code not in ("GROUP_ID_NOT_FOUND",):
-                raise KafkaClusterError(
-                    f"cannot read the offsets of group {group} on {cluster}: {r.error.message}", code=r.error.code
+                self._failed(
+                    cluster,
+                    r.error.code,
+                    f"cannot read the offsets of group {group} on {cluster}: {r.error.message}",
+                    "group",
+                    group,
                 )
             out[group] = dict(r.offsets)
         return out

@@ -38,6 +38,7 @@ from mm2ctl.plans.document import Plan
 from mm2ctl.plans.fingerprint import check_not_foreign, check_plan_against_live
 from mm2ctl.plans.live_state import LiveState
 from mm2ctl.plans.payloads import ConnectorCreate, ConnectorDelete
+from mm2ctl.plans.permissions import check_permissions, plan_permissions
 from mm2ctl.plans.steps import Step, StepKind
 from mm2ctl.plans.targets import ConnectorTarget
 from mm2ctl.remediate.executors import EXECUTORS, ExecContext, Executor, UndoContext
@@ -115,6 +116,7 @@ def dry_run(plan: Plan, live: LiveState, *, progress: Progress = no_progress) ->
     for step in plan.steps:
         _executor(step)
     verify_against_live(plan, live)
+    check_permissions(live, plan_permissions(plan))
     view = StateView(live)
     result = RunResult(journal=None, dry_run=True)
     for done, step in enumerate(plan.steps):
@@ -192,6 +194,7 @@ def apply_plan(
     for step in plan.steps:
         _executor(step)
     verify_against_live(plan, live)
+    check_permissions(live, plan_permissions(plan))  # a missing ACL stops the apply before its first write
     with lock_for_plan(plan, state_dir=state_dir, command="apply"):
         verify_against_live(plan, live)  # again under the lock: another apply may have just finished
         path = journal_path or new_journal_path(plan, state_dir)
@@ -223,6 +226,7 @@ def resume_apply(
     if state.apply_status == "succeeded":
         return RunResult(journal=journal_path, dry_run=False, steps=["the apply had already succeeded"])
     verify_against_live(plan, live, stale_check=False)
+    check_permissions(live, plan_permissions(plan))
     with lock_for_plan(plan, state_dir=state_dir, command="resume"), Journal.open(journal_path) as journal:
         state = journal.state
         journal.resume_started()
@@ -283,6 +287,7 @@ def rollback(
     except ForeignPlanError as exc:
         raise ForeignPlanError(f"refusing to roll back: {exc}") from exc
     todo = state.steps_to_roll_back()
+    check_permissions(live, plan_permissions(plan, undo=True, steps=todo))
     result = RunResult(journal=journal_path, dry_run=dry_run_only)
     ctx = ExecContext(
         live=live,

@@ -161,6 +161,10 @@ class FakeAdmin:
     def describe_groups(self, groups: Any) -> dict[str, GroupDescription]:
         return {g: GroupDescription(g, "Stable", self.members.get((self.cluster, g), 0)) for g in groups}
 
+    def authorized_operations(self, *, topics: Any = (), groups: Any = ()) -> dict[tuple[str, str], None]:
+        # A cluster without an authorizer says nothing about operations: nothing is refused.
+        return {**{("topic", t): None for t in topics}, **{("group", g): None for g in groups}}
+
 
 class FakeLive(LiveState):
     """The real reader with fake clients; stored offsets (tombstone method) come from ``stored``."""
