@@ -39,6 +39,13 @@ def up(
     offset_syncs_location: str = typer.Option(
         "source", "--offset-syncs-location", help="Where MM2 keeps its offset-syncs topic: source | target."
     ),
+    security: str = typer.Option(
+        "none",
+        "--security",
+        help="none, or sasl-ssl: SASL_SSL with SCRAM-SHA-512 users, an OAUTHBEARER listener validating the lab's own "
+        "OAuth tokens, TLS certificates made at boot, ACLs; MM2 runs as an admin principal, mm2.properties "
+        "(and mm2-oauth.properties) connect as the least-privilege mm2ctl principal.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print lab.json instead of a summary."),
 ) -> None:
     """Resolve the jars, start both clusters and the Connect worker, create the MM2 connectors, wait."""
@@ -48,6 +55,7 @@ def up(
             kafka_version=kafka_version,
             replication_policy=replication_policy,
             offset_syncs_location=offset_syncs_location,
+            security_mode=security,
             progress=progress,
         )
     if as_json:

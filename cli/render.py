@@ -221,6 +221,12 @@ def lab_up_lines(info: LabInfo) -> list[str]:
     lines += [f"  {c.alias:<8} {c.bootstrap:<22} cluster id {c.cluster_id}" for c in info.clusters.values()]
     lines.append(f"  connect  {info.connect_url}")
     lines.append(f"  mm2 config: {info.mm2_config}")
+    if info.resource:
+        lines.append(f"  the same as a KafkaMirrorMaker2 resource: {info.resource} (--secrets {info.secrets})")
+    if info.secured:
+        lines.append("  security: SASL_SSL + SCRAM-SHA-512, OAUTHBEARER, ACLs; MM2 runs as User:mm2-admin,")
+        lines.append("            the mm2 config connects as User:mm2ctl (least privilege)")
+        lines.append(f"  over OAUTHBEARER: {info.mm2_oauth_config} (tokens from {info.token_url})")
     return lines
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,7 +43,7 @@ def plan_worker(lab_dir: Path, bootstrap: str) -> WorkerSpec:
     return WorkerSpec(folder=lab_dir / "connect", rest_port=free_port(), bootstrap=bootstrap)
 
 
-def _worker_properties(spec: WorkerSpec) -> str:
+def _worker_properties(spec: WorkerSpec, overrides: Mapping[str, str]) -> str:
     props = {
         "bootstrap.servers": spec.bootstrap,
         "group.id": WORKER_GROUP,
@@ -66,14 +68,20 @@ def _worker_properties(spec: WorkerSpec) -> str:
         "task.shutdown.graceful.timeout.ms": "5000",
         # MM2's classes are on the worker's classpath; no plugin scanning needed.
         "plugin.discovery": "only_scan",
+        **overrides,
     }
     header = "# Distributed Kafka Connect worker of the mm2ctl lab (written by mm2ctl lab up)\n"
     return header + "".join(f"{k}={v}\n" for k, v in props.items())
 
 
-def start_worker(spec: WorkerSpec, release: KafkaRelease, classpath: str) -> int:
+def start_worker(
+    spec: WorkerSpec, release: KafkaRelease, classpath: str, *, overrides: Mapping[str, str] | None = None
+) -> int:
+    """Start the worker; ``overrides`` add to its properties (the secured lab's client security)."""
     spec.folder.mkdir(parents=True, exist_ok=True)
-    spec.config_file.write_text(_worker_properties(spec))
+    fd = os.open(spec.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # may hold credentials
+    with os.fdopen(fd, "w") as fh:
+        fh.write(_worker_properties(spec, overrides or {}))
     jvm = JvmSpec(
         name="kafka connect worker",
         main_class="org.apache.kafka.connect.cli.ConnectDistributed",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import os
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +23,8 @@ class BrokerSpec:
     broker_port: int
     controller_port: int
     cluster_id: str
+    #: The secured lab's OAUTHBEARER listener (``lab.security``); None for a plaintext broker.
+    oauth_port: int | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -40,17 +44,18 @@ def new_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-def plan_broker(lab_dir: Path, alias: str) -> BrokerSpec:
+def plan_broker(lab_dir: Path, alias: str, *, secured: bool = False) -> BrokerSpec:
     return BrokerSpec(
         alias=alias,
         folder=lab_dir / alias,
         broker_port=free_port(),
         controller_port=free_port(),
         cluster_id=new_cluster_id(),
+        oauth_port=free_port() if secured else None,
     )
 
 
-def _server_properties(spec: BrokerSpec) -> str:
+def _server_properties(spec: BrokerSpec, overrides: Mapping[str, str]) -> str:
     lines = {
         "process.roles": "broker,controller",
         "node.id": "1",
@@ -79,21 +84,43 @@ def _server_properties(spec: BrokerSpec) -> str:
         "num.network.threads": "2",
         "num.io.threads": "4",
         "socket.request.max.bytes": "104857600",
+        **overrides,
     }
     header = f"# KRaft cluster '{spec.alias}' of the mm2ctl lab (written by mm2ctl lab up)\n"
     return header + "".join(f"{k}={v}\n" for k, v in lines.items())
 
 
-def start_broker(spec: BrokerSpec, release: KafkaRelease, classpath: str) -> int:
-    """Format the storage and start the broker; returns its pid without waiting for readiness."""
+def start_broker(
+    spec: BrokerSpec,
+    release: KafkaRelease,
+    classpath: str,
+    *,
+    overrides: Mapping[str, str] | None = None,
+    format_args: Sequence[str] = (),
+    system_properties: Sequence[tuple[str, str]] = (),
+) -> int:
+    """Format the storage and start the broker; returns its pid without waiting for readiness.
+
+    ``overrides`` replace server.properties entries (the secured lab's listeners), ``format_args`` go to the
+    storage formatter (its SCRAM users), ``system_properties`` to the broker's JVM.
+    """
     spec.folder.mkdir(parents=True, exist_ok=True)
-    spec.config_file.write_text(_server_properties(spec))
+    fd = os.open(spec.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # may hold credentials
+    with os.fdopen(fd, "w") as fh:
+        fh.write(_server_properties(spec, overrides or {}))
     log_props = logging_properties(spec.folder, release)
     common = JvmSpec(
         name=f"kafka-storage format ({spec.alias})",
         main_class="kafka.tools.StorageTool",
         # "--cluster-id=<id>" in one token: a random id may start with "-", which argparse reads as an option.
-        args=("format", f"--cluster-id={spec.cluster_id}", "-c", str(spec.config_file), "--ignore-formatted"),
+        args=(
+            "format",
+            f"--cluster-id={spec.cluster_id}",
+            "-c",
+            str(spec.config_file),
+            "--ignore-formatted",
+            *format_args,
+        ),
         classpath=classpath,
         heap="256m",
         system_properties=log_props,
@@ -105,14 +132,16 @@ def start_broker(spec: BrokerSpec, release: KafkaRelease, classpath: str) -> int
         args=(str(spec.config_file),),
         classpath=classpath,
         heap="768m",
-        system_properties=(*log_props, ("kafka.logs.dir", str(spec.folder / "logs"))),
+        system_properties=(*log_props, ("kafka.logs.dir", str(spec.folder / "logs")), *system_properties),
     )
     return start_jvm(broker, spec.log_file)
 
 
-def broker_ready(bootstrap: str) -> bool:
+def broker_ready(bootstrap: str, client: Mapping[str, str] | None = None) -> bool:
     """The broker answers metadata and has a controller: it can create topics and store offsets."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 2000, "log_level": 0})
+    conf: dict[str, str | int | float | bool] = {**(client or {}), "bootstrap.servers": bootstrap}
+    conf.update({"socket.timeout.ms": 2000, "log_level": 0})
+    admin = AdminClient(conf)
     try:
         md = admin.list_topics(timeout=2)
     except Exception:  # any failure here just means "not yet"
@@ -120,9 +149,11 @@ def broker_ready(bootstrap: str) -> bool:
     return bool(md.brokers)
 
 
-def wait_for_broker(spec: BrokerSpec, pid: int, *, timeout_s: float = 120) -> None:
+def wait_for_broker(
+    spec: BrokerSpec, pid: int, *, timeout_s: float = 120, client: Mapping[str, str] | None = None
+) -> None:
     wait_until(
-        lambda: broker_ready(spec.bootstrap),
+        lambda: broker_ready(spec.bootstrap, client),
         what=f"Kafka broker '{spec.alias}' on {spec.bootstrap}",
         timeout_s=timeout_s,
         interval_s=0.5,

@@ -2,32 +2,44 @@
 
 ``up`` resolves the jars, starts ``primary`` and ``backup`` side by side, starts a distributed Connect
 worker bootstrapped to ``backup``, creates the three MM2 connectors for ``primary->backup`` and waits until
-all are RUNNING. It writes ``lab.json`` (addresses, cluster ids, pids) and ``mm2.properties`` into the
+all are RUNNING. It writes ``lab.json`` (addresses, cluster ids, pids), ``mm2.properties`` and the same setup
+as a Strimzi KafkaMirrorMaker2 resource (``kafka-mirror-maker-2.yaml``, its Secrets in ``secrets/``) into the
 lab folder, where every process also keeps its log. ``down`` stops exactly the processes ``lab.json`` names.
+
+With ``security="sasl-ssl"`` (``lab.security``) the clusters take SASL_SSL (SCRAM-SHA-512) and OAUTHBEARER,
+enforce ACLs, and MM2 runs as an admin principal while ``mm2.properties`` (and ``mm2-oauth.properties``) connect
+as the least-privilege ``mm2ctl`` principal. The lab's OAuth identity provider runs as one more process.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import requests
 from confluent_kafka.admin import AdminClient
 
 from mm2ctl.core.errors import LabError
 from mm2ctl.core.progress import Progress
 from mm2ctl.lab import connect_worker, kraft
+from mm2ctl.lab import security as lab_security
 from mm2ctl.lab.jars import kafka_classpath
 from mm2ctl.lab.mm2_setup import ISOLATED_PREFIX, ROLES, Mm2Setup
-from mm2ctl.lab.process import is_alive, stop_pids, wait_until
+from mm2ctl.lab.process import free_port, is_alive, start_command, stop_pids, wait_until
 from mm2ctl.lab.versions import DEFAULT_KAFKA_VERSION, release
 
 LAB_FILE = "lab.json"
 MM2_FILE = "mm2.properties"
+MM2_OAUTH_FILE = "mm2-oauth.properties"
+RESOURCE_FILE = "kafka-mirror-maker-2.yaml"
+SECRETS_DIR = "secrets"
 SOURCE_ALIAS = "primary"
 TARGET_ALIAS = "backup"
 _MARKER_FILE = ".mm2ctl-lab"
@@ -59,6 +71,17 @@ class LabInfo:
     started_at: float
     boot_seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    #: ``none`` or ``sasl-ssl`` (``lab.security``).
+    security: str = "none"
+    #: The same setup as ``mm2_config``, as a KafkaMirrorMaker2 resource, and the folder of its Secrets.
+    resource: str = ""
+    secrets: str = ""
+    #: Secured lab: ``mm2_config`` over OAUTHBEARER, each cluster's OAUTHBEARER listener, the token endpoint.
+    mm2_oauth_config: str = ""
+    oauth_bootstrap: dict[str, str] = field(default_factory=dict)
+    token_url: str = ""
+    #: Processes besides the JVMs (the secured lab's identity provider).
+    helper_pids: list[int] = field(default_factory=list)
 
     @property
     def source(self) -> ClusterInfo:
@@ -70,7 +93,18 @@ class LabInfo:
 
     @property
     def pids(self) -> list[int]:
-        return [self.connect_pid, *(c.pid for c in self.clusters.values())]
+        return [self.connect_pid, *(c.pid for c in self.clusters.values()), *self.helper_pids]
+
+    @property
+    def secured(self) -> bool:
+        return self.security != "none"
+
+    def client_config(self, alias: str, user: str = lab_security.ADMIN) -> dict[str, str]:
+        """confluent-kafka settings to reach cluster ``alias``: on a secured lab as ``user`` (default the admin)."""
+        bootstrap = self.clusters[alias].bootstrap
+        if not self.secured:
+            return {"bootstrap.servers": bootstrap}
+        return lab_security.client_config(lab_security.LabSecurity(self.dir), bootstrap, user)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
@@ -102,6 +136,7 @@ def up(
     kafka_version: str = DEFAULT_KAFKA_VERSION,
     replication_policy: str = "default",
     offset_syncs_location: str = "source",
+    security_mode: str = "none",
     progress: Progress | None = None,
     timeout_s: float = 240,
 ) -> LabInfo:
@@ -110,8 +145,13 @@ def up(
         raise LabError(f"replication policy must be 'default' or 'identity', not {replication_policy!r}")
     if offset_syncs_location not in ("source", "target"):
         raise LabError(f"offset-syncs location must be 'source' or 'target', not {offset_syncs_location!r}")
+    if security_mode not in lab_security.SECURITY_MODES:
+        raise LabError(f"security must be one of {', '.join(lab_security.SECURITY_MODES)}, not {security_mode!r}")
+    secured = security_mode != "none"
     say = progress or (lambda _msg: None)
     rel = release(kafka_version)
+    if secured and rel.major < 4:
+        raise LabError("--security sasl-ssl needs Kafka 4.x (OAUTHBEARER validation by JWKS, SCRAM at format)")
     lab_dir = lab_dir.resolve()
     existing = lab_dir / LAB_FILE
     if existing.exists():
@@ -125,19 +165,65 @@ def up(
     classpath = kafka_classpath(kafka_version)
 
     started: list[int] = []
+    helpers: list[int] = []
     try:
-        brokers = {alias: kraft.plan_broker(lab_dir, alias) for alias in (SOURCE_ALIAS, TARGET_ALIAS)}
+        brokers = {alias: kraft.plan_broker(lab_dir, alias, secured=secured) for alias in (SOURCE_ALIAS, TARGET_ALIAS)}
+        material: lab_security.LabSecurity | None = None
+        token_url = ""
+        broker_options: dict[str, dict[str, Any]] = {alias: {} for alias in brokers}
+        if secured:
+            say("generating TLS certificates, SCRAM users and the OAuth signing key")
+            material = lab_security.generate(lab_dir)
+            token_url, jwks_url, issuer, pid = _start_identity_provider(lab_dir, timeout_s)
+            helpers.append(pid)
+            started.append(pid)
+            for alias, spec in brokers.items():
+                assert spec.oauth_port is not None
+                users = (lab_security.ADMIN, lab_security.MM2CTL)
+                broker_options[alias] = {
+                    "overrides": lab_security.broker_settings(
+                        material,
+                        scram_port=spec.broker_port,
+                        oauth_port=spec.oauth_port,
+                        controller_port=spec.controller_port,
+                        jwks_url=jwks_url,
+                        issuer=issuer,
+                    ),
+                    "format_args": [
+                        a
+                        for u in users
+                        for a in ("--add-scram", lab_security.scram_credential(u, material.password(u)))
+                    ],
+                    "system_properties": [("org.apache.kafka.sasl.oauthbearer.allowed.urls", jwks_url)],
+                }
         pids: dict[str, int] = {}
         for alias, spec in brokers.items():
             say(f"starting KRaft cluster '{alias}' on {spec.bootstrap}")
-            pids[alias] = kraft.start_broker(spec, rel, classpath)
+            pids[alias] = kraft.start_broker(spec, rel, classpath, **broker_options[alias])
             started.append(pids[alias])
+        admin_client = (
+            {} if material is None else _without_bootstrap(lab_security.client_config(material, "", lab_security.ADMIN))
+        )
         for alias, spec in brokers.items():
-            kraft.wait_for_broker(spec, pids[alias], timeout_s=timeout_s)
+            kraft.wait_for_broker(spec, pids[alias], timeout_s=timeout_s, client=admin_client)
+        if material is not None:
+            say("granting the mm2ctl principal its ACLs")
+            for spec in brokers.values():
+                lab_security.grant_acls({**admin_client, "bootstrap.servers": spec.bootstrap})
 
         worker = connect_worker.plan_worker(lab_dir, brokers[TARGET_ALIAS].bootstrap)
+        worker_overrides: dict[str, str] = {}
+        connector_client: dict[str, str] = {}
+        file_client: dict[str, str] = {}
+        resource_security: dict[str, object] = {}
+        if material is not None:
+            connector_client = lab_security.java_client_settings(material, lab_security.ADMIN)
+            file_client = lab_security.java_client_settings(material, lab_security.MM2CTL)
+            for prefix in ("", "producer.", "consumer.", "admin."):
+                worker_overrides.update(lab_security.prefixed(prefix, connector_client))
+            resource_security = _resource_security()
         say(f"starting Kafka Connect worker on {worker.url}")
-        connect_pid = connect_worker.start_worker(worker, rel, classpath)
+        connect_pid = connect_worker.start_worker(worker, rel, classpath, overrides=worker_overrides)
         started.append(connect_pid)
         connect_worker.wait_for_worker(worker, connect_pid, timeout_s=timeout_s)
 
@@ -148,6 +234,9 @@ def up(
             target_bootstrap=brokers[TARGET_ALIAS].bootstrap,
             replication_policy=replication_policy,
             offset_syncs_location=offset_syncs_location,
+            connector_client=connector_client,
+            file_client=file_client,
+            resource_cluster_security=resource_security,
         )
         say("creating MirrorSource, MirrorCheckpoint and MirrorHeartbeat connectors")
         for name, config in setup.connector_configs().items():
@@ -155,7 +244,22 @@ def up(
         wait_for_connectors_running(worker.url, list(setup.connector_names.values()), timeout_s=timeout_s)
 
         mm2_path = lab_dir / MM2_FILE
-        mm2_path.write_text(setup.mm2_properties())
+        _write_private(mm2_path, setup.mm2_properties())
+        resource_path = lab_dir / RESOURCE_FILE
+        resource_path.write_text(setup.strimzi_resource("mm2ctl-lab"))
+        (lab_dir / SECRETS_DIR).mkdir(exist_ok=True)
+        oauth_path = ""
+        oauth_bootstrap: dict[str, str] = {}
+        if material is not None:
+            oauth_bootstrap = {alias: f"127.0.0.1:{spec.oauth_port}" for alias, spec in brokers.items()}
+            oauth_client = lab_security.java_client_settings(material, lab_security.MM2CTL, token_url=token_url)
+            oauth_setup = dataclasses.replace(
+                setup,
+                source_bootstrap=oauth_bootstrap[SOURCE_ALIAS],
+                target_bootstrap=oauth_bootstrap[TARGET_ALIAS],
+                file_client=oauth_client,
+            )
+            oauth_path = str(_write_private(lab_dir / MM2_OAUTH_FILE, oauth_setup.mm2_properties()))
         info = LabInfo(
             dir=str(lab_dir),
             kafka_version=kafka_version,
@@ -173,6 +277,13 @@ def up(
             mm2_config=str(mm2_path),
             started_at=time.time(),
             boot_seconds=round(time.monotonic() - t0, 1),
+            security=security_mode,
+            resource=str(resource_path),
+            secrets=str(lab_dir / SECRETS_DIR),
+            mm2_oauth_config=oauth_path,
+            oauth_bootstrap=oauth_bootstrap,
+            token_url=token_url,
+            helper_pids=helpers,
         )
         (lab_dir / LAB_FILE).write_text(info.to_json())
         say(f"lab up in {info.boot_seconds:.1f}s")
@@ -180,6 +291,59 @@ def up(
     except BaseException:
         stop_pids(started, str(lab_dir))
         raise
+
+
+def _without_bootstrap(config: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in config.items() if k != "bootstrap.servers"}
+
+
+def _write_private(path: Path, text: str) -> Path:
+    """A lab file that holds credentials: readable by this user only."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    return path
+
+
+def _resource_security() -> dict[str, object]:
+    """The ``tls`` and ``authentication`` of each cluster in the lab's KafkaMirrorMaker2 resource: the lab CA
+    and mm2ctl's SCRAM user, both from the Secrets in ``secrets/``."""
+    return {
+        "tls": {"trustedCertificates": [{"secretName": lab_security.CA_SECRET, "certificate": "ca.crt"}]},
+        "authentication": {
+            "type": "scram-sha-512",
+            "username": lab_security.MM2CTL,
+            "passwordSecret": {"secretName": lab_security.MM2CTL, "password": "password"},
+        },
+    }
+
+
+def _start_identity_provider(lab_dir: Path, timeout_s: float) -> tuple[str, str, str, int]:
+    """Start the lab's token endpoint and JWKS; (token URL, JWKS URL, issuer, pid) once it answers."""
+    from mm2ctl.lab.token_endpoint import issuer_of
+
+    port = free_port()
+    folder = lab_dir / "oauth"
+    folder.mkdir(exist_ok=True)
+    argv = [sys.executable, "-m", "mm2ctl.lab.token_endpoint", "--dir", str(lab_dir), "--port", str(port)]
+    pid = start_command(argv, folder / "token-endpoint.log")
+    issuer = issuer_of(port)
+
+    def answers() -> bool:
+        try:
+            return requests.get(f"{issuer}/jwks", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    wait_until(
+        answers,
+        what=f"the lab's token endpoint on {issuer}",
+        timeout_s=timeout_s,
+        interval_s=0.2,
+        alive=lambda: is_alive(pid),
+        log_file=folder / "token-endpoint.log",
+    )
+    return f"{issuer}/token", f"{issuer}/jwks", issuer, pid
 
 
 def wait_for_connectors_running(url: str, names: list[str], *, timeout_s: float) -> None:
@@ -206,6 +370,10 @@ class Flow:
     setup: Mm2Setup
     connectors: dict[str, str]
     mm2_config: str
+    #: The same flow as a KafkaMirrorMaker2 resource (its Secrets: the lab's ``secrets/``).
+    resource: str = ""
+    #: Secured lab: ``mm2_config`` over OAUTHBEARER.
+    mm2_oauth_config: str = ""
 
     @property
     def source_alias(self) -> str:
@@ -229,6 +397,14 @@ def isolated_setup(
     if not name.isalnum():
         raise LabError(f"flow name must be letters and digits, not {name!r}")
     prefix = f"{ISOLATED_PREFIX}{name}-"
+    secured: dict[str, Any] = {}
+    if info.secured:
+        material = lab_security.LabSecurity(info.dir)
+        secured = {
+            "connector_client": lab_security.java_client_settings(material, lab_security.ADMIN),
+            "file_client": lab_security.java_client_settings(material, lab_security.MM2CTL),
+            "resource_cluster_security": _resource_security(),
+        }
     return Mm2Setup(
         source_alias=f"{name}src",
         target_alias=f"{name}dst",
@@ -242,6 +418,7 @@ def isolated_setup(
         groups=f"{prefix}.*",
         groups_exclude="console-consumer-.*, connect-.*, __.*",
         roles=roles,
+        **secured,
     )
 
 
@@ -270,9 +447,28 @@ def add_flow(
     for connector, config in setup.connector_configs().items():
         connect_worker.put_connector(info.connect_url, connector, config)
     wait_for_connectors_running(info.connect_url, list(setup.connector_names.values()), timeout_s=timeout_s)
-    path = Path(info.dir) / f"mm2-{name}.properties"
-    path.write_text(setup.mm2_properties())
-    return Flow(setup=setup, connectors=setup.connector_names, mm2_config=str(path))
+    folder = Path(info.dir)
+    path = _write_private(folder / f"mm2-{name}.properties", setup.mm2_properties())
+    resource = folder / f"kafka-mirror-maker-2-{name}.yaml"
+    resource.write_text(setup.strimzi_resource(f"mm2ctl-lab-{name}"))
+    oauth = ""
+    if info.secured:
+        oauth_setup = dataclasses.replace(
+            setup,
+            source_bootstrap=info.oauth_bootstrap[SOURCE_ALIAS],
+            target_bootstrap=info.oauth_bootstrap[TARGET_ALIAS],
+            file_client=lab_security.java_client_settings(
+                lab_security.LabSecurity(info.dir), lab_security.MM2CTL, token_url=info.token_url
+            ),
+        )
+        oauth = str(_write_private(folder / f"mm2-{name}-oauth.properties", oauth_setup.mm2_properties()))
+    return Flow(
+        setup=setup,
+        connectors=setup.connector_names,
+        mm2_config=str(path),
+        resource=str(resource),
+        mm2_oauth_config=oauth,
+    )
 
 
 def down(lab_dir: Path, *, remove_data: bool = False) -> list[int]:
@@ -282,6 +478,7 @@ def down(lab_dir: Path, *, remove_data: bool = False) -> list[int]:
     # Connect first, so MM2 tasks stop cleanly while the brokers still answer.
     stopped = stop_pids([info.connect_pid], str(lab_dir))
     stopped += stop_pids([c.pid for c in info.clusters.values()], str(lab_dir))
+    stopped += stop_pids(info.helper_pids, str(lab_dir))
     if remove_data:
         shutil.rmtree(lab_dir, ignore_errors=True)
     return stopped
@@ -320,7 +517,7 @@ def status(lab_dir: Path) -> LabStatus:
     for c in info.clusters.values():
         topics = -1
         try:
-            md = AdminClient({"bootstrap.servers": c.bootstrap, "log_level": 0}).list_topics(timeout=3)
+            md = AdminClient({**info.client_config(c.alias), "log_level": 0}).list_topics(timeout=3)
             topics = len(md.topics)
         except Exception:  # unreachable is a status, not an error
             pass

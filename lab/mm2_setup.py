@@ -7,7 +7,9 @@ tests see topics, groups, checkpoints and synced group offsets react quickly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 POLICY_CLASSES = {
     "default": "org.apache.kafka.connect.mirror.DefaultReplicationPolicy",
@@ -50,6 +52,13 @@ class Mm2Setup:
     groups: str = ".*"
     groups_exclude: str = LAB_GROUPS_EXCLUDE
     roles: tuple[str, ...] = ROLES
+    #: Java client security settings the connectors use for both clusters (MM2's principal); empty: PLAINTEXT.
+    connector_client: Mapping[str, str] = field(default_factory=dict)
+    #: The same for the MM2 properties file mm2ctl reads (mm2ctl's principal).
+    file_client: Mapping[str, str] = field(default_factory=dict)
+    #: How the KafkaMirrorMaker2 resource authenticates mm2ctl (``tls`` and ``authentication`` of a cluster
+    #: spec); empty: neither.
+    resource_cluster_security: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def connector_names(self) -> dict[str, str]:
@@ -58,6 +67,8 @@ class Mm2Setup:
 
     def _common(self) -> dict[str, str]:
         return {
+            **{f"source.cluster.{k}": v for k, v in self.connector_client.items()},
+            **{f"target.cluster.{k}": v for k, v in self.connector_client.items()},
             "source.cluster.alias": self.source_alias,
             "target.cluster.alias": self.target_alias,
             "source.cluster.bootstrap.servers": self.source_bootstrap,
@@ -119,7 +130,7 @@ class Mm2Setup:
 clusters = {s}, {t}
 {s}.bootstrap.servers = {self.source_bootstrap}
 {t}.bootstrap.servers = {self.target_bootstrap}
-
+{self._file_security()}
 {s}->{t}.enabled = true
 {t}->{s}.enabled = false
 
@@ -145,3 +156,71 @@ offset-syncs.topic.replication.factor = 1
 checkpoints.topic.replication.factor = 1
 heartbeats.topic.replication.factor = 1
 """
+
+    def _file_security(self) -> str:
+        if not self.file_client:
+            return ""
+        lines = "".join(f"{k} = {_escape(v)}\n" for k, v in self.file_client.items())
+        return f"\n# How mm2ctl connects to both clusters (its own least-privilege principal).\n{lines}"
+
+    def strimzi_resource(self, name: str) -> str:
+        """The same setup as a Strimzi ``KafkaMirrorMaker2`` resource (kafka.strimzi.io/v1beta2), whose Secrets
+        are the lab's ``secrets/`` folder: what ``--mm2-config`` with ``--secrets`` reads."""
+        import yaml
+
+        def cluster(alias: str, bootstrap: str) -> dict[str, object]:
+            # A copy per cluster: shared objects would be written as YAML anchors, which people rarely write.
+            return {
+                "alias": alias,
+                "bootstrapServers": bootstrap,
+                **copy.deepcopy(dict(self.resource_cluster_security)),
+            }
+
+        connectors = self.connector_configs()
+        names = {role: f"{self.connector_prefix}-{role}" for role in ROLES}
+
+        def connector_config(role: str) -> dict[str, str]:
+            config = connectors[names[role]]
+            skip = ("connector.class", "tasks.max", "topics", "topics.exclude", "groups", "groups.exclude")
+            return {
+                k: v
+                for k, v in config.items()
+                if not k.startswith(("source.cluster.", "target.cluster.")) and k not in skip
+            }
+
+        mirror: dict[str, object] = {"sourceCluster": self.source_alias, "targetCluster": self.target_alias}
+        for role, key in (
+            ("source", "sourceConnector"),
+            ("checkpoint", "checkpointConnector"),
+            ("heartbeat", "heartbeatConnector"),
+        ):
+            if names[role] in connectors:
+                mirror[key] = {"tasksMax": 1, "config": connector_config(role)}
+        mirror.update(
+            {
+                "topicsPattern": self.topics,
+                "topicsExcludePattern": self.topics_exclude,
+                "groupsPattern": self.groups,
+                "groupsExcludePattern": self.groups_exclude,
+            }
+        )
+        resource = {
+            "apiVersion": "kafka.strimzi.io/v1beta2",
+            "kind": "KafkaMirrorMaker2",
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": 1,
+                "connectCluster": self.target_alias,
+                "clusters": [
+                    cluster(self.source_alias, self.source_bootstrap),
+                    cluster(self.target_alias, self.target_bootstrap),
+                ],
+                "mirrors": [mirror],
+            },
+        }
+        header = (
+            "# The mm2ctl lab's MirrorMaker 2 setup as a Strimzi KafkaMirrorMaker2 resource (written by mm2ctl lab).\n"
+            "# It describes the same setup as the lab's MM2 properties file; read it with\n"
+            "#   mm2ctl inspect --mm2-config <this file> --secrets <lab folder>/secrets\n"
+        )
+        return header + yaml.safe_dump(resource, sort_keys=False, default_flow_style=False, width=120)

@@ -81,10 +81,15 @@ def run_java_tool(spec: JvmSpec, log_file: Path, *, timeout_s: float) -> None:
 
 def start_jvm(spec: JvmSpec, log_file: Path) -> int:
     """Start a long-running JVM detached from us; return its pid."""
+    return start_command(jvm_command(spec), log_file)
+
+
+def start_command(argv: Sequence[str], log_file: Path) -> int:
+    """Start a long-running process detached from us, output to ``log_file``; return its pid."""
     log = log_file.open("ab")
     try:
         proc = subprocess.Popen(
-            jvm_command(spec),
+            list(argv),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
