@@ -7,7 +7,8 @@ wrong labels every row of an inspection wrongly and silently; this is where that
 
 ``diff`` compares two setups (a file and the live connectors) on what decides the names and the behaviour
 mm2ctl relies on: the flows, each flow's settings and topic names, and each cluster's address and security
-protocol. Credentials are not compared: mm2ctl may rightly run as another principal than MM2.
+protocol. Credentials are not compared: mm2ctl may rightly run as another principal than MM2. Live flows
+between clusters the file does not name belong to another setup on the same Connect cluster and are left out.
 
 Secrets are masked (``core.redaction``) before anything leaves this module.
 """
@@ -204,8 +205,14 @@ def _comparable(config: MM2Config) -> dict[str, dict[str, tuple[str, str]]]:
 
 
 def diff_setups(left: MM2Config, right: MM2Config) -> list[Difference]:
-    """Every difference between two setups' enabled flows (see the module docstring for what is compared)."""
+    """Every difference between two setups' enabled flows (see the module docstring for what is compared).
+
+    One Connect cluster may run the connectors of several MM2 setups: a flow of ``right`` that names none of
+    ``left``'s clusters belongs to another setup and is not a difference.
+    """
     a, b = _comparable(left), _comparable(right)
+    ours = set(left.clusters)
+    b = {flow: items for flow, items in b.items() if ours & set(flow.split("->"))}
     out: list[Difference] = []
     for flow in sorted(set(a) | set(b)):
         if flow not in b:

@@ -1,7 +1,8 @@
-"""The real lab for integration tests: one lab per (Kafka version, replication policy, offset-syncs location).
+"""The real lab for integration tests: one lab per (Kafka version, replication policy, offset-syncs location,
+security).
 
 Tests ask for ``lab`` and, when they need a non-default setup, mark themselves
-``@pytest.mark.lab(version=..., policy=..., location=...)``. Collection groups the tests by lab, so each
+``@pytest.mark.lab(version=..., policy=..., location=..., security=...)``. Collection groups the tests by lab, so each
 lab boots once per session and only one runs at a time (the previous one is stopped before the next
 starts). Every test uses unique topic and group names, so tests share a lab without seeing each other.
 """
@@ -25,10 +26,12 @@ class LabKey:
     version: str = DEFAULT_KAFKA_VERSION
     policy: str = "default"
     location: str = "source"
+    security: str = "none"
 
     @property
     def slug(self) -> str:
-        return f"kafka-{self.version}-{self.policy}-{self.location}"
+        secured = "" if self.security == "none" else f"-{self.security}"
+        return f"kafka-{self.version}-{self.policy}-{self.location}{secured}"
 
 
 DEFAULT_KEY = LabKey()
@@ -44,6 +47,7 @@ def _key_of(item: pytest.Item) -> LabKey | None:
         version=marker.kwargs.get("version", DEFAULT_KAFKA_VERSION),
         policy=marker.kwargs.get("policy", "default"),
         location=marker.kwargs.get("location", "source"),
+        security=marker.kwargs.get("security", "none"),
     )
 
 
@@ -56,7 +60,7 @@ def _order(key: LabKey | None) -> tuple[int, LabKey]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "lab(version, policy, location): which lab setup the test needs")
+    config.addinivalue_line("markers", "lab(version, policy, location, security): which lab setup the test needs")
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -82,6 +86,7 @@ class LabPool:
             kafka_version=key.version,
             replication_policy=key.policy,
             offset_syncs_location=key.location,
+            security_mode=key.security,
         )
         self.boot_seconds[key] = info.boot_seconds
         self.current = (key, info)
