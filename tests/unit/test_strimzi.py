@@ -403,3 +403,9 @@ def test_secrets_with_a_properties_file_is_refused(tmp_path: Path) -> None:
     props = write(tmp_path, "clusters = a, b\na.bootstrap.servers = a:9092\n", "mm2.properties")
     with pytest.raises(ConfigError, match="--secrets is for a KafkaMirrorMaker2 resource"):
         resolve(props, EXAMPLE_SECRETS)
+
+
+def test_the_examples_readme_lists_every_resource() -> None:
+    readme = (EXAMPLES.parent / "README.md").read_text()
+    for path in EXAMPLES.glob("*.yaml"):
+        assert f"`strimzi/{path.name}`" in readme
