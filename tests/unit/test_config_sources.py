@@ -224,3 +224,15 @@ def test_a_declaration_that_contradicts_a_known_class() -> None:
     )
     with pytest.raises(ConfigError, match="names topics the default way, not the identity way"):
         mm2_config_from_text(text + "mm2ctl.replication.policy.naming = identity\n")
+
+
+def test_a_resolved_setup_written_as_a_properties_file_reads_back_the_same(tmp_path: Path) -> None:
+    from mm2ctl.core.config import load_mm2_config
+    from mm2ctl.core.config_source import write_properties_file
+
+    resolved = from_connect(LIVE, policy_naming="default")
+    path = write_properties_file(resolved, tmp_path / "mm2.properties")
+    assert path.stat().st_mode & 0o777 == 0o600  # it holds the credentials
+    again = load_mm2_config(path)
+    assert describe_setup(again).flows[0].topics == describe_setup(resolved).flows[0].topics
+    assert again.pair("primary->backup").target_kafka_config == resolved.pair("primary->backup").target_kafka_config
