@@ -214,19 +214,27 @@ def test_failover_apply_and_rollback_as_the_least_privilege_principal(
 ) -> None:
     name = f"fo{mechanism[:5]}{uuid.uuid4().hex[:6]}"
     flow = seed(lab, name)
-    config = flow.mm2_config if mechanism == "scram" else flow.mm2_oauth_config
+    # SCRAM through the KafkaMirrorMaker2 resource and its Secrets: apply and rollback find both again from
+    # what the plan recorded. OAUTHBEARER through the properties file.
+    setup = (
+        ["--mm2-config", flow.resource, "--secrets", lab.secrets]
+        if mechanism == "scram"
+        else ["--mm2-config", flow.mm2_oauth_config]
+    )
     g = group(name, "a")
     remote = f"{flow.source_alias}.iso-{name}-orders"
     target = admin(lab, "backup")
     plan = produced / f"{name}.yaml"
     made = mm2ctl(
         produced,
-        "plan", "failover", "--mm2-config", config, "--pair", pair_of(flow), "--groups", g,
+        "plan", "failover", *setup, "--pair", pair_of(flow), "--groups", g,
         "--connect-url", lab.connect_url, "--stop-mirroring", "-o", str(plan), "--json",
     )  # fmt: skip
     assert made.returncode == 0, made.stderr
     rows = json.loads(made.stdout)["rows"]
     assert {r["partition"] for r in rows} == set(range(PARTITIONS))
+    recorded = json.loads(made.stdout)["plan"]["mm2_source"]
+    assert recorded["secrets"] == (lab.secrets if mechanism == "scram" else None)
     before = target.committed_offsets([g])[g].offsets
 
     applied = mm2ctl(produced, "apply", str(plan), "--auto-approve", "--json")
