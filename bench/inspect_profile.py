@@ -1,7 +1,7 @@
 """Where does ``mm2ctl inspect``'s time go? Run the job's steps one at a time against a loaded bench lab.
 
 Run it as ``.venv/bin/python bench/inspect_profile.py --reuse-lab DIR`` on a lab that
-``bench/inspect_scale.py --keep-lab`` loaded. Each step of ``inspector.job._inspect_pair`` is materialized
+``bench/inspect_scale.py --keep-lab`` loaded. Each step of ``inspector.job`` is materialized
 on its own (cached, then counted) and timed, so the time of a step excludes the steps before it; the
 physical plans (``explain``) of the heavy steps go to ``--explain FILE``. Materializing every step adds
 caches the real job does not have, so the step times add up to more than the end-to-end time; they show
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
 
     admin = step("admin state -> DataFrames (Arrow, cached)", frames)
     translated = materialize(
-        "translate (liveness + as-of join, one sort)", transforms.translate(admin["group_offsets"], decoded_syncs)
+        "translate (chain check + as-of join, one sort)", transforms.translate(admin["group_offsets"], decoded_syncs)
     )
     checkpoints = materialize("latest_checkpoints", transforms.latest_checkpoints(decoded_cps))
     joined = materialize(

@@ -113,6 +113,12 @@ def apply(
         False, "--detailed-exitcode", help="With --dry-run: exit 14 when the plan has changes, 0 when none."
     ),
     secrets_file: Path | None = _SECRETS,
+    allow_untranslatable: bool = typer.Option(
+        False,
+        "--allow-untranslatable",
+        help="Apply a failover or failback plan that leaves group partitions untranslatable (their consumers "
+        "resume at auto.offset.reset).",
+    ),
     mm2_config: MM2ConfigOverride = None,
     from_connect: FromConnect = None,
     secrets: Secrets = None,
@@ -145,10 +151,11 @@ def apply(
     if plan_file is None:
         raise ConfigError("give a plan file, or --resume JOURNAL")
     plan = load_plan(plan_file)
+    plan.check_untranslatable(allowed=allow_untranslatable)
     live = _live(plan, SetupOptions.of(mm2_config, from_connect, secrets, policy_naming), c)
     if dry_run:
         with progress:
-            result = engine.dry_run(plan, live, progress=progress)
+            result = engine.dry_run(plan, live, progress=progress, allow_untranslatable=allow_untranslatable)
         code = ExitCode.CHANGES_PRESENT if detailed and result.changes else ExitCode.OK
         if as_json:
             typer.echo(result_json(run_fields("apply", result, plan, plan_file=str(plan_file)), code))
@@ -174,6 +181,7 @@ def apply(
             plan_path=str(plan_file.resolve()),
             progress=progress,
             operator_secrets=_secrets(secrets_file),
+            allow_untranslatable=allow_untranslatable,
         )
     if as_json:
         typer.echo(

@@ -80,6 +80,12 @@ def inspect(
         None, "--spark-master", help="Spark master URL (default: local[*], embedded)."
     ),
     spark_conf: list[str] = typer.Option([], "--spark-conf", help="Extra Spark setting k=v; repeatable."),
+    exact: bool = typer.Option(
+        False,
+        "--exact",
+        help="Read records on both clusters for every row whose translation is not exact, so "
+        "replay_if_failover_now and skip_if_failover_now are true counts (slower: it reads per partition).",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
     connect_user: ConnectUser = None,
     connect_password: ConnectPassword = None,
@@ -119,6 +125,7 @@ def inspect(
         pairs=tuple(pair or ()),
         selection=Selection(groups=groups, topics=topics, active_only=active_only),
         only_problems=only_problems,
+        exact=exact,
     )
     parquet_output = output if fmt is Format.parquet else None
     with terminal_progress(quiet=quiet) as say:  # closed before any row reaches stdout

@@ -46,6 +46,7 @@ from mm2ctl.plans.planners import (
     plan_reset_mm2,
     plan_truncate_offset_syncs,
 )
+from mm2ctl.plans.positions import Fallback
 from mm2ctl.plans.serialize import dump_plan_json, write_plan_file
 
 plan_app = typer.Typer(
@@ -72,8 +73,30 @@ _OFFSETS_CLUSTER = typer.Option(
 def _finish_plan(plan: Plan, out: Path, as_json: bool, detailed: bool) -> None:
     write_plan_file(plan, out)
     typer.echo(dump_plan_json(plan) if as_json else render_plan(plan) + f"\n  written to {out}")
+    _exit(plan, detailed)
+
+
+def _exit(plan: Plan, detailed: bool) -> None:
+    """A plan that leaves group partitions untranslatable exits 18 (before ``--detailed-exitcode``'s 14)."""
+    if plan.untranslatable:
+        raise typer.Exit(int(ExitCode.UNTRANSLATABLE))
     if detailed and any(s.writes for s in plan.steps):
         raise typer.Exit(int(ExitCode.CHANGES_PRESENT))
+
+
+_FALLBACK = typer.Option(
+    "timestamp",
+    "--fallback",
+    help="Where no offset sync lies at or below a group's position: timestamp (find it by the next record's "
+    "timestamp, proven by content) | none (leave it untranslatable).",
+)
+
+
+def _fallback(value: str) -> Fallback:
+    try:
+        return Fallback(value)
+    except ValueError:
+        raise ConfigError(f"--fallback {value!r}: choose timestamp or none") from None
 
 
 @plan_app.command("connectors")
@@ -258,6 +281,7 @@ def plan_failover_cmd(
     catch_up_timeout: float = typer.Option(
         300.0, "--catch-up-timeout", help="Seconds to wait for MM2 to catch up (with --stop-mirroring)."
     ),
+    fallback: str = _FALLBACK,
     export_csv: Path | None = typer.Option(
         None,
         "--export-csv",
@@ -298,6 +322,7 @@ def plan_failover_cmd(
                 stop_mirroring=stop_mirroring,
                 allow_rewind=allow_rewind,
                 catch_up_timeout_s=catch_up_timeout,
+                fallback=_fallback(fallback),
             ),
             progress=progress,
         )
@@ -310,5 +335,4 @@ def plan_failover_cmd(
         typer.echo(render_plan(plan) + "\n" + failover_rows(report) + f"\n  written to {out}")
         if exported is not None:
             typer.echo(f"  {exported} row(s) exported to {export_csv}")
-    if detailed and any(s.writes for s in plan.steps):
-        raise typer.Exit(int(ExitCode.CHANGES_PRESENT))
+    _exit(plan, detailed)

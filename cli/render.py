@@ -75,6 +75,14 @@ def rollback_lines(result: RunResult) -> list[str]:
 def render_plan(plan: Plan) -> str:
     """The human view of a plan: what it was made for, each step, what cannot be undone."""
     lines = [f"plan {plan.plan_id} ({plan.kind.value}{', pair ' + plan.pair if plan.pair else ''})"]
+    if plan.untranslatable:
+        lines.append(
+            f"  UNTRANSLATABLE: {len(plan.untranslatable)} group partition(s) get no offset; their consumers would "
+            "resume at auto.offset.reset (apply refuses this plan without --allow-untranslatable):"
+        )
+        lines += [f"    {u}" for u in plan.untranslatable[:20]]
+        if len(plan.untranslatable) > 20:
+            lines.append(f"    ... {len(plan.untranslatable) - 20} more (mm2ctl show --json)")
     if plan.description:
         lines.append(f"  {plan.description}")
     lines.append("  clusters: " + ", ".join(f"{a}={cid}" for a, cid in plan.clusters.items()))
@@ -140,11 +148,11 @@ def inspect_summary_lines(result: InspectResult, *, max_problem_rows: int = 40) 
         problems = rows[0]["pair_problem_partitions"] if rows else 0
         problem_groups = rows[0]["pair_problem_groups"] if rows else 0
         lines.append(f"{pair}: {total} group partition(s), {problems} problem(s) in {problem_groups} group(s)")
-        lines.append(f"  {'status':<26} {'ok':<4} {'partitions':>10} {'groups':>7} {'replay':>9} {'skip':>9}")
+        lines.append(f"  {'status':<26} {'ok':<4} {'partitions':>10} {'groups':>7} {'replay>=':>9} {'skip<=':>9}")
         for r in rows:
             lines.append(
                 f"  {r['status']:<26} {'yes' if r['is_ok'] else 'NO':<4} {r['partitions']:>10} {r['groups']:>7} "
-                f"{_num(r['replay_if_failover_now']):>9} {_num(r['skip_if_failover_now']):>9}"
+                f"{_num(r['replay_if_failover_now_at_least']):>9} {_num(r['skip_if_failover_now_at_most']):>9}"
             )
     for note in result.notes:
         lines.append(f"note: {note.cluster_pair}: {note.topic} on {note.cluster}: {note.message}")
@@ -157,7 +165,9 @@ def inspect_summary_lines(result: InspectResult, *, max_problem_rows: int = 40) 
             target = _num(r["target_offset"])
             lines.append(
                 f"  {r['group']}  {r['topic']}/{r['partition']}  {_num(r['source_offset'])} -> {target}"
-                f"  {r['status']}: {r['message']}" + (f" [{r['error']}]" if r["error"] else "")
+                f"  {r['status']}: {r['message']}"
+                + (f" {r['explanation']}" if r["explanation"] else "")
+                + (f" [{r['error']}]" if r["error"] else "")
             )
         more = problems_frame.count() - len(shown)
         if more > 0:

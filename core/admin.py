@@ -282,6 +282,18 @@ class KafkaAdmin:
                 )
         return out
 
+    def offsets_for_times(self, times: Mapping[TP, int]) -> dict[TP, int | ItemError | None]:
+        """ListOffsets by timestamp: per partition, the earliest offset whose record timestamp is at or after
+        ``times[tp]`` (epoch milliseconds); None when no record is that recent."""
+        out: dict[TP, int | ItemError | None] = {}
+        by_time: dict[int, list[TP]] = {}
+        for tp, ts in times.items():
+            by_time.setdefault(ts, []).append(tp)
+        for ts, tps in by_time.items():
+            for tp, got in self._list_offsets(sorted(tps), OffsetSpec.for_timestamp(ts)).items():
+                out[tp] = None if isinstance(got, int) and got < 0 else got
+        return out
+
     def _list_offsets(self, tps: Sequence[TP], spec: OffsetSpec) -> dict[TP, int | ItemError]:
         request = {TopicPartition(t, p): spec for t, p in tps}
         try:

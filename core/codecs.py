@@ -117,10 +117,16 @@ def encode_offset_sync(sync: OffsetSync) -> tuple[bytes, bytes]:
     )
 
 
-def decode_offset_sync(key: bytes | None, value: bytes | None) -> OffsetSync:
+def decode_offset_sync_key(key: bytes | None) -> tuple[str, int]:
+    """The source (topic, partition) an offset-sync record is about; a tombstone has only this."""
     k = _Reader(_need(key, "offset-sync key"))
     topic, partition = k.string(), k.i32()
     k.done()
+    return topic, partition
+
+
+def decode_offset_sync(key: bytes | None, value: bytes | None) -> OffsetSync:
+    topic, partition = decode_offset_sync_key(key)
     v = _Reader(_need(value, "offset-sync value"))
     upstream, downstream = v.i64(), v.i64()
     v.done()

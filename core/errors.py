@@ -18,7 +18,8 @@ sensitive settings.
     ├── PlanError ............... a plan file is unreadable or invalid
     │   ├── ForeignPlanError ..... the plan was made for other clusters or another Connect worker
     │   ├── StalePlanError ....... live state changed since the plan was made
-    │   └── PreconditionError .... a step's precondition does not hold
+    │   ├── PreconditionError .... a step's precondition does not hold
+    │   └── UntranslatableError .. the plan leaves group partitions untranslatable (apply --allow-untranslatable)
     ├── ApplyError .............. a step failed while applying; the journal says how far it got
     ├── ApprovalRequiredError ... a write needs confirmation and there is no terminal (use --auto-approve)
     ├── LockError ............... another apply holds the lock
@@ -151,6 +152,12 @@ class PreconditionError(PlanError):
     """A step's precondition does not hold against live state."""
 
     exit_code = ExitCode.STALE
+
+
+class UntranslatableError(PlanError):
+    """A failover or failback plan leaves group partitions untranslatable, and apply was not told to accept it."""
+
+    exit_code = ExitCode.UNTRANSLATABLE
 
 
 class ApplyError(Mm2ctlError):

@@ -45,10 +45,13 @@ class ExitCode(IntEnum):
     DECLINED = 15
     #: ``apply``/``rollback`` would write but there is no terminal to confirm on and no ``--auto-approve``.
     APPROVAL_REQUIRED = 16
-    #: ``drill``/``demo``: the failover drill ran, and strategy (c) or (d) missed its loss/duplicate goal.
+    #: ``drill``/``demo``: the failover drill ran, and a strategy with a goal missed it.
     DRILL_GOAL_MISSED = 17
     #: ``config diff``: the two setups differ.
     CONFIG_DIFFERS = 18
+    #: ``plan failover``/``plan failback`` wrote a plan that leaves group partitions untranslatable; ``apply``
+    #: refuses such a plan unless ``--allow-untranslatable``.
+    UNTRANSLATABLE = 19
 
     @property
     def meaning(self) -> str:
@@ -77,8 +80,12 @@ MEANINGS: dict[ExitCode, str] = {
     ExitCode.APPROVAL_REQUIRED: (
         "apply/rollback would write, there is no terminal to confirm on, and --auto-approve was not given"
     ),
-    ExitCode.DRILL_GOAL_MISSED: "drill/demo: strategy (c) or (d) missed its loss/duplicate goal",
+    ExitCode.DRILL_GOAL_MISSED: "drill/demo: a strategy missed its loss/duplicate goal",
     ExitCode.CONFIG_DIFFERS: "config diff: the file and the live connectors describe different setups",
+    ExitCode.UNTRANSLATABLE: (
+        "plan failover/failback: the plan leaves group partitions untranslatable "
+        "(apply refuses it without --allow-untranslatable)"
+    ),
 }
 
 

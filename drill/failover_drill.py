@@ -65,16 +65,10 @@ from mm2ctl.core.errors import ConfigError, KafkaClusterError, Mm2ctlError
 from mm2ctl.core.polling import poll_until
 from mm2ctl.core.progress import Progress, no_progress
 from mm2ctl.plans.document import PlanKind
+from mm2ctl.plans.kafka_records import normalize_each, read_sync_histories
 from mm2ctl.plans.live_state import LiveState, open_live_state
 from mm2ctl.plans.planners.context import PlanBuilder
-from mm2ctl.plans.planners.failover import (
-    FailoverOptions,
-    Source,
-    normalize_each,
-    plan_failover,
-    read_checkpoints,
-    read_written_syncs,
-)
+from mm2ctl.plans.planners.failover import FailoverOptions, Source, plan_failover, read_checkpoints
 from mm2ctl.plans.serialize import write_plan_file
 from mm2ctl.plans.translation import Sync
 from mm2ctl.remediate import engine
@@ -449,13 +443,16 @@ def sync_intervals(
     return out
 
 
-def upstream_decreases(written: Mapping[tuple[str, int], Sequence[Sync]], topic: str) -> dict[int, tuple[Sync, Sync]]:
+def upstream_decreases(
+    written: Mapping[tuple[str, int], Sequence[Sync | None]], topic: str
+) -> dict[int, tuple[Sync, Sync]]:
     """Per partition of ``topic``, the first pair of syncs (in write order) whose upstream offset decreases:
     where MM2's own OffsetSyncStore forgets every earlier sync of the partition."""
     out: dict[int, tuple[Sync, Sync]] = {}
-    for (t, p), syncs in written.items():
+    for (t, p), history in written.items():
         if t != topic:
             continue
+        syncs = [s for s in history if s is not None]
         pair = next(((a, b) for a, b in itertools.pairwise(syncs) if b.upstream < a.upstream), None)
         if pair is not None:
             out[p] = pair
@@ -495,6 +492,7 @@ def _plan_and_apply(
             plan_path=str(plan_path),
             progress=progress,
             state_dir=workdir,
+            allow_untranslatable=True,  # the drill measures what an untranslatable partition costs
         )
     methods: dict[str, int] = {}
     for r in report.rows:
@@ -654,7 +652,7 @@ def run_drill(
     offsets[Strategy.CONSERVATIVE] = {p: after_c.get((remote, p)) for p in committed}
 
     source_end = {p: (source_log[p][-1][0] + 1 if source_log[p] else 0) for p in committed}
-    written = read_written_syncs(live, flow)
+    written = read_sync_histories(live, flow)
     intervals = sync_intervals(normalize_each(written), topic, committed, source_end)
     for p, (a, b) in sorted(upstream_decreases(written, topic).items()):
         notes.append(

@@ -31,9 +31,9 @@ from pyspark.sql.types import StructType
 from mm2ctl.core.admin import ItemError, KafkaAdmin
 from mm2ctl.core.authorization import denial_text, is_denial, principal_of
 from mm2ctl.core.config import MM2Config, PairConfig
-from mm2ctl.core.errors import ConfigError, Mm2ctlError
+from mm2ctl.core.errors import ConfigError, InspectError, Mm2ctlError
 from mm2ctl.core.progress import Progress
-from mm2ctl.inspector import decode, schemas, transforms
+from mm2ctl.inspector import decode, exact, schemas, transforms
 from mm2ctl.inspector.admin_state import PairState, Selection, collect_pair_state
 from mm2ctl.inspector.kafka_read import empty_records, read_topic
 from mm2ctl.inspector.report import parquet_writer_options, write_distributed
@@ -45,6 +45,8 @@ class InspectOptions:
     pairs: tuple[str, ...] = ()
     selection: Selection = field(default_factory=Selection)
     only_problems: bool = False
+    #: Read records on both clusters for every row whose translation is not exact (``inspector.exact``).
+    exact: bool = False
     #: Spark tasks per internal topic read; the single Kafka partition is split by offset range.
     read_tasks: int = max(4, 2 * (os.cpu_count() or 2))
 
@@ -177,24 +179,26 @@ def _with_error(table: pa.Table, error: str) -> pa.Table:
     return table.set_column(table.schema.get_field_index("error"), "error", errors)
 
 
-def _inspect_pair(
-    spark: SparkSession,
-    config: MM2Config,
-    pair: PairConfig,
-    state: PairState,
-    options: InspectOptions,
-    notes: list[TopicNote],
-    counter: MalformedCounter,
-) -> DataFrame:
-    def frame(table: pa.Table, schema: StructType) -> DataFrame:
-        # Spark makes one partition per Arrow batch (10,000 rows): 100 tasks for a million group offsets, each
-        # mostly scheduling overhead. One partition per core reads the same rows.
-        df = spark.createDataFrame(table, schema=schema)
-        return df.coalesce(spark.sparkContext.defaultParallelism)
+@dataclass(slots=True)
+class _PairRun:
+    """One pair's state and what the passes over it learnt: the start of the current mapping of each source
+    partition whose offset syncs hold more than one (``transforms.mapping_starts``)."""
 
+    pair: PairConfig
+    state: PairState
+    cuts: list[tuple[int, int]] = field(default_factory=list)
+    tangled: Observation | None = None
+    #: Why this principal may not read the pair's offset-syncs or checkpoints topic (every row says so).
+    denied: list[str] = field(default_factory=list)
+
+
+def _read_syncs(
+    spark: SparkSession, config: MM2Config, run: _PairRun, options: InspectOptions, notes: list[TopicNote]
+) -> tuple[DataFrame, str | None]:
+    pair, state = run.pair, run.state
     syncs_alias = pair.offset_syncs_cluster
     syncs_existing = state.source_topics if syncs_alias == pair.source else state.target_topics
-    raw_syncs, syncs_denied = _read_internal(
+    return _read_internal(
         spark,
         config,
         pair,
@@ -204,7 +208,59 @@ def _inspect_pair(
         tasks=options.read_tasks,
         notes=notes,
     )
-    raw_checkpoints, checkpoints_denied = _read_internal(
+
+
+def _translated(
+    spark: SparkSession,
+    config: MM2Config,
+    run: _PairRun,
+    options: InspectOptions,
+    notes: list[TopicNote],
+    counter: MalformedCounter,
+) -> DataFrame:
+    """The pair's group offsets translated by the one rule, watched for tangled partitions (``run.tangled``)."""
+    pair, state = run.pair, run.state
+    raw_syncs, syncs_denied = _read_syncs(spark, config, run, options, notes)
+    checkpoints_denied = _read_denial(config, pair, pair.target, pair.checkpoints_topic)
+    run.denied = [d for d in (syncs_denied, checkpoints_denied) if d is not None]
+    source_group_offsets = state.source_group_offsets
+    for denied in run.denied:  # every row of the pair needs the topic that cannot be read
+        source_group_offsets = _with_error(source_group_offsets, denied)
+    group_offsets = _frame(spark, source_group_offsets, schemas.SOURCE_GROUP_OFFSETS_SCHEMA)
+    # The syncs are matched to the inspected partitions by their raw key bytes, so their keys are not parsed.
+    numbers = partition_numbers_on_driver(spark, state.source_group_offsets)
+    # No cache: the topic is read once, in the same pass that classifies, and its malformed records are
+    # counted on the way (an observation, read after the job ran) instead of in a second read. Spark cannot
+    # prune columns through an observation, so the syncs are narrowed to what translate reads first: the rows
+    # materialized there carry no pair or topic strings.
+    decoded = decode.decode_offset_syncs(raw_syncs, known=numbers).select(*transforms.NUMBERED_SYNC_COLUMNS)
+    scanned = state.group_partitions > 0
+    decoded = counter.watch(decoded, pair.name, pair.offset_syncs_topic, pair.offset_syncs_cluster, scanned=scanned)
+    cuts = None
+    if run.cuts:
+        cuts = spark.createDataFrame(run.cuts, schema=f"_part int, {transforms.CUT} long")
+    run.tangled = Observation(f"tangled-{uuid.uuid4().hex}")
+    return transforms.translate(group_offsets, decoded, numbers=numbers, cuts=cuts, tangled=run.tangled)
+
+
+def _frame(spark: SparkSession, table: pa.Table, schema: StructType) -> DataFrame:
+    # Spark makes one partition per Arrow batch (10,000 rows): 100 tasks for a million group offsets, each
+    # mostly scheduling overhead. One partition per core reads the same rows.
+    df = spark.createDataFrame(table, schema=schema)
+    return df.coalesce(spark.sparkContext.defaultParallelism)
+
+
+def _classified(
+    spark: SparkSession,
+    config: MM2Config,
+    run: _PairRun,
+    translated: DataFrame,
+    options: InspectOptions,
+    notes: list[TopicNote],
+    counter: MalformedCounter,
+) -> DataFrame:
+    pair, state = run.pair, run.state
+    raw_checkpoints, _denied = _read_internal(
         spark,
         config,
         pair,
@@ -214,31 +270,20 @@ def _inspect_pair(
         tasks=options.read_tasks,
         notes=notes,
     )
-    source_group_offsets = state.source_group_offsets
-    for denied in (syncs_denied, checkpoints_denied):
-        if denied is not None:  # every row of the pair needs the topic that cannot be read
-            source_group_offsets = _with_error(source_group_offsets, denied)
-    group_offsets = frame(source_group_offsets, schemas.SOURCE_GROUP_OFFSETS_SCHEMA)
-    # The syncs are matched to the inspected partitions by their raw key bytes, so their keys are not parsed.
-    numbers = partition_numbers_on_driver(spark, state.source_group_offsets)
-    # No cache: each topic is read once, in the same pass that classifies, and its malformed records are
-    # counted on the way (an observation, read after the job ran) instead of in a second read. Spark cannot
-    # prune columns through an observation, so the syncs are narrowed to what translate reads first: the rows
-    # materialized there carry no pair or topic strings.
-    decoded_syncs = decode.decode_offset_syncs(raw_syncs, known=numbers).select(*transforms.NUMBERED_SYNC_COLUMNS)
-    scanned = state.group_partitions > 0
-    decoded_syncs = counter.watch(decoded_syncs, pair.name, pair.offset_syncs_topic, syncs_alias, scanned=scanned)
     decoded_checkpoints = counter.watch(
-        decode.decode_checkpoints(raw_checkpoints), pair.name, pair.checkpoints_topic, pair.target, scanned=scanned
+        decode.decode_checkpoints(raw_checkpoints),
+        pair.name,
+        pair.checkpoints_topic,
+        pair.target,
+        scanned=state.group_partitions > 0,
     )
-    translated = transforms.translate(group_offsets, decoded_syncs, numbers=numbers)
     joined = transforms.join_target_state(
         translated,
-        source_partitions=frame(state.source_partitions, schemas.SOURCE_PARTITIONS_SCHEMA),
-        target_partitions=frame(state.target_partitions, schemas.TARGET_PARTITIONS_SCHEMA),
-        target_group_offsets=frame(state.target_group_offsets, schemas.TARGET_GROUP_OFFSETS_SCHEMA),
-        source_groups=frame(state.source_groups, schemas.GROUP_STATES_SCHEMA),
-        target_groups=frame(state.target_groups, schemas.GROUP_STATES_SCHEMA),
+        source_partitions=_frame(spark, state.source_partitions, schemas.SOURCE_PARTITIONS_SCHEMA),
+        target_partitions=_frame(spark, state.target_partitions, schemas.TARGET_PARTITIONS_SCHEMA),
+        target_group_offsets=_frame(spark, state.target_group_offsets, schemas.TARGET_GROUP_OFFSETS_SCHEMA),
+        source_groups=_frame(spark, state.source_groups, schemas.GROUP_STATES_SCHEMA),
+        target_groups=_frame(spark, state.target_groups, schemas.GROUP_STATES_SCHEMA),
         checkpoints=transforms.latest_checkpoints(decoded_checkpoints),
     )
     return transforms.classify(
@@ -248,6 +293,90 @@ def _inspect_pair(
         as_of=state.read_at,
         fresh_checkpoint_age=fresh_checkpoint_age(pair),
     )
+
+
+#: How long the job waits for the tangled-partition observation of a pair it scanned. Spark hands it over a
+#: moment after the action returns; without it the job cannot tell whether its translations are final.
+TANGLED_WAIT_S = 60.0
+#: Passes over a pair before its offset syncs must have settled into one mapping per partition (MM2 may write
+#: syncs between passes, and a rewind between them tangles a partition again).
+MAX_PASSES = 3
+
+
+def _tangled(run: _PairRun) -> list[int]:
+    """The ``_part`` numbers the pass just run found tangled (``transforms.translate``)."""
+    if run.tangled is None or run.state.group_partitions == 0:
+        return []
+    metrics = _observed(run.tangled, time.monotonic() + TANGLED_WAIT_S)
+    if transforms.TANGLED_METRIC not in metrics:
+        raise InspectError(
+            f"{run.pair.name}: Spark did not report which partitions' offset syncs hold more than one mapping "
+            f"within {TANGLED_WAIT_S:g}s, so the translations cannot be trusted; run inspect again"
+        )
+    return transforms.tangled_parts(metrics)
+
+
+def _mapping_starts(
+    spark: SparkSession, config: MM2Config, run: _PairRun, options: InspectOptions, parts: list[int]
+) -> list[tuple[int, int]]:
+    """Where the current mapping of each tangled partition starts (``transforms.mapping_starts``): a second
+    read of the offset-syncs topic, keeping only those partitions' records."""
+    numbers = partition_numbers_on_driver(spark, run.state.source_group_offsets)
+    raw, _denied = _read_syncs(spark, config, run, options, [])
+    decoded = decode.decode_offset_syncs(raw, known=numbers).select(*transforms.NUMBERED_SYNC_COLUMNS)
+    wanted = decoded.where(F.col("_part").isin(parts))
+    starts = transforms.mapping_starts(wanted).collect()
+    return [(int(r["_part"]), int(r[transforms.CUT])) for r in starts if r[transforms.CUT] is not None]
+
+
+def _again(
+    spark: SparkSession,
+    config: MM2Config,
+    runs: list[_PairRun],
+    options: InspectOptions,
+    attempt: int,
+    say: Progress,
+) -> bool:
+    """After a pass: whether a pair has tangled partitions and must be translated again; if so, each such
+    partition's current mapping start is added to its pair's cuts."""
+    tangled = {id(run): _tangled(run) for run in runs}
+    if not any(tangled.values()):
+        return False
+    if attempt >= MAX_PASSES:
+        raise InspectError(
+            "the offset syncs of "
+            + ", ".join(f"{r.pair.name} ({len(tangled[id(r)])} partition(s))" for r in runs if tangled[id(r)])
+            + f" still hold more than one mapping after {MAX_PASSES} passes; is MM2 rewinding them now?"
+        )
+    for run in runs:
+        parts = tangled[id(run)]
+        if parts:
+            say(
+                f"{run.pair.name}: the offset syncs of {len(parts)} source partition(s) hold more than one mapping "
+                "(a rewound, recreated or re-copied topic): translating again from the current one"
+            )
+            cuts = dict(run.cuts)
+            cuts.update(_mapping_starts(spark, config, run, options, parts))  # over the whole history again
+            run.cuts = sorted(cuts.items())
+    return True
+
+
+def _with_exact(
+    spark: SparkSession,
+    config: MM2Config,
+    run: _PairRun,
+    translated: DataFrame,
+    progress: Progress | None,
+) -> DataFrame:
+    """``inspect --exact``: the rows whose translation is not exact, read on both clusters and replaced by
+    their true positions (``inspector.exact``). ``translated`` must be cached: it is read twice."""
+    rows = [r.asDict() for r in transforms.inexact(translated).toLocalIterator()]
+    found = exact.exact_positions(
+        config, run.pair, run.state, exact.inexact_rows(rows), progress=progress or (lambda _m: None)
+    )
+    table = exact.exact_table(run.pair.name, found)
+    positions = spark.createDataFrame(table, schema=schemas.EXACT_POSITIONS_SCHEMA)
+    return transforms.with_exact_positions(translated, positions)
 
 
 def partition_numbers_on_driver(spark: SparkSession, group_offsets: pa.Table) -> DataFrame:
@@ -295,30 +424,51 @@ def run_inspection(
     """
     say = progress or (lambda _m: None)
     pairs = select_pairs(config, options.pairs)
-    notes: list[TopicNote] = []
-    counter = MalformedCounter()
-    classified: list[DataFrame] = []
-    group_partitions = 0
+    runs: list[_PairRun] = []
     for pair in pairs:
         say(f"{pair.name}: reading admin state")
-        state = collect_pair_state(config, pair, options.selection, progress=say)
-        group_partitions += state.group_partitions
-        say(f"{pair.name}: reading {pair.offset_syncs_topic} and {pair.checkpoints_topic} with Spark")
-        classified.append(_inspect_pair(spark, config, pair, state, options, notes, counter))
-    rows = functools.reduce(DataFrame.unionByName, classified)
-    if options.only_problems:
-        rows = rows.where("NOT is_ok")
-    rows = rows.select(*schemas.CLASSIFIED_SCHEMA.fieldNames())
-    if parquet_output is not None:
-        say(f"classifying into {parquet_output}")
-        with counting_tasks(spark, progress, CLASSIFY_PHASE):
-            rows.write.mode("overwrite").options(**parquet_writer_options()).parquet(parquet_output)
-        rows = spark.read.schema(schemas.CLASSIFIED_SCHEMA).parquet(parquet_output)
-    else:
-        rows = rows.cache()
-        say("classifying")
-        with counting_tasks(spark, progress, CLASSIFY_PHASE):
-            rows.count()  # materialize once; every writer and the summary reuse it (those that print sort then)
+        runs.append(_PairRun(pair, collect_pair_state(config, pair, options.selection, progress=say)))
+    group_partitions = sum(r.state.group_partitions for r in runs)
+    attempt = 0
+    while True:
+        attempt += 1
+        notes: list[TopicNote] = []
+        counter = MalformedCounter()
+        translated: list[DataFrame] = []
+        for run in runs:
+            say(f"{run.pair.name}: reading {run.pair.offset_syncs_topic} and {run.pair.checkpoints_topic} with Spark")
+            translated.append(_translated(spark, config, run, options, notes, counter))
+        if options.exact:
+            # --exact reads records for the translated rows: the translation runs (and is checked) first.
+            translated = [t.cache() for t in translated]
+            say("translating")
+            for t in translated:
+                t.count()
+            if _again(spark, config, runs, options, attempt, say):
+                for t in translated:
+                    t.unpersist()
+                continue
+            translated = [_with_exact(spark, config, run, t, progress) for run, t in zip(runs, translated, strict=True)]
+        classified = [
+            _classified(spark, config, run, t, options, notes, counter) for run, t in zip(runs, translated, strict=True)
+        ]
+        rows = functools.reduce(DataFrame.unionByName, classified)
+        if options.only_problems:
+            rows = rows.where("NOT is_ok")
+        rows = rows.select(*schemas.CLASSIFIED_SCHEMA.fieldNames())
+        if parquet_output is not None:
+            say(f"classifying into {parquet_output}")
+            with counting_tasks(spark, progress, CLASSIFY_PHASE):
+                rows.write.mode("overwrite").options(**parquet_writer_options()).parquet(parquet_output)
+            rows = spark.read.schema(schemas.CLASSIFIED_SCHEMA).parquet(parquet_output)
+        else:
+            rows = rows.cache()
+            say("classifying")
+            with counting_tasks(spark, progress, CLASSIFY_PHASE):
+                rows.count()  # materialize once; every writer and the summary reuse it (those that print sort then)
+        if options.exact or not _again(spark, config, runs, options, attempt, say):
+            break
+        rows.unpersist()
     notes.extend(counter.notes())
     summary = transforms.summarize(rows).orderBy("cluster_pair", "status").cache()
     return InspectResult(
@@ -337,6 +487,7 @@ def _parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--topics")
     parser.add_argument("--active-only", action="store_true")
     parser.add_argument("--only-problems", action="store_true")
+    parser.add_argument("--exact", action="store_true")
     parser.add_argument("--format", choices=["csv", "json", "parquet"], default="parquet")
     parser.add_argument("--output", required=True)
     return parser.parse_args(argv)
@@ -355,6 +506,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         pairs=tuple(args.pair),
         selection=Selection(groups=args.groups, topics=args.topics, active_only=args.active_only),
         only_problems=args.only_problems,
+        exact=args.exact,
     )
     parquet_output = args.output if args.format == "parquet" else None
     try:

@@ -92,8 +92,8 @@ DECODED_CHECKPOINT_SCHEMA = StructType(
 
 # --- Syncs and checkpoints after compaction semantics (output of transforms) ---
 
-#: Every usable offset sync still in the topic (see ``transforms.latest_syncs`` for what "usable" means), with
-#: the number of usable syncs of its source partition.
+#: Every offset sync of its partition's current mapping (``transforms.latest_syncs``, the rule of
+#: ``plans.translation``), with the number of sync records of that mapping.
 SYNCS_SCHEMA = StructType(
     [
         _f("cluster_pair", StringType(), False),
@@ -210,12 +210,27 @@ GROUP_STATES_SCHEMA = StructType(
 #: Columns ``transforms.translate`` appends to the group-offsets frame it is given.
 TRANSLATION_FIELDS = [
     _f("translated_offset", LongType()),
+    _f("translation_method", StringType()),
     _f("sync_upstream", LongType()),
     _f("sync_downstream", LongType()),
     _f("latest_sync_upstream", LongType()),
     _f("latest_sync_downstream", LongType()),
+    _f("oldest_sync_upstream", LongType()),
+    _f("oldest_sync_downstream", LongType()),
     _f("sync_count", LongType(), False),
 ]
+
+#: ``inspect --exact``: the positions ``inspector.exact`` found by reading records, per source group offset.
+EXACT_POSITIONS_SCHEMA = StructType(
+    [
+        _f("cluster_pair", StringType(), False),
+        _f("group", StringType(), False),
+        _f("topic", StringType(), False),
+        _f("partition", IntegerType(), False),
+        _f("exact_offset", LongType(), False),
+        _f("exact_method", StringType(), False),
+    ]
+)
 
 #: ``transforms.join_target_state``'s output and ``transforms.classify``'s input: one row per source group
 #: offset, with everything known about it on both clusters. ``error`` joins every lookup error of the row.
@@ -243,8 +258,9 @@ JOINED_SCHEMA = StructType(
     ]
 )
 
-#: The report, one row per (pair, group, topic, partition). The first twenty columns mirror the Aiven offset
-#: sync inspector's CSV in its order (snake_case); ours follow. See ``inspector.statuses`` for the meanings.
+#: The report, one row per (pair, group, topic, partition). The first 21 columns are the Aiven offset sync
+#: inspector's CSV columns in the order of its released tool (``mm2-offset-sync-inspector-0.1``), in
+#: snake_case; ours follow. See ``inspector.statuses`` for the meanings.
 CLASSIFIED_SCHEMA = StructType(
     [
         _f("cluster_pair", StringType(), False),
@@ -263,6 +279,7 @@ CLASSIFIED_SCHEMA = StructType(
         _f("target_lag", LongType()),
         _f("target_lag_to_source", LongType()),
         _f("source_has_data", BooleanType()),
+        _f("source_group_valid", BooleanType()),
         _f("target_has_data", BooleanType()),
         _f("is_ok", BooleanType(), False),
         _f("blocking_component", StringType()),
@@ -270,11 +287,15 @@ CLASSIFIED_SCHEMA = StructType(
         _f("status", StringType(), False),
         _f("remote_topic", StringType()),
         _f("translated_offset", LongType()),
+        _f("translation_method", StringType()),
         _f("checkpoint_offset", LongType()),
         _f("checkpoint_timestamp", TimestampType()),
         _f("sync_count", LongType(), False),
         _f("replay_if_failover_now", LongType()),
         _f("skip_if_failover_now", LongType()),
+        _f("replay_if_failover_now_at_least", LongType()),
+        _f("skip_if_failover_now_at_most", LongType()),
+        _f("explanation", StringType()),
         _f("error", StringType()),
     ]
 )
@@ -287,8 +308,8 @@ SUMMARY_SCHEMA = StructType(
         _f("is_ok", BooleanType(), False),
         _f("partitions", LongType(), False),
         _f("groups", LongType(), False),
-        _f("replay_if_failover_now", LongType()),
-        _f("skip_if_failover_now", LongType()),
+        _f("replay_if_failover_now_at_least", LongType()),
+        _f("skip_if_failover_now_at_most", LongType()),
         _f("pair_partitions", LongType(), False),
         _f("pair_problem_partitions", LongType(), False),
         _f("pair_problem_groups", LongType(), False),

@@ -18,8 +18,9 @@ The pipeline the job runs::
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
-from pyspark.sql import Column, DataFrame, Window, WindowSpec
+from pyspark.sql import Column, DataFrame, Observation, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from mm2ctl.inspector import statuses
@@ -43,6 +44,15 @@ SYNC_KEY = [PAIR, "topic", "partition"]
 # Every window below is over this one order.
 _PART = "_part"
 _POS, _REC, _DOWN = "_pos", "record_offset", "_down"
+#: ``translation_method`` of the rule's two answers (``plans.payloads.TranslationMethod``'s values).
+METHOD_SYNC_EXACT, METHOD_SYNC_NEXT = "offset_sync_exact", "offset_sync_next"
+#: Methods whose position is exact: the replay and skip counts from it are true counts.
+EXACT_METHODS = (METHOD_SYNC_EXACT, "verified_delta", "verified_search", "timestamp_verified")
+#: ``mapping_starts``' column: the record offset the partition's current mapping starts after.
+CUT = "_cut"
+#: The metric ``translate``'s observation reports: the ``_part`` numbers of the tangled partitions, as
+#: comma-separated text (``tangled_parts`` reads it).
+TANGLED_METRIC = "tangled_parts"
 
 
 def _order() -> list[Column]:
@@ -100,73 +110,104 @@ def _whole() -> WindowSpec:
     return _ordered().rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
 
 
-def _with_liveness(rows: DataFrame) -> DataFrame:
-    """Mark the syncs that still count (``_live``), in the one sort order.
+def _agree(up_a: Column, down_a: Column, up_b: Column, down_b: Column) -> Column:
+    """``plans.translation.agree`` as a SQL expression: the two syncs describe one mapping."""
+    return (
+        ((up_a < up_b) & (down_a < down_b))
+        | ((up_a > up_b) & (down_a > down_b))
+        | ((up_a == up_b) & (down_a == down_b))
+    )
 
-    A sync is dead when a tombstone of its key or an *upstream rewind* comes after it in the topic. MM2's
-    OffsetSyncStore drops its whole history on a rewind (a sync whose upstream is below the previous one's):
-    the source partition was truncated, recreated or re-replicated. The live syncs of a partition are thus the
-    longest tombstone-free suffix of its records whose upstream never decreases, and the last rewind sits
-    right after the last record ``a`` that some later record ``b`` undercuts (``up_b < up_a``). In position
-    order that is a running maximum: ``a`` is undercut when a row before it (a lower position, or the same
-    position and a lower record offset, which cannot undercut it) has a higher record offset. So the cut is
-    found in the sort the as-of join needs, and no sort by record offset is needed.
 
-    Two window passes: the running maximum, then the partition's last undercut and last tombstone; the syncs
-    recorded after both (all of them, when there is neither) count. Only ``_live`` is added; the partition's
-    other facts (its newest live sync, its live count) are taken by the caller's next pass, which needs it.
-    """
-    before = _ordered().rowsBetween(Window.unboundedPreceding, -1)
-    rec = F.col(_REC)
+def _last_sync(frame: WindowSpec, up: str, down: str) -> list[Column]:
+    """The last sync of ``frame`` as its (upstream, downstream): a sync has both set, so the two ``last``s
+    come from the same row."""
     sync = _is_sync()
-    staged = rows.select("*", F.when(sync & (F.max(F.when(sync, rec)).over(before) > rec), rec).alias("_undercut"))
-    partition = Window.partitionBy(_PART)
-    last_dead = F.greatest(F.max("_undercut").over(partition), F.max(F.when(_is_tombstone(), rec)).over(partition))
-    live = sync & (last_dead.isNull() | (rec > last_dead))
-    return staged.select(*rows.columns, live.alias("_live"))
-
-
-def _live_facts(frame: WindowSpec, up: str, down: str) -> list[Column]:
-    """The last live sync of ``frame`` as its (upstream, downstream): a live sync has both set, so the two
-    ``last``s come from the same row."""
-    live = F.col("_live")
     return [
-        F.last(F.when(live, F.col(_POS)), ignorenulls=True).over(frame).alias(up),
-        F.last(F.when(live, F.col(_DOWN)), ignorenulls=True).over(frame).alias(down),
+        F.last(F.when(sync, F.col(_POS)), ignorenulls=True).over(frame).alias(up),
+        F.last(F.when(sync, F.col(_DOWN)), ignorenulls=True).over(frame).alias(down),
     ]
 
 
-def _sync_count() -> Column:
-    """The partition's live sync count (evaluated in the same pass as a window of the same order)."""
-    return F.sum(F.col("_live").cast("long")).over(_whole()).alias("sync_count")
+def _without_earlier_mappings(numbered: DataFrame, cuts: DataFrame | None, key: list[str]) -> DataFrame:
+    """The records of each partition after its ``CUT`` (``mapping_starts``): the current mapping only."""
+    if cuts is None:
+        return numbered
+    return (
+        numbered.join(F.broadcast(cuts.select(*key, CUT)), on=key, how="left")
+        .where(F.col(CUT).isNull() | (F.col("record_offset") > F.col(CUT)))
+        .drop(CUT)
+    )
+
+
+def mapping_starts(decoded_syncs: DataFrame, *, key: list[str] | None = None) -> DataFrame:
+    """Per partition, the record offset its current mapping starts after (``CUT``): ``plans.translation``'s
+    rule (``current_mapping_start``) in Spark, for partitions whose syncs do not all agree.
+
+    ``key`` names the partition: ``[_part]`` (the default: syncs decoded with ``known`` and numbered by it), or
+    ``SYNC_KEY``. The current mapping is the longest run of the most recently written syncs that agree with each
+    other, after the last tombstone. Its start is the newest record that cannot join it: the last tombstone,
+    or the newest sync ``X`` that disagrees with a sync written after it. Sorted by (upstream, downstream),
+    ``X`` disagrees with a later sync exactly when it disagrees with its nearest *later-written* neighbour on
+    either side (the syncs after ``X`` form a chain, and a point agrees with a chain when it agrees with its
+    two neighbours in it). Those neighbours are the previous and next greater record offset in that order, which
+    one monotonic-stack pass over the sorted array finds each way. The newest sync flagged so is ``X``; older
+    flags (below ``X``, where the later syncs are no chain) cannot exceed it.
+
+    Each partition's records become one array, so this is for the few partitions ``translate`` found tangled
+    (its observation), not for a whole topic at scale. A chain partition gets a null ``CUT`` (nothing to drop).
+    Output: ``key`` + ``CUT``.
+    """
+    key = key or [_PART]
+    up, down, rec = F.col("upstream_offset"), F.col("downstream_offset"), F.col("record_offset")
+    rows = _sync_rows(decoded_syncs)
+    grouped = rows.groupBy(*key).agg(
+        F.max(F.when(up.isNull(), rec)).alias("_t"),
+        F.collect_list(F.when(up.isNotNull(), F.struct(up.alias("u"), down.alias("d"), rec.alias("r")))).alias("_s"),
+    )
+    tombstone = F.col("_t")
+    live = F.filter("_s", lambda x: tombstone.isNull() | (x["r"] > tombstone))
+    ordered = F.array_sort(live)  # by (u, d, r)
+
+    def newest_disagreeing(arr: Column) -> Column:
+        empty = F.filter(arr, lambda _x: F.lit(False))
+
+        def step(acc: Column, x: Column) -> Column:
+            stack = F.filter(acc["stack"], lambda s: s["r"] > x["r"])  # later-written, nearest last
+            top = F.try_element_at(stack, F.lit(-1))
+            flagged = top.isNotNull() & ~_agree(top["u"], top["d"], x["u"], x["d"])
+            best = F.when(flagged, F.greatest(acc["best"], x["r"])).otherwise(acc["best"])
+            return F.struct(F.concat(stack, F.array(x)).alias("stack"), best.alias("best"))
+
+        zero = F.struct(empty.alias("stack"), F.lit(None).cast("long").alias("best"))
+        return F.aggregate(arr, zero, step, lambda acc: acc["best"])
+
+    cut = F.greatest(tombstone, newest_disagreeing(ordered), newest_disagreeing(F.reverse(ordered)))
+    return grouped.select(*key, cut.alias(CUT))
 
 
 def latest_syncs(decoded_syncs: DataFrame) -> DataFrame:
-    """The syncs of the offset-syncs topic that still count, each with its partition's ``sync_count``.
+    """The syncs of each partition's current mapping (``mapping_starts``), each with its partition's
+    ``sync_count`` (the records of the mapping, a sync written twice counted twice).
 
     The topic is compacted on the key (source topic, partition), so a fully compacted topic holds one sync per
-    partition; before the cleaner runs it holds many, and every one of them is a valid translation point, so
-    all are kept (that is how the inspector sees more than MM2's sparse in-memory store). Dropped:
-
-    * malformed records (the job counts them: ``inspector.job.MalformedCounter``);
-    * records outside partition 0 (MM2 writes and reads partition 0 only, DESIGN §3);
-    * everything of a partition written before a tombstone: the tombstone deletes the key;
-    * everything of a partition written before an *upstream rewind* (a sync whose upstream offset is lower
-      than the previous sync's): MM2's OffsetSyncStore discards its whole history then ("old offsets are
-      invalid"), because the source partition was truncated, recreated or re-replicated.
-
-    ``translate`` applies the same rules itself, fused into its one sort; this is the same step on its own,
-    for looking at the live syncs. Output: ``schemas.SYNCS_SCHEMA``.
+    partition; before the cleaner runs it holds many, and every one of the current mapping is a translation
+    point (more than MM2's sparse in-memory store keeps). Dropped: malformed records (the job counts them:
+    ``inspector.job.MalformedCounter``), records outside partition 0 (MM2 writes and reads partition 0 only,
+    DESIGN §3), and every record of a partition written before its current mapping starts (a tombstone, or a
+    sync that contradicts a later one). ``translate`` applies the same rule within its one sort; this is the
+    same step on its own, for looking at the syncs. Output: ``schemas.SYNCS_SCHEMA``.
     """
-    rows = _sync_rows(decoded_syncs).select(*SYNC_KEY, "record_timestamp", *_record_row(F.struct(*SYNC_KEY)))
-    marked = _with_liveness(_sorted(rows)).select("*", _sync_count())
-    return marked.where("_live").select(
+    rows = _sync_rows(decoded_syncs)
+    live = _without_earlier_mappings(rows, mapping_starts(rows, key=SYNC_KEY), SYNC_KEY)
+    syncs = live.where(F.col("upstream_offset").isNotNull())
+    return syncs.select(
         *SYNC_KEY,
-        F.col(_POS).alias("upstream_offset"),
-        F.col(_DOWN).alias("downstream_offset"),
+        "upstream_offset",
+        "downstream_offset",
         "record_offset",
         "record_timestamp",
-        "sync_count",
+        F.count(F.lit(1)).over(Window.partitionBy(*SYNC_KEY)).alias("sync_count"),
     )
 
 
@@ -181,24 +222,52 @@ def partition_numbers(group_offsets: DataFrame) -> DataFrame:
     return keys.distinct().select("*", F.row_number().over(Window.orderBy(*SYNC_KEY)).alias(_PART))
 
 
-def translate(group_offsets: DataFrame, decoded_syncs: DataFrame, *, numbers: DataFrame | None = None) -> DataFrame:
+def number_syncs(decoded_syncs: DataFrame, numbers: DataFrame) -> DataFrame:
+    """The decoded syncs with their partition's ``_part`` (from ``numbers``), for ``mapping_starts``; syncs of
+    partitions the numbering lacks are dropped."""
+    return _sync_rows(decoded_syncs).join(F.broadcast(numbers.select(*SYNC_KEY, _PART)), on=SYNC_KEY)
+
+
+def tangled_parts(metrics: dict[str, Any]) -> list[int]:
+    """The ``_part`` numbers ``translate``'s observation reported (``TANGLED_METRIC``)."""
+    text = metrics.get(TANGLED_METRIC) or ""
+    return sorted(int(x) for x in str(text).split(",") if x)
+
+
+def translate(
+    group_offsets: DataFrame,
+    decoded_syncs: DataFrame,
+    *,
+    numbers: DataFrame | None = None,
+    cuts: DataFrame | None = None,
+    tangled: Observation | None = None,
+) -> DataFrame:
     """Append DESIGN §5's translation of ``committed_offset`` to every row of ``group_offsets``.
 
-    ``decoded_syncs`` is ``decode.decode_offset_syncs``'s output; only the syncs that still count are used
-    (``latest_syncs``'s rules). For a committed source offset ``c`` the newest sync with ``upstream <= c`` is
-    the one with the greatest upstream (ties: the latest record wins); ``upstream == c`` gives
-    ``downstream``, ``upstream < c`` gives ``downstream + 1``, and no such sync leaves the row untranslatable
-    (null). Also appended, per row: the sync used (``sync_upstream``/``sync_downstream``); the partition's
-    newest sync (``latest_sync_*``, Aiven's "lag to source" and the stale-sync slack use it); and
-    ``sync_count`` (0 when the partition has no sync).
+    ``decoded_syncs`` is ``decode.decode_offset_syncs``'s output. Which syncs count is ``plans.translation``'s
+    one rule (``current_mapping_start``): the current mapping of each partition. For a committed source offset
+    ``c`` the newest sync of it with ``upstream <= c`` gives ``downstream`` when ``upstream == c``, else
+    ``downstream + 1``; no such sync leaves the row untranslatable (null). Also appended, per row: the sync used
+    (``sync_upstream``/``sync_downstream``); the partition's newest and oldest syncs (``latest_sync_*``,
+    ``oldest_sync_*``); and ``sync_count``.
 
-    How it scales: this is an as-of join done as one sort. The group-offset rows (the probes) and the sync
-    records are unioned, shuffled once by source partition and sorted once by position; liveness, the
-    partition's facts and a running ``last(live sync, ignorenulls)`` are windows over that same order, so
-    every probe is handed the sync at or below it in O((groups + syncs) log) per partition, and the probe
-    rows come out already translated: no join back to the group offsets (only their partition's key, from the
-    broadcast numbering). A range join (``upstream <= c``) would pair every group offset with every sync of its
-    partition, quadratic in an un-compacted topic (MM2 3.7+ writes a sync per partition on every offset commit).
+    **Chains and tangled partitions.** Almost always a partition's syncs all agree with each other (a chain,
+    whatever order MM2 wrote them in), and then every one of them counts. That is checked in the same pass
+    that translates: sorted by position, each sync must agree with the one before it. A partition where one
+    does not, or that has a tombstone, is *tangled* (a rewound, recreated or re-copied topic, before
+    compaction removes the older mapping): its rows here are not final. ``tangled``, when given, is observed
+    with their numbers (``TANGLED_METRIC``; read it with ``tangled_parts`` after an action), and the caller
+    translates again with ``cuts=mapping_starts(...)`` of those partitions, which leaves each its current
+    mapping, a chain. Without ``tangled`` the caller asserts there are none (or passes ``cuts`` for them).
+
+    How it scales: this is an as-of join done as one sort and one window pass. The group-offset rows (the
+    probes) and the sync records are unioned, shuffled once by source partition and sorted once by position;
+    the chain check, the partition's facts and a running ``last(sync, ignorenulls)`` are frames of one window
+    over that order, so every probe is handed the sync at or below it in O((groups + syncs) log) per
+    partition, and the probe rows come out already translated: no join back to the group offsets (only their
+    partition's key, from the broadcast numbering). A range join (``upstream <= c``) would pair every group
+    offset with every sync of its partition, quadratic in an un-compacted topic (MM2 3.7+ writes a sync per
+    partition on every offset commit).
 
     The sort rows are kept narrow, because there are as many as there are records in the topic: the source
     partition is a small int (numbered from the group offsets' partitions, broadcast); a sync row is that int,
@@ -210,13 +279,15 @@ def translate(group_offsets: DataFrame, decoded_syncs: DataFrame, *, numbers: Da
     ``group_offsets`` needs (cluster_pair, topic, partition, committed_offset) and keeps all its columns.
     ``numbers`` is ``partition_numbers(group_offsets)`` (or any numbering of the same partitions, one distinct
     ``_part`` each) when the syncs were decoded with it as ``known``: they then carry their partition's
-    number already and are not joined with it again.
+    number already and are not joined with it again. ``cuts`` (``_part``, ``CUT``) is ``mapping_starts`` of
+    syncs numbered the same way.
     """
     if numbers is None:
         numbers = partition_numbers(group_offsets)
-        numbered = _sync_rows(decoded_syncs).join(F.broadcast(numbers), on=SYNC_KEY)
+        numbered = number_syncs(decoded_syncs, numbers)
     else:
         numbered = _sync_rows(decoded_syncs.select(*NUMBERED_SYNC_COLUMNS)).where(F.col(_PART).isNotNull())
+    numbered = _without_earlier_mappings(numbered, cuts, [_PART])
     numbers = F.broadcast(numbers.select(*SYNC_KEY, _PART))
     carried = [c for c in group_offsets.columns if c not in SYNC_KEY]
     # The key rides along (``_probe._key``) only where no number can give it back (a partition the numbering
@@ -232,18 +303,30 @@ def translate(group_offsets: DataFrame, decoded_syncs: DataFrame, *, numbers: Da
     )
     probe_type = probe_rows.schema["_probe"].dataType
     sync_rows = numbered.select(*_record_row(F.col(_PART)), F.lit(None).cast(probe_type).alias("_probe"))
-    marked = _with_liveness(_sorted(sync_rows.unionByName(probe_rows)))
+    before = _ordered().rowsBetween(Window.unboundedPreceding, -1)
     as_of = _ordered().rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    translated_rows = marked.select(
+    sync = _is_sync()
+    marked = _sorted(sync_rows.unionByName(probe_rows)).select(
         _PART,
+        _POS,
         _REC,
+        _DOWN,
         "_probe",
-        *_live_facts(as_of, "_prev_up", "_prev_down"),
-        *_live_facts(_whole(), "latest_sync_upstream", "latest_sync_downstream"),
-        _sync_count(),
-    ).where(F.col(_REC).isNull())
+        *_last_sync(before, "_prev_up", "_prev_down"),
+        *_last_sync(as_of, "_as_of_up", "_as_of_down"),
+        *_last_sync(_whole(), "latest_sync_upstream", "latest_sync_downstream"),
+        F.first(F.when(sync, F.col(_POS)), ignorenulls=True).over(_whole()).alias("oldest_sync_upstream"),
+        F.first(F.when(sync, F.col(_DOWN)), ignorenulls=True).over(_whole()).alias("oldest_sync_downstream"),
+        F.count(F.when(sync, F.lit(1))).over(_whole()).alias("sync_count"),
+    )
+    if tangled is not None:
+        prev_up, prev_down = F.col("_prev_up"), F.col("_prev_down")
+        disagrees = sync & prev_up.isNotNull() & ~_agree(prev_up, prev_down, F.col(_POS), F.col(_DOWN))
+        flagged = F.when(disagrees | _is_tombstone(), F.col(_PART).cast("string"))
+        marked = marked.observe(tangled, F.array_join(F.collect_set(flagged), ",").alias(TANGLED_METRIC))
+    translated_rows = marked.where(F.col(_REC).isNull())
     c = F.col("_probe.committed_offset")
-    up, down = F.col("_prev_up"), F.col("_prev_down")
+    up, down = F.col("_as_of_up"), F.col("_as_of_down")
     translated = F.when(up == c, down).otherwise(F.try_add(down, F.lit(1)))
     keys = numbers.select(*[F.col(k).alias(f"_n_{k}") for k in SYNC_KEY], _PART)
 
@@ -252,14 +335,45 @@ def translate(group_offsets: DataFrame, decoded_syncs: DataFrame, *, numbers: Da
             return F.coalesce(F.col(f"_n_{name}"), F.col(f"_probe._key.{name}")).alias(name)
         return F.col(f"_probe.{name}").alias(name)
 
+    method = F.when(up == c, F.lit(METHOD_SYNC_EXACT)).when(translated.isNotNull(), F.lit(METHOD_SYNC_NEXT))
     return translated_rows.join(keys, on=_PART, how="left").select(
         *[column(name) for name in group_offsets.columns],
         F.when(c.isNotNull(), translated).alias("translated_offset"),
+        F.when(c.isNotNull(), method).alias("translation_method"),
         F.when(c.isNotNull(), up).alias("sync_upstream"),
         F.when(c.isNotNull(), down).alias("sync_downstream"),
         "latest_sync_upstream",
         "latest_sync_downstream",
+        "oldest_sync_upstream",
+        "oldest_sync_downstream",
         "sync_count",
+    )
+
+
+def inexact(translated: DataFrame) -> DataFrame:
+    """The translated rows whose position is not exact (``EXACT_METHODS``): what ``inspect --exact`` reads."""
+    return translated.where(
+        F.col("committed_offset").isNotNull()
+        & F.col("error").isNull()
+        & ~F.coalesce(F.col("translation_method").isin(*EXACT_METHODS), F.lit(False))
+    ).select("group", "topic", "partition", "committed_offset", "sync_upstream", "sync_downstream")
+
+
+def with_exact_positions(translated: DataFrame, exact: DataFrame) -> DataFrame:
+    """``translated`` with the positions ``inspect --exact`` found (``schemas.EXACT_POSITIONS_SCHEMA``) in place
+    of the rule's: ``translated_offset`` and ``translation_method`` then say what ``plan failover`` would
+    write, found how."""
+    key = [PAIR, "group", "topic", "partition"]
+    joined = translated.join(exact, on=key, how="left")
+    return joined.select(
+        *[
+            F.coalesce("exact_offset", "translated_offset").alias(c)
+            if c == "translated_offset"
+            else F.coalesce("exact_method", "translation_method").alias(c)
+            if c == "translation_method"
+            else F.col(c)
+            for c in translated.columns
+        ]
     )
 
 
@@ -397,10 +511,13 @@ def join_target_state(
         "partition",
         "committed_offset",
         "translated_offset",
+        "translation_method",
         "sync_upstream",
         "sync_downstream",
         "latest_sync_upstream",
         "latest_sync_downstream",
+        "oldest_sync_upstream",
+        "oldest_sync_downstream",
         "sync_count",
         "source_earliest",
         "source_latest",
@@ -424,6 +541,50 @@ def join_target_state(
 # --- classification ---
 
 
+def _explanation(committed: Column, status: Column) -> Column:
+    """Why a row cannot be translated, and what can still translate it (null for every other row).
+
+    MM2 drops offset syncs under back-pressure (its writer keeps only the newest pending sync of a
+    partition), so a partition copied in a burst can be left with no sync below a group's offset; MM2 then
+    never checkpoints that group until it commits at or beyond the oldest sync, which an idle group never
+    does.
+    """
+    up, down = F.col("oldest_sync_upstream"), F.col("oldest_sync_downstream")
+    state = F.upper(F.translate(F.coalesce(F.col("source_group_state"), F.lit("")), "_ ", ""))
+    consuming = state.isin(*sorted(s.upper() for s in statuses.ACTIVE_GROUP_STATES))
+    oldest = F.concat(
+        F.lit("the partition's oldest offset sync is "), up.cast("string"), F.lit("->"), down.cast("string")
+    )
+    when = F.concat(F.lit(" at or beyond "), up.cast("string"))
+    mm2 = F.when(
+        consuming, F.concat(F.lit("MM2 will checkpoint the group once it commits"), when, F.lit(", as it consumes"))
+    ).otherwise(
+        F.concat(
+            F.lit("MM2 never will while the group is not consuming (state "),
+            F.coalesce(F.col("source_group_state"), F.lit("unknown")),
+            F.lit("): it checkpoints a group only once it commits"),
+            when,
+        )
+    )
+    below = F.concat(
+        F.lit("Untranslatable: no offset sync at or below offset "),
+        committed.cast("string"),
+        F.lit("; "),
+        oldest,
+        F.lit(". "),
+        mm2,
+        F.lit(". plan failover can still translate it by content or by timestamp (--fallback timestamp)."),
+    )
+    none = F.lit(
+        "Untranslatable: MM2 wrote no offset sync for this partition. plan failover can still translate it by "
+        "timestamp (--fallback timestamp)."
+    )
+    untranslatable = committed.isNotNull() & F.col("translated_offset").isNull()
+    return F.when(untranslatable & (status == Status.NO_OFFSET_SYNCS.value), none).when(
+        untranslatable & up.isNotNull() & (status == Status.NOT_SYNCED.value), below
+    )
+
+
 def _status_literal(status: Status) -> Column:
     return F.lit(status.value)
 
@@ -442,9 +603,15 @@ def classify(
     writes it) or the checkpoint (a failover translates through it). ``offset_lag_max`` is the pair's
     ``offset.lag.max``. ``as_of`` is when the admin state was read; when given, a checkpoint written within
     ``fresh_checkpoint_age`` of it proves MM2 is checkpointing, so a gap to the translation is interval
-    timing, not a stale sync. ``replay_if_failover_now`` / ``skip_if_failover_now`` count the messages between
-    the judged offset and the translated one: replay is a lower bound and skip an upper bound, exact when the
-    translation is (the sync sits at the committed offset).
+    timing, not a stale sync.
+
+    A consumer resuming on the target from the judged offset ``J`` reads again, or never sees, the messages
+    between ``J`` and the group's true position ``P`` there. ``replay_if_failover_now`` and
+    ``skip_if_failover_now`` count them when ``translation_method`` is exact (``EXACT_METHODS``: ``P`` is the
+    translated offset), and are null otherwise; ``replay_if_failover_now_at_least`` and
+    ``skip_if_failover_now_at_most`` are the bounds any translation gives, since every method that is not exact
+    replays rather than skips (``P`` is at or after the translated offset). ``explanation`` says why a row
+    cannot be translated and what can still translate it.
 
     Output: ``schemas.CLASSIFIED_SCHEMA`` (Aiven's columns first, in its order).
     """
@@ -520,6 +687,11 @@ def classify(
         lookup({code: b.value for code, b in blockers.items()})
     )
     zero = F.lit(0).cast("long")
+    exact = F.col("translation_method").isin(*EXACT_METHODS)
+
+    def exact_count(value: Column) -> Column:
+        return F.when(both & exact, value)
+
     lag_to_source = F.try_subtract(
         sl,
         F.try_add(target_offset, F.try_subtract(F.col("latest_sync_upstream"), F.col("latest_sync_downstream"))),
@@ -543,6 +715,7 @@ def classify(
         ),
         lag_to_source.alias("target_lag_to_source"),
         (se < sl).alias("source_has_data"),
+        ((se <= c) & (c <= sl)).alias("source_group_valid"),
         (te < tl).alias("target_has_data"),
         F.col("status").isin(*[s.value for s in statuses.OK_STATUSES]).alias("is_ok"),
         blocking.alias("blocking_component"),
@@ -550,11 +723,15 @@ def classify(
         "status",
         "remote_topic",
         "translated_offset",
+        "translation_method",
         "checkpoint_offset",
         "checkpoint_timestamp",
         "sync_count",
-        F.when(both, F.greatest(gap, zero)).alias("replay_if_failover_now"),
-        F.when(both, F.greatest(F.try_subtract(judged, translated), zero)).alias("skip_if_failover_now"),
+        exact_count(F.greatest(gap, zero)).alias("replay_if_failover_now"),
+        exact_count(F.greatest(F.try_subtract(judged, translated), zero)).alias("skip_if_failover_now"),
+        F.when(both, F.greatest(gap, zero)).alias("replay_if_failover_now_at_least"),
+        F.when(both, F.greatest(F.try_subtract(judged, translated), zero)).alias("skip_if_failover_now_at_most"),
+        _explanation(c, F.col("status")).alias("explanation"),
         "error",
     )
 
@@ -572,8 +749,8 @@ def summarize(classified: DataFrame) -> DataFrame:
         F.min("is_ok").alias("is_ok"),
         F.count(F.lit(1)).alias("partitions"),
         F.countDistinct("group").alias("groups"),
-        F.sum("replay_if_failover_now").alias("replay_if_failover_now"),
-        F.sum("skip_if_failover_now").alias("skip_if_failover_now"),
+        F.sum("replay_if_failover_now_at_least").alias("replay_if_failover_now_at_least"),
+        F.sum("skip_if_failover_now_at_most").alias("skip_if_failover_now_at_most"),
     )
     problem_groups = (
         classified.where(~F.col("is_ok")).groupBy(PAIR).agg(F.countDistinct("group").alias("pair_problem_groups"))
@@ -588,8 +765,8 @@ def summarize(classified: DataFrame) -> DataFrame:
             "is_ok",
             "partitions",
             "groups",
-            "replay_if_failover_now",
-            "skip_if_failover_now",
+            "replay_if_failover_now_at_least",
+            "skip_if_failover_now_at_most",
             F.sum("partitions").over(pair).alias("pair_partitions"),
             F.coalesce(F.sum(F.when(~F.col("is_ok"), F.col("partitions"))).over(pair), zero).alias(
                 "pair_problem_partitions"

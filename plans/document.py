@@ -35,7 +35,7 @@ from types import MappingProxyType
 
 import mm2ctl
 from mm2ctl.core.config_source import ConfigSource
-from mm2ctl.core.errors import ConfigError, PlanError
+from mm2ctl.core.errors import ConfigError, PlanError, UntranslatableError
 from mm2ctl.core.flows import Flow, is_cluster_alias, parse_flow
 from mm2ctl.plans.connect_target import ConnectTarget
 from mm2ctl.plans.fingerprint import Fingerprint
@@ -94,6 +94,31 @@ class PlanKind(StrEnum):
     TRUNCATE_OFFSET_SYNCS = "truncate-offset-syncs"
     RESET_MM2 = "reset-mm2"
     FAILOVER = "failover"
+    FAILBACK = "failback"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UntranslatablePartition:
+    """A group partition the plan could not translate, so it writes no offset there: a consumer of the group
+    resumes that partition at its ``auto.offset.reset`` (by default the end of the log, skipping everything
+    before it). ``topic`` is the topic on the cluster the plan writes to; ``position`` is the committed offset
+    on the other cluster that could not be translated."""
+
+    group: str
+    topic: str
+    partition: int
+    position: int
+    reason: str
+
+    def __post_init__(self) -> None:
+        check_str(self.group, "group")
+        check_str(self.topic, "topic")
+        check_int(self.partition, "partition")
+        check_int(self.position, "position", minimum=None)
+        check_str(self.reason, "reason", empty_ok=True)
+
+    def __str__(self) -> str:
+        return f"{self.group}:{self.topic}/{self.partition} (at {self.position}: {self.reason})"
 
 
 def _plan_flow(pair: str) -> Flow:
@@ -138,6 +163,9 @@ class Plan:
     #: Everything the setup was read from (a resource and its secrets, or the Connect URL whose connectors
     #: describe it); plans made before it existed have only ``mm2_config``.
     mm2_source: SetupSource | None = None
+    #: Group partitions the plan leaves without an offset (failover, failback). Apply refuses such a plan
+    #: unless the operator accepts them (``check_untranslatable``). Written only when there are any.
+    untranslatable: tuple[UntranslatablePartition, ...] = ()
 
     def __post_init__(self) -> None:
         check_int(self.schema_version, "schema_version", minimum=None)
@@ -193,6 +221,10 @@ class Plan:
             check_str(self.mm2_config, "mm2_config")
         if self.mm2_source is not None and not isinstance(self.mm2_source, SetupSource):
             raise PlanError("mm2_source: expected a SetupSource")
+        freeze_tuple(self, "untranslatable")
+        for i, u in enumerate(self.untranslatable):
+            if not isinstance(u, UntranslatablePartition):
+                raise PlanError(f"untranslatable[{i}]: expected an UntranslatablePartition")
         self._check_steps()
 
     def _check_steps(self) -> None:
@@ -226,6 +258,17 @@ class Plan:
                         f"{seen}; records between would be deleted without a backup"
                     )
 
+    def check_untranslatable(self, *, allowed: bool) -> None:
+        """Refuse (``UntranslatableError``) a plan that leaves group partitions untranslatable, unless
+        ``allowed`` (``apply --allow-untranslatable``)."""
+        if self.untranslatable and not allowed:
+            raise UntranslatableError(
+                f"the plan leaves {len(self.untranslatable)} group partition(s) untranslatable; their consumers "
+                f"would resume at auto.offset.reset: {untranslatable_summary(self.untranslatable)}. Translate "
+                "them (plan again with --fallback timestamp, or once MM2 mirrored what they read), or pass "
+                "--allow-untranslatable to apply the rest"
+            )
+
     @property
     def source_alias(self) -> str | None:
         return None if self.pair is None else _plan_flow(self.pair)[0]
@@ -233,6 +276,13 @@ class Plan:
     @property
     def target_alias(self) -> str | None:
         return None if self.pair is None else _plan_flow(self.pair)[1]
+
+
+def untranslatable_summary(rows: Iterable[UntranslatablePartition], limit: int = 10) -> str:
+    """The first ``limit`` untranslatable partitions on one line (``group:topic/partition@position``)."""
+    items = list(rows)
+    shown = ", ".join(f"{u.group}:{u.topic}/{u.partition}@{u.position}" for u in items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
 def tool_version() -> str:
@@ -252,6 +302,7 @@ def new_plan(
     description: str = "",
     mm2_config: str | None = None,
     mm2_source: SetupSource | None = None,
+    untranslatable: Iterable[UntranslatablePartition] = (),
     now: datetime | None = None,
 ) -> Plan:
     """A plan with a fresh id and timestamp; what planners call (tests pass ``now``)."""
@@ -270,4 +321,5 @@ def new_plan(
         description=description,
         mm2_config=mm2_config,
         mm2_source=mm2_source,
+        untranslatable=tuple(untranslatable),
     )

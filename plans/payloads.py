@@ -171,6 +171,11 @@ class TranslationMethod(StrEnum):
     VERIFIED_DELTA = "verified_delta"
     #: The candidate was wrong (gaps on one side); the matching record was found by searching the target.
     VERIFIED_SEARCH = "verified_search"
+    #: No offset sync at or below the position: found by the next record's timestamp, proven by content.
+    TIMESTAMP_VERIFIED = "timestamp_verified"
+    #: No offset sync at or below the position, and no copy found by content: the earliest target offset with
+    #: the next record's timestamp or later (replays rather than skips).
+    TIMESTAMP = "timestamp"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -49,6 +49,7 @@ _FIELD_ORDER: dict[type[Any], tuple[str, ...]] = {
         "created_at",
         "created_by_tool_version",
         "notes",
+        "untranslatable",
         "steps",
         "fingerprint",
     ),
@@ -66,6 +67,9 @@ _FIELD_ORDER: dict[type[Any], tuple[str, ...]] = {
     ),
 }
 _TAG = "kind"  # the key naming the variant of a tagged union (targets, preconditions)
+#: Fields written only when they hold something: a plan without them reads the same in an mm2ctl that predates
+#: them, and one with them is refused there as an unknown field (never half-understood).
+_OMITTED_WHEN_EMPTY: dict[type[Any], frozenset[str]] = {Plan: frozenset({"untranslatable"})}
 
 
 # ----------------------------------------------------------------------------------------------- encode
@@ -79,8 +83,12 @@ def _encode(value: Any) -> JSONable:
             out[_TAG] = tag
         names = [f.name for f in dataclasses.fields(value)]
         order = _FIELD_ORDER.get(type(value), ())
+        omitted = _OMITTED_WHEN_EMPTY.get(type(value), frozenset())
         for name in [*[n for n in order if n in names], *[n for n in names if n not in order]]:
-            out[name] = _encode(getattr(value, name))
+            field_value = getattr(value, name)
+            if name in omitted and not field_value:
+                continue
+            out[name] = _encode(field_value)
         return out
     if isinstance(value, enum.Enum):
         return value.value
@@ -121,6 +129,11 @@ def _header(plan: Plan) -> str:
     ]
     if plan.connect is not None:
         lines.append(f"made for the Connect worker of Kafka cluster {plan.connect.kafka_cluster_id}")
+    if plan.untranslatable:
+        lines.append(
+            f"UNTRANSLATABLE: {len(plan.untranslatable)} group partition(s) get no offset (see untranslatable); "
+            "apply refuses this plan without --allow-untranslatable"
+        )
     lines += [
         f"created {plan.created_at} by mm2ctl {plan.created_by_tool_version}",
         f"steps: {len(plan.steps)}; cannot be undone by rollback: {', '.join(irreversible) or 'none'}",

@@ -52,10 +52,12 @@ class Sync:
 
 @dataclass(frozen=True, slots=True)
 class Digested:
-    """A record reduced to what verification compares: its offset and a digest of its content."""
+    """A record reduced to what verification compares: its offset, a digest of its content, and its timestamp
+    (which the timestamp fallback looks the record up by on the other cluster)."""
 
     offset: int
     digest: str
+    timestamp_ms: int | None = None
 
 
 def record_digest(
@@ -111,36 +113,66 @@ def newest_sync_at_or_below(syncs: Sequence[Sync], committed: int) -> int | None
     return i if i >= 0 else None
 
 
-def normalize_syncs(syncs: Sequence[Sync]) -> list[Sync]:
-    """The syncs that describe the partition's current mapping, sorted by upstream, one per upstream offset.
+def agree(a: Sync, b: Sync) -> bool:
+    """Do two syncs describe one mapping? A higher upstream offset has a higher downstream offset, and one
+    upstream offset has one downstream offset (the same sync written twice agrees with itself)."""
+    if a.upstream < b.upstream:
+        return a.downstream < b.downstream
+    if a.upstream > b.upstream:
+        return a.downstream > b.downstream
+    return a.downstream == b.downstream
 
-    ``syncs`` come in the order MM2 wrote them. Two valid syncs always agree: a higher upstream offset has a
-    higher downstream offset, and one upstream offset has one downstream offset. MM2 writes its syncs
-    asynchronously and can write two of them out of order (the lab's failover drill caught ``254->159``
-    followed by ``252->158``); such a pair agrees, so both are kept. MM2's own ``OffsetSyncStore`` clears
-    its history on any upstream decrease, which is why MM2 may stop checkpointing offsets these syncs still
-    translate.
 
-    A sync that disagrees with the syncs kept so far starts a new mapping (the target topic was truncated or
-    recreated and re-filled, or the source was re-replicated): the syncs written before it point at records
-    that are no longer where they were, so only it and the syncs written after it are kept.
+#: One source partition's offset-sync records in the order MM2 wrote them (their order in the topic): a sync,
+#: or None for a tombstone (a record with the partition's key and no value). Malformed records are left out.
+SyncHistory = Sequence[Sync | None]
+
+
+def current_mapping_start(history: SyncHistory) -> int:
+    """Where the partition's current mapping starts in ``history``: the index of its first record.
+
+    **The rule** (DESIGN §5, the one rule ``inspect`` and every planner apply): the current mapping is the
+    longest run of the most recently written syncs that all agree with each other (``agree``), after the
+    partition's last tombstone. So:
+
+    - syncs written out of order stay, as long as they agree (MM2 wrote ``254->159`` before ``252->158``);
+    - a sync written twice is one sync;
+    - a contradiction between two syncs (a target recreated and refilled, MM2 copying the same records again
+      after a restart, a source recreated) drops the older of the two and everything written before it;
+    - a tombstone deletes its key's earlier records, as compaction would.
+
+    Computed newest first: each sync joins the run while it agrees with every sync written after it, which
+    for a run that is a chain means with its two neighbours by upstream offset.
     """
-    kept: list[Sync] = []
-    for s in syncs:
-        i = bisect.bisect_left(kept, s.upstream, key=_upstream)
-        if i < len(kept) and kept[i] == s:
-            continue  # written twice
-        below_agrees = i == 0 or kept[i - 1].downstream < s.downstream
-        above_agrees = i == len(kept) or (kept[i].upstream > s.upstream and kept[i].downstream > s.downstream)
-        if below_agrees and above_agrees:
-            kept.insert(i, s)
-        else:
-            kept = [s]
-    return kept
+    chain: list[Sync] = []  # the run so far, sorted by (upstream, downstream): a chain, so neighbours decide
+    for i in range(len(history) - 1, -1, -1):
+        s = history[i]
+        if s is None:
+            return i + 1
+        j = bisect.bisect_left(chain, s)
+        if j < len(chain) and chain[j] == s:
+            continue
+        if (j > 0 and not agree(chain[j - 1], s)) or (j < len(chain) and not agree(chain[j], s)):
+            return i + 1
+        chain.insert(j, s)
+    return 0
 
 
-def _upstream(s: Sync) -> int:
-    return s.upstream
+def normalize_syncs(history: SyncHistory) -> list[Sync]:
+    """The syncs of the partition's current mapping (``current_mapping_start``), sorted by upstream, one per
+    upstream offset: what every translation in mm2ctl reads."""
+    return sorted({s for s in history[current_mapping_start(history) :] if s is not None})
+
+
+def oldest(syncs: Sequence[Sync]) -> Sync | None:
+    """The mapping's sync with the lowest upstream offset: a group committed below it is untranslatable."""
+    return syncs[0] if syncs else None
+
+
+def inverted(syncs: Sequence[Sync]) -> list[Sync]:
+    """The same mapping read the other way (downstream -> upstream), for translating a position on the
+    target back to the source (failback). A chain stays a chain when its two sides swap."""
+    return [Sync(s.downstream, s.upstream) for s in syncs]
 
 
 def conservative(syncs: Sequence[Sync], committed: int) -> Translation | None:

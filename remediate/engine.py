@@ -111,8 +111,11 @@ def _capture_live_configs(plan: Plan, live: LiveState) -> dict[str, dict[str, st
     return out
 
 
-def dry_run(plan: Plan, live: LiveState, *, progress: Progress = no_progress) -> RunResult:
+def dry_run(
+    plan: Plan, live: LiveState, *, progress: Progress = no_progress, allow_untranslatable: bool = False
+) -> RunResult:
     """Every read and check of an apply, and no write: preconditions run against simulated effects."""
+    plan.check_untranslatable(allowed=allow_untranslatable)
     for step in plan.steps:
         _executor(step)
     verify_against_live(plan, live)
@@ -189,8 +192,11 @@ def apply_plan(
     progress: Progress = no_progress,
     operator_secrets: Mapping[str, str] | None = None,
     state_dir: Path | None = None,
+    allow_untranslatable: bool = False,
 ) -> RunResult:
-    """Apply ``plan`` for real (see the module docstring for the order of checks and writes)."""
+    """Apply ``plan`` for real (see the module docstring for the order of checks and writes). A plan that
+    leaves group partitions untranslatable is refused unless ``allow_untranslatable``."""
+    plan.check_untranslatable(allowed=allow_untranslatable)
     for step in plan.steps:
         _executor(step)
     verify_against_live(plan, live)

@@ -17,7 +17,7 @@ from mm2ctl.core.errors import ConfigError, PlanError
 from mm2ctl.core.flows import parse_flow
 from mm2ctl.core.redaction import strip_url_credentials
 from mm2ctl.plans.connect_target import ConnectTarget
-from mm2ctl.plans.document import Plan, PlanKind, SetupSource, new_plan
+from mm2ctl.plans.document import Plan, PlanKind, SetupSource, UntranslatablePartition, new_plan
 from mm2ctl.plans.fingerprint import JSONable, fingerprint_of
 from mm2ctl.plans.live_state import LiveState
 from mm2ctl.plans.payloads import Payload
@@ -37,6 +37,7 @@ class PlanBuilder:
     parts: dict[str, JSONable] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     aliases: set[str] = field(default_factory=set)
+    untranslatable: list[UntranslatablePartition] = field(default_factory=list)
 
     def read(self, part: str) -> Any:
         """Read a fingerprint part live and remember it; planners decide from what this returns."""
@@ -109,6 +110,7 @@ class PlanBuilder:
             description=description,
             mm2_config=self._mm2_path(),
             mm2_source=None if self.live.mm2.source is None else SetupSource.of(self.live.mm2.source.absolute()),
+            untranslatable=self.untranslatable,
         )
 
 

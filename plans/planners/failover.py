@@ -9,6 +9,14 @@ Where a row's position comes from (``plans.translation`` has the rules and why):
 - ``--from checkpoints``: MM2's own checkpoint, the newest per group and remote partition.
 - The group's committed source offset is read on the source; with ``--source-unavailable`` it is the
   ``upstreamOffset`` of MM2's newest checkpoint (the last one MM2 saw), and only the conservative rule runs.
+- Where no offset sync lies at or below a group's offset (MM2 dropped syncs under back-pressure, the syncs
+  were truncated, the topic was mirrored by another tool), ``--fallback timestamp`` (the default when the
+  source is readable) finds the position by the next record's timestamp and proves it by content
+  (``plans.timestamp_lookup``); ``plans.positions`` runs every method in that order.
+
+A group partition left untranslatable gets no offset, so its consumers would resume at ``auto.offset.reset``
+(by default the end of the log). The plan says so in its first note and records the partitions
+(``Plan.untranslatable``): ``plan`` exits 18 and ``apply`` refuses it unless ``--allow-untranslatable``.
 
 What the plan guarantees at apply (preconditions, re-checked live before the write): the target group has no
 members (Kafka would refuse, and a live consumer would overwrite us); its offsets on the planned partitions
@@ -24,7 +32,6 @@ otherwise left in place and reported (``NEW_PARTITIONS_NOTE``).
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,12 +40,13 @@ from enum import StrEnum
 
 from mm2ctl.connect_client.models import ConnectorState
 from mm2ctl.core.admin import TP
-from mm2ctl.core.codecs import RecordDecodeError, decode_checkpoint, decode_offset_sync
+from mm2ctl.core.codecs import RecordDecodeError, decode_checkpoint
 from mm2ctl.core.config import PairConfig
 from mm2ctl.core.errors import ConfigError, PlanError, PreconditionError
 from mm2ctl.core.progress import Progress, count, no_progress
-from mm2ctl.core.records import RawRecord, read_partitions
-from mm2ctl.plans.document import Plan, PlanKind
+from mm2ctl.core.records import read_partitions
+from mm2ctl.plans.document import Plan, PlanKind, UntranslatablePartition
+from mm2ctl.plans.kafka_records import KafkaRecords, OffsetsForTimes, read_syncs
 from mm2ctl.plans.live_state import LiveState, part_group_offsets
 from mm2ctl.plans.offsets import GroupOffset
 from mm2ctl.plans.payloads import (
@@ -52,6 +60,7 @@ from mm2ctl.plans.payloads import (
 from mm2ctl.plans.planners.connectors import Action, lifecycle_step, observed_state
 from mm2ctl.plans.planners.context import PlanBuilder
 from mm2ctl.plans.planners.mm2_connectors import ALL_ROLES, find_pair_connectors
+from mm2ctl.plans.positions import Fallback, Sides, locate
 from mm2ctl.plans.preconditions import (
     AllOf,
     ConnectorStateIn,
@@ -62,17 +71,7 @@ from mm2ctl.plans.preconditions import (
 )
 from mm2ctl.plans.steps import StepKind
 from mm2ctl.plans.targets import ConnectorTarget, GroupTarget
-from mm2ctl.plans.translation import (
-    DEFAULT_WINDOW,
-    Bounds,
-    Digested,
-    Sync,
-    Translation,
-    conservative,
-    normalize_syncs,
-    record_digest,
-    verified,
-)
+from mm2ctl.plans.translation import DEFAULT_WINDOW, Bounds, Sync, Translation
 
 #: The phase ``plan_failover`` counts (``core.progress.count``): source partitions whose groups are translated.
 TRANSLATE_PHASE = "partitions translated"
@@ -134,86 +133,11 @@ class FailoverOptions:
     stop_mirroring: bool = False
     allow_rewind: bool = False
     catch_up_timeout_s: float = 300.0
+    #: What translates a group partition no offset sync lies at or below (the source must be readable).
+    fallback: Fallback = Fallback.TIMESTAMP
 
 
 # ----------------------------------------------------------------------------------------- reading
-
-#: Offsets one consumer read fetches ahead of a verification's window (see ``_KafkaRecords``).
-READ_AHEAD = 5_000
-
-
-class _KafkaRecords:
-    """``plans.translation.RecordSource`` over one partition of one cluster, reading ahead in chunks.
-
-    The planner asks for the windows of every group on a partition in increasing offset order, so one consumer
-    read of ``chunk`` offsets serves many groups; a request below what is held starts over. Records well below
-    the newest request are dropped, so memory stays at about two chunks per partition. ``limit`` is the
-    partition's end when planning began: nothing is read past it (a read there would wait for new records).
-    """
-
-    def __init__(
-        self, conf: Mapping[str, str], topic: str, partition: int, limit: int, chunk: int = READ_AHEAD
-    ) -> None:
-        self._conf, self._topic, self._partition = conf, topic, partition
-        self._limit, self._chunk = limit, chunk
-        self._lo = self._hi = 0  # the records held cover offsets [lo, hi)
-        self._recs: list[Digested] = []
-        self._offsets: list[int] = []
-
-    def read(self, start: int, end: int) -> list[Digested]:
-        end = min(end, self._limit)
-        if end <= start:
-            return []
-        if start < self._lo or start > self._hi:
-            self._lo = self._hi = start
-            self._recs, self._offsets = [], []
-        if end > self._hi:
-            stop = min(self._limit, max(end, self._hi + self._chunk))
-            for r in read_partitions(
-                self._conf,
-                self._topic,
-                [self._partition],
-                start={self._partition: self._hi},
-                end={self._partition: stop},
-            ):
-                self._recs.append(Digested(r.offset, _digest(r)))
-                self._offsets.append(r.offset)
-            self._hi = stop
-            keep_from = bisect.bisect_left(self._offsets, start - self._chunk)
-            if keep_from:
-                del self._recs[:keep_from], self._offsets[:keep_from]
-                self._lo = start - self._chunk
-        i, j = bisect.bisect_left(self._offsets, start), bisect.bisect_left(self._offsets, end)
-        return self._recs[i:j]
-
-
-def _digest(r: RawRecord) -> str:
-    return record_digest(r.timestamp_ms, r.key, r.value, r.headers)
-
-
-def read_written_syncs(live: LiveState, flow: PairConfig) -> dict[TP, list[Sync]]:
-    """Every sync still in the flow's offset-syncs topic, per source partition, in the order MM2 wrote them."""
-    cluster, topic = flow.offset_syncs_cluster, flow.offset_syncs_topic
-    if topic not in live.admin(cluster).list_topics():
-        raise PlanError(f"the offset-syncs topic {topic} does not exist on {cluster}: has MM2 run for this flow?")
-    out: dict[TP, list[Sync]] = {}
-    for rec in read_partitions(live.kafka_config(cluster), topic, [0]):
-        try:
-            s = decode_offset_sync(rec.key, rec.value)
-        except RecordDecodeError:
-            continue  # a malformed sync maps nothing; `inspect` reports it
-        out.setdefault((s.topic, s.partition), []).append(Sync(s.upstream_offset, s.downstream_offset))
-    return out
-
-
-def normalize_each(written: Mapping[TP, Sequence[Sync]]) -> dict[TP, list[Sync]]:
-    """``normalize_syncs`` of each source partition of ``read_written_syncs``'s result."""
-    return {tp: normalize_syncs(v) for tp, v in written.items()}
-
-
-def read_syncs(live: LiveState, flow: PairConfig) -> dict[TP, list[Sync]]:
-    """The syncs of each source partition's current mapping (``normalize_syncs``), sorted by upstream."""
-    return normalize_each(read_written_syncs(live, flow))
 
 
 def read_checkpoints(live: LiveState, flow: PairConfig) -> dict[str, dict[TP, tuple[int, int]]]:
@@ -243,7 +167,7 @@ def _regex(value: str, option: str) -> re.Pattern[str]:
 
 def _last_record_offset(conf: Mapping[str, str], topic: str, partition: int, bounds: Bounds) -> int | None:
     """Offset of the partition's last readable record (the end may be a transaction marker)."""
-    got = _KafkaRecords(conf, topic, partition, bounds.end).read(
+    got = KafkaRecords(conf, topic, partition, bounds.end).read(
         max(bounds.start, bounds.end - DEFAULT_WINDOW), bounds.end
     )
     return got[-1].offset if got else None
@@ -289,7 +213,7 @@ def plan_failover(
     committed = _source_positions(b, flow, opts, groups_re, topics_re, checkpoints)
     target_topics = live.admin(dst).list_topics()
     report = FailoverReport()
-    t_bounds = _bounds(
+    t_bounds = bounds_of(
         live,
         dst,
         sorted(
@@ -303,13 +227,13 @@ def plan_failover(
     )
     s_bounds: dict[TP, Bounds] = {}
     if not opts.source_unavailable:
-        s_bounds = _bounds(live, src, sorted({tp for g in committed.values() for tp in g}))
+        s_bounds = bounds_of(live, src, sorted({tp for g in committed.values() for tp in g}))
     # Partition by partition, groups in committed-offset order: each partition's records are read ahead once
-    # for all its groups (``_KafkaRecords``), and dropped before the next partition.
+    # for all its groups (``KafkaRecords``), and dropped before the next partition.
     todo = sorted((tp, c, group) for group, parts in committed.items() for tp, c in parts.items())
     partitions = len({tp for tp, _c, _g in todo})
     progress(f"translating {len(todo)} group partition(s) on {partitions} source partition(s)")
-    readers: dict[str, _KafkaRecords] = {}
+    sides: Sides | None = None
     current: TP | None = None
     translated = 0
     for (topic, p), c, group in todo:
@@ -318,12 +242,15 @@ def plan_failover(
             if current is not None:
                 translated += 1
             count(progress, TRANSLATE_PHASE, translated, partitions)
-            current, readers = (topic, p), {}
+            current, sides = (topic, p), None
             if (remote, p) in t_bounds and (topic, p) in s_bounds:
-                readers = {
-                    "source": _KafkaRecords(live.kafka_config(src), topic, p, s_bounds[(topic, p)].end),
-                    "target": _KafkaRecords(live.kafka_config(dst), remote, p, t_bounds[(remote, p)].end),
-                }
+                sides = Sides(
+                    source=KafkaRecords(live.kafka_config(src), topic, p, s_bounds[(topic, p)].end),
+                    target=KafkaRecords(live.kafka_config(dst), remote, p, t_bounds[(remote, p)].end),
+                    source_bounds=s_bounds[(topic, p)],
+                    target_bounds=t_bounds[(remote, p)],
+                    offset_for_time=OffsetsForTimes(live.admin(dst), remote, p),
+                )
         tr: Translation | None
         if (remote, p) not in t_bounds:
             tr, why = None, f"{remote}/{p} does not exist on {dst}"
@@ -339,18 +266,9 @@ def plan_failover(
                 )
             )
             why = "no checkpoint for this partition"
-        elif opts.source_unavailable:
-            tr, why = conservative(syncs.get((topic, p), []), c), "no offset sync at or below it"
         else:
-            tr = verified(
-                syncs.get((topic, p), []),
-                c,
-                source=readers["source"],
-                target=readers["target"],
-                source_bounds=s_bounds[(topic, p)],
-                target_bounds=t_bounds[(remote, p)],
-            )
-            why = "no offset sync at or below it"
+            fallback = Fallback.NONE if opts.source_unavailable else opts.fallback
+            tr, why = locate(syncs.get((topic, p), []), c, None if opts.source_unavailable else sides, fallback)
         report.rows.append(
             FailoverRow(
                 group=group,
@@ -382,13 +300,7 @@ def plan_failover(
     if opts.stop_mirroring:
         _stop_mirroring(b, flow, opts, writes, s_bounds)
     _write_steps(b, dst, writes)
-    untranslatable = report.untranslatable
-    if untranslatable:
-        b.notes.append(
-            f"{len(untranslatable)} group partition(s) are untranslatable and get no offset: "
-            + ", ".join(f"{r.group}:{r.source_topic}/{r.partition}@{r.source_offset}" for r in untranslatable[:20])
-            + (" ..." if len(untranslatable) > 20 else "")
-        )
+    note_untranslatable(b, report.untranslatable)
     unchanged = sum(1 for r in report.rows if r.target_offset is not None and r.target_offset == r.before_offset)
     if unchanged:
         b.notes.append(f"{unchanged} group partition(s) are already at their translated position")
@@ -403,7 +315,24 @@ def plan_failover(
     return b.build(desc), report
 
 
-def _bounds(live: LiveState, alias: str, tps: Sequence[TP]) -> dict[TP, Bounds]:
+def note_untranslatable(b: PlanBuilder, rows: Sequence[FailoverRow]) -> None:
+    """Record the rows the plan writes no offset for in the plan: ``show`` lists them first, and apply refuses
+    the plan unless ``--allow-untranslatable``."""
+    if not rows:
+        return
+    b.untranslatable.extend(
+        UntranslatablePartition(
+            group=r.group,
+            topic=r.target_topic,
+            partition=r.partition,
+            position=r.source_offset,
+            reason=r.detail.removeprefix("untranslatable: "),
+        )
+        for r in rows
+    )
+
+
+def bounds_of(live: LiveState, alias: str, tps: Sequence[TP]) -> dict[TP, Bounds]:
     if not tps:
         return {}
     got = live.admin(alias).partition_bounds(tps)

@@ -36,6 +36,7 @@ AIVEN_COLUMNS = [
     "target_lag",
     "target_lag_to_source",
     "source_has_data",
+    "source_group_valid",
     "target_has_data",
     "is_ok",
     "blocking_component",
@@ -60,10 +61,13 @@ def healthy(**overrides: Any) -> dict[str, Any]:
         "partition": 0,
         "committed_offset": 100,
         "translated_offset": 98,
+        "translation_method": "offset_sync_next",
         "sync_upstream": 95,
         "sync_downstream": 97,
         "latest_sync_upstream": 150,
         "latest_sync_downstream": 148,
+        "oldest_sync_upstream": 10,
+        "oldest_sync_downstream": 9,
         "sync_count": 3,
         "source_earliest": 0,
         "source_latest": 200,
@@ -357,21 +361,33 @@ def test_output_columns_and_aiven_values(spark: Any) -> None:
     assert row.target_lag_to_source == 108
     assert (row.source_has_data, row.target_has_data) == (True, True)
     assert (row.translated_offset, row.checkpoint_offset, row.sync_count) == (98, 90, 3)
-    assert (row.replay_if_failover_now, row.skip_if_failover_now) == (8, 0)
-    assert (row.remote_topic, row.error) == ("src.orders", None)
+    assert row.source_group_valid is True
+    # 95->97 is below the committed offset: the translation is not exact, so only the bounds are known.
+    assert (row.replay_if_failover_now, row.skip_if_failover_now) == (None, None)
+    assert (row.replay_if_failover_now_at_least, row.skip_if_failover_now_at_most) == (8, 0)
+    assert (row.remote_topic, row.translation_method, row.explanation, row.error) == (
+        "src.orders",
+        "offset_sync_next",
+        None,
+        None,
+    )
 
 
 @pytest.mark.spark
 def test_failover_estimates_and_lags_with_gaps(spark: Any) -> None:
     rows = [
         healthy(group="ahead", target_offset=105),
+        healthy(group="exact", target_offset=95, translation_method="offset_sync_exact"),
+        healthy(group="verified", target_offset=100, translation_method="verified_search"),
         healthy(group="none", target_offset=None, target_latest=198),
         healthy(group="past-end", target_offset=250),
         healthy(group="empty", source_earliest=7, source_latest=7, target_earliest=3, target_latest=3),
     ]
     got = {g: r for (g, _, _), r in _classify(spark, rows).items()}
-    assert (got["ahead"].skip_if_failover_now, got["ahead"].replay_if_failover_now) == (7, 0)
-    assert (got["none"].skip_if_failover_now, got["none"].replay_if_failover_now) == (None, None)
+    assert (got["ahead"].skip_if_failover_now_at_most, got["ahead"].replay_if_failover_now_at_least) == (7, 0)
+    assert (got["none"].skip_if_failover_now_at_most, got["none"].replay_if_failover_now_at_least) == (None, None)
+    assert (got["exact"].skip_if_failover_now, got["exact"].replay_if_failover_now) == (0, 3)
+    assert (got["verified"].skip_if_failover_now, got["verified"].replay_if_failover_now) == (2, 0)
     assert got["none"].target_lag is None
     assert got["past-end"].target_lag == 0  # clamped like Aiven's
     assert (got["empty"].source_has_data, got["empty"].target_has_data) == (False, False)
@@ -401,3 +417,48 @@ def test_aiven_messages_are_verbatim_from_the_seed() -> None:
     assert len(statuses.AIVEN_MESSAGES) == 6
     for message in statuses.AIVEN_MESSAGES:
         assert f"| {message} |" in text, message
+
+
+@pytest.mark.spark
+def test_untranslatable_rows_explain_why_and_name_the_oldest_sync(spark: Any) -> None:
+    """A group below the partition's oldest sync: MM2 catches up only once it commits past it, which an idle
+    group never does; a partition without syncs can still be translated by timestamp."""
+    below = {"translated_offset": None, "translation_method": None, "sync_upstream": None, "sync_downstream": None}
+    rows = [
+        healthy(
+            group="idle",
+            committed_offset=150,
+            oldest_sync_upstream=199,
+            oldest_sync_downstream=199,
+            source_group_state="Empty",
+            **below,
+            **NOT_SYNCED_HERE,
+        ),
+        healthy(
+            group="busy",
+            committed_offset=150,
+            oldest_sync_upstream=199,
+            oldest_sync_downstream=199,
+            **below,
+            **NOT_SYNCED_HERE,
+        ),
+        healthy(
+            group="none",
+            sync_count=0,
+            oldest_sync_upstream=None,
+            oldest_sync_downstream=None,
+            latest_sync_upstream=None,
+            latest_sync_downstream=None,
+            **below,
+            **NOT_SYNCED_HERE,
+        ),
+    ]
+    got = {g: r for (g, _, _), r in _classify(spark, rows).items()}
+    assert got["idle"].status == Status.NOT_SYNCED.value
+    assert "no offset sync at or below offset 150" in got["idle"].explanation
+    assert "oldest offset sync is 199->199" in got["idle"].explanation
+    assert "never will while the group is not consuming (state Empty)" in got["idle"].explanation
+    assert "will checkpoint the group once it commits at or beyond 199" in got["busy"].explanation
+    assert "by content or by timestamp" in got["busy"].explanation
+    assert got["none"].status == Status.NO_OFFSET_SYNCS.value
+    assert "wrote no offset sync" in got["none"].explanation and "timestamp" in got["none"].explanation

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+import random
 from typing import Any
 
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pyspark.sql import Observation
+from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StructType
 
@@ -28,6 +31,13 @@ from mm2ctl.inspector.schemas import (
     TARGET_GROUP_OFFSETS_SCHEMA,
     TARGET_PARTITIONS_SCHEMA,
 )
+from mm2ctl.plans.translation import (
+    Sync,
+    conservative,
+    current_mapping_start,
+    newest_sync_at_or_below,
+    normalize_syncs,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -38,6 +48,12 @@ T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 PROPERTY = settings(
     max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
+#: The one rule's property test: each example is one or two Spark translations of up to ``RULE_PARTITIONS``
+#: partitions' histories, so 12 examples check up to 576 histories.
+PROPERTY_RULE = settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+RULE_PARTITIONS = 48
 SCENARIOS = 24
 
 
@@ -101,20 +117,31 @@ def test_latest_syncs_tombstone_deletes_earlier_syncs_of_its_key_only(spark: Any
     assert rows == [(0, 50, 1), (1, 10, 1)]
 
 
-def test_latest_syncs_upstream_rewind_discards_the_history_before_it(spark: Any) -> None:
+def test_latest_syncs_a_contradiction_discards_the_history_before_it(spark: Any) -> None:
     decoded = _df(
         spark,
         DECODED_OFFSET_SYNC_SCHEMA,
         [
             _sync_record(0, "t", 0, 100, 100),
             _sync_record(1, "t", 0, 200, 200),
-            _sync_record(2, "t", 0, 150, 300),  # source partition went back: older syncs are invalid
-            _sync_record(3, "t", 0, 160, 310),
-            _sync_record(4, "t", 0, 160, 311),  # equal upstream is not a rewind
+            _sync_record(2, "t", 0, 150, 300),  # copied again after a restart: contradicts 200->200
+            _sync_record(3, "t", 0, 170, 320),
+            _sync_record(4, "t", 0, 160, 310),  # written out of order, agrees with the rest
+            _sync_record(5, "t", 0, 250, 400),
         ],
     )
     rows = sorted((r.upstream_offset, r.downstream_offset) for r in transforms.latest_syncs(decoded).collect())
-    assert rows == [(150, 300), (160, 310), (160, 311)]
+    assert rows == [(150, 300), (160, 310), (170, 320), (250, 400)]
+
+
+def test_latest_syncs_one_upstream_with_two_downstreams_is_a_contradiction(spark: Any) -> None:
+    decoded = _df(
+        spark,
+        DECODED_OFFSET_SYNC_SCHEMA,
+        [_sync_record(0, "t", 0, 100, 100), _sync_record(1, "t", 0, 160, 310), _sync_record(2, "t", 0, 160, 311)],
+    )
+    rows = sorted((r.upstream_offset, r.downstream_offset) for r in transforms.latest_syncs(decoded).collect())
+    assert rows == [(160, 311)]
 
 
 # --- translate: examples ---
@@ -152,13 +179,13 @@ def _group_offsets(spark: Any, rows: list[tuple[str, str, int, int | None]]) -> 
 
 
 def test_translate_design_rule(spark: Any) -> None:
-    syncs = _syncs(spark, [("t", 0, 100, 90, 0), ("t", 0, 200, 185, 1), ("t", 0, 200, 186, 2), ("t", 0, 300, 280, 3)])
+    syncs = _syncs(spark, [("t", 0, 100, 90, 0), ("t", 0, 200, 185, 1), ("t", 0, 200, 185, 2), ("t", 0, 300, 280, 3)])
     offsets = _group_offsets(
         spark,
         [
             ("exact", "t", 0, 100),  # upstream == c → downstream
             ("between", "t", 0, 150),  # upstream < c → downstream + 1, never + (c - upstream)
-            ("tie", "t", 0, 200),  # two syncs at 200: the later record wins
+            ("tie", "t", 0, 200),  # the same sync written twice
             ("past-last", "t", 0, 1000),
             ("before-first", "t", 0, 99),  # untranslatable
             ("no-syncs", "t", 1, 5),
@@ -169,13 +196,14 @@ def test_translate_design_rule(spark: Any) -> None:
     assert got["exact"].translated_offset == 90
     assert got["between"].translated_offset == 91
     assert (got["between"].sync_upstream, got["between"].sync_downstream) == (100, 90)
-    assert got["tie"].translated_offset == 186
+    assert got["tie"].translated_offset == 185
     assert (got["past-last"].translated_offset, got["past-last"].sync_upstream) == (281, 300)
     assert (got["before-first"].translated_offset, got["before-first"].sync_upstream) == (None, None)
     assert (got["no-syncs"].translated_offset, got["no-syncs"].sync_count) == (None, 0)
     assert got["null"].translated_offset is None
     for group in ("exact", "between", "tie", "past-last", "before-first", "null"):
         assert (got[group].latest_sync_upstream, got[group].latest_sync_downstream) == (300, 280)
+        assert (got[group].oldest_sync_upstream, got[group].oldest_sync_downstream) == (100, 90)
         assert got[group].sync_count == 4
 
 
@@ -222,125 +250,143 @@ def test_translate_downstream_overflow_is_null_not_a_crash(spark: Any) -> None:
     assert row.translated_offset is None and row.sync_downstream == long_max
 
 
-# --- translate: property test against a plain-Python model of DESIGN §5 ---
+# --- translate: the one rule (plans.translation) is the oracle ---
 
 
-def _model_translate(syncs: list[tuple[int, int, int]], c: int | None) -> dict[str, int | None]:
-    """DESIGN §5 in plain Python. syncs: (upstream, downstream, record_offset) of one partition."""
-    out: dict[str, int | None] = dict.fromkeys(("translated_offset", "sync_upstream", "sync_downstream"))
-    if c is None:
-        return out
-    below = [s for s in syncs if s[0] <= c]
-    if below:
-        up, down, _ = max(below, key=lambda s: (s[0], s[2]))
-        out.update(
-            translated_offset=down if up == c else down + 1,
-            sync_upstream=up,
-            sync_downstream=down,
-        )
+def translate_exactly(spark: Any, group_offsets: Any, raw_syncs: Any) -> list[Any]:
+    """The job's path: raw records matched to the partitions by their raw key, translated in one pass; the
+    partitions that pass finds tangled get their current mapping's start (``mapping_starts``) and are
+    translated again, which must leave none tangled."""
+    numbers = transforms.partition_numbers(group_offsets)
+    decoded = decode.decode_offset_syncs(raw_syncs, known=numbers).select(*transforms.NUMBERED_SYNC_COLUMNS)
+    first = Observation("tangled-1")
+    rows = transforms.translate(group_offsets, decoded, numbers=numbers, tangled=first).collect()
+    parts = transforms.tangled_parts(first.get)
+    if not parts:
+        return rows
+    cuts = transforms.mapping_starts(decoded.where(F.col("_part").isin(parts))).collect()
+    again = Observation("tangled-2")
+    cut_frame = spark.createDataFrame(cuts, "_part int, _cut long")
+    rows = transforms.translate(group_offsets, decoded, numbers=numbers, cuts=cut_frame, tangled=again).collect()
+    assert transforms.tangled_parts(again.get) == []
+    return rows
+
+
+#: What a partition's history is made of. ``run`` appends syncs advancing on both sides (one mapping); the
+#: others are what real topics do to it, or arbitrary syncs.
+op = st.one_of(
+    st.tuples(st.just("run"), st.integers(1, 6), st.integers(0, 4), st.integers(0, 4)),
+    st.tuples(st.just("upstream_rewind"), st.integers(0, 40)),  # source recreated or copied again
+    st.tuples(st.just("target_rewind"), st.integers(0, 40)),  # target recreated and refilled
+    st.tuples(st.just("out_of_order"), st.integers(1, 3)),  # the last syncs written in another order
+    st.tuples(st.just("duplicate"), st.integers(0, 30)),
+    st.tuples(st.just("compaction_hole"), st.integers(0, 30)),
+    st.tuples(st.just("tombstone"), st.just(0)),
+    st.tuples(st.just("malformed"), st.just(0)),
+    st.tuples(st.just("arbitrary"), st.integers(0, 40), st.integers(0, 40)),
+)
+
+
+def _history(ops: list[tuple[Any, ...]]) -> list[Sync | str | None]:
+    """A partition's records in write order: a Sync, None (tombstone) or "malformed"."""
+    out: list[Sync | str | None] = []
+    up = down = 0
+    for o in ops:
+        kind = o[0]
+        if kind == "run":
+            for _ in range(o[1]):
+                up, down = up + 1 + o[2], down + 1 + o[3]
+                out.append(Sync(up, down))
+        elif kind == "upstream_rewind":
+            up = max(0, up - o[1])
+        elif kind == "target_rewind":
+            down = max(0, down - o[1])
+        elif kind == "out_of_order" and len(out) > o[1]:
+            out[-1 - o[1]], out[-1] = out[-1], out[-1 - o[1]]
+        elif kind == "duplicate" and out:
+            out.append(out[o[1] % len(out)])
+        elif kind == "compaction_hole" and out:
+            del out[o[1] % len(out)]
+        elif kind == "tombstone":
+            out.append(None)
+        elif kind == "malformed":
+            out.append("malformed")
+        elif kind == "arbitrary":
+            out.append(Sync(o[1], o[2]))
     return out
 
 
-small = st.integers(0, 40)
-
-
-scenario = st.tuples(
-    st.lists(st.tuples(small, small), max_size=10),  # syncs of the partition, in record order
-    st.lists(st.one_of(st.none(), st.integers(-3, 45)), min_size=1, max_size=6),  # committed offsets
+@PROPERTY_RULE
+@given(
+    partitions=st.lists(
+        st.tuples(
+            st.lists(op, max_size=12), st.lists(st.one_of(st.none(), st.integers(-2, 90)), min_size=1, max_size=5)
+        ),
+        min_size=1,
+        max_size=RULE_PARTITIONS,
+    ),
+    seed=st.integers(0, 2**16),
 )
-
-
-@PROPERTY
-@given(scenarios=st.lists(scenario, min_size=1, max_size=SCENARIOS))
-def test_property_translate_matches_model(
-    spark: Any, scenarios: list[tuple[list[tuple[int, int]], list[int | None]]]
+def test_property_translate_computes_the_one_rule(
+    spark: Any, partitions: list[tuple[list[tuple[Any, ...]], list[int | None]]], seed: int
 ) -> None:
-    sync_list = [(p, up, down) for p, (syncs, _) in enumerate(scenarios) for up, down in syncs]
-    sync_rows = [("t", p, up, down, rec) for rec, (p, up, down) in enumerate(sync_list)]
-    offset_rows = [(f"g{p}-{i}", "t", p, c) for p, (_, offsets) in enumerate(scenarios) for i, c in enumerate(offsets)]
-    got = {
-        r.group: r for r in transforms.translate(_group_offsets(spark, offset_rows), _syncs(spark, sync_rows)).collect()
-    }
-    live = _model_live_syncs([(p, "sync", up, down) for _, p, up, down, _ in sync_rows])
-    for group, _, partition, c in offset_rows:
-        mine = live.get(partition, [])
-        expected = _model_translate(mine, c)
-        row = got[group]
-        assert {k: getattr(row, k) for k in expected} == expected, (partition, c, mine)
-        assert row.sync_count == len(mine)
-        if mine:
-            latest = max(mine, key=lambda s: (s[0], s[2]))
-            assert (row.latest_sync_upstream, row.latest_sync_downstream) == latest[:2]
-        else:
-            assert (row.latest_sync_upstream, row.latest_sync_downstream) == (None, None)
-
-
-# --- latest_syncs + translate: property test against MM2's store semantics ---
-
-
-def _model_live_syncs(
-    records: list[tuple[int, str, int | None, int | None]],
-) -> dict[int, list[tuple[int, int, int]]]:
-    """Replays the records the way a compacted topic and MM2's store see them: tombstones and upstream
-    rewinds wipe a partition's history; malformed records are skipped."""
-    live: dict[int, list[tuple[int, int, int]]] = {}
-    for offset, (partition, kind, up, down) in enumerate(records):
-        if kind == "bad":
-            continue
-        history = live.setdefault(partition, [])
-        if kind == "tombstone":
-            history.clear()
-            continue
-        assert up is not None and down is not None
-        if history and up < history[-1][0]:
-            history.clear()
-        history.append((up, down, offset))
-    return live
-
-
-record = st.one_of(
-    st.tuples(st.integers(0, SCENARIOS - 1), st.just("sync"), small, small),
-    st.tuples(st.integers(0, SCENARIOS - 1), st.just("sync"), small, small),
-    st.tuples(st.integers(0, SCENARIOS - 1), st.sampled_from(["tombstone", "bad"]), st.none(), st.none()),
-)
-
-
-@PROPERTY
-@given(records=st.lists(record, max_size=150), offsets=st.lists(st.integers(0, 45), min_size=1, max_size=4))
-def test_property_latest_syncs_then_translate_match_model(
-    spark: Any, records: list[tuple[int, str, int | None, int | None]], offsets: list[int]
-) -> None:
-    rows = []
-    for offset, (partition, kind, up, down) in enumerate(records):
-        if kind == "bad":
-            rows.append(_sync_record(offset, None, None, None, None, reason="key truncated"))  # type: ignore[arg-type]
-        else:
-            rows.append(_sync_record(offset, "t", partition, up, down))
-    decoded = _df(spark, DECODED_OFFSET_SYNC_SCHEMA, rows)
-    offset_rows = [(f"g{p}-{i}", "t", p, c) for i, c in enumerate(offsets) for p in range(SCENARIOS)]
-    got = {r.group: r for r in transforms.translate(_group_offsets(spark, offset_rows), decoded).collect()}
-    live = _model_live_syncs(records)
-    kept = sorted(
-        (r.partition, r.upstream_offset, r.downstream_offset, r.record_offset, r.sync_count)
-        for r in transforms.latest_syncs(decoded).collect()
-    )
-    assert kept == sorted((p, up, down, rec, len(syncs)) for p, syncs in live.items() for up, down, rec in syncs)
-    for group, _, partition, c in offset_rows:
-        expected = _model_translate(live.get(partition, []), c)
-        row = got[group]
-        assert {k: getattr(row, k) for k in expected} == expected, (partition, c, live.get(partition))
-        assert row.sync_count == len(live.get(partition, []))
-    # The job's path: the same records as raw Kafka bytes, matched to the partitions by their raw key.
+    """``inspect``'s Spark translation equals ``plans.translation`` (what every planner runs) on every history:
+    out-of-order writes, upstream and target rewinds, duplicates, compaction holes, tombstones, malformed
+    records and arbitrary syncs, the partitions' records interleaved in the topic as MM2 writes them."""
+    histories = {p: _history(ops) for p, (ops, _) in enumerate(partitions)}
+    queues = {p: list(h) for p, h in histories.items()}
+    rng = random.Random(seed)
     raw = []
-    for offset, (partition, kind, up, down) in enumerate(records):
-        key = codecs.encode_offset_sync_key("t", partition)
-        value = None if kind == "tombstone" else codecs.encode_offset_sync_value(up or 0, down or 0)
-        raw.append((PAIR, key[:3] if kind == "bad" else key, value, "syncs", 0, offset, T0, 0))
-    group_offsets = _group_offsets(spark, offset_rows)
-    numbers = transforms.partition_numbers(group_offsets)
-    known = decode.decode_offset_syncs(spark.createDataFrame(raw, KAFKA_RECORD_SCHEMA), known=numbers)
-    by_key = {r.group: r for r in transforms.translate(group_offsets, known, numbers=numbers).collect()}
-    assert by_key == got
+    while any(queues.values()):
+        p = rng.choice([q for q, left in queues.items() if left])
+        x = queues[p].pop(0)
+        key = codecs.encode_offset_sync_key("t", p)
+        if x == "malformed":
+            raw.append((PAIR, key[:3], None, "syncs", 0, len(raw), T0, 0))
+            continue
+        value = None if x is None else codecs.encode_offset_sync_value(x.upstream, x.downstream)  # type: ignore[union-attr]
+        raw.append((PAIR, key, value, "syncs", 0, len(raw), T0, 0))
+    offset_rows = [(f"g{p}-{i}", "t", p, c) for p, (_, offsets) in enumerate(partitions) for i, c in enumerate(offsets)]
+    got = {r.group: r for r in translate_exactly(spark, _group_offsets(spark, offset_rows), _raw(spark, raw))}
+    for group, _, p, c in offset_rows:
+        history = [x for x in histories[p] if x != "malformed"]
+        start = current_mapping_start(history)  # type: ignore[arg-type]
+        syncs = normalize_syncs(history)  # type: ignore[arg-type]
+        row = got[group]
+        rule = None if c is None else conservative(syncs, c)
+        used = None if c is None else newest_sync_at_or_below(syncs, c)
+        assert row.translated_offset == (None if rule is None else rule.offset), (history, c)
+        assert (row.sync_upstream, row.sync_downstream) == (
+            (None, None) if used is None else (syncs[used].upstream, syncs[used].downstream)
+        )
+        assert row.sync_count == sum(1 for x in history[start:] if x is not None)
+        assert (row.oldest_sync_upstream, row.latest_sync_upstream) == (
+            (syncs[0].upstream, syncs[-1].upstream) if syncs else (None, None)
+        )
+
+
+def _raw(spark: Any, raw: list[tuple[Any, ...]]) -> Any:
+    return spark.createDataFrame(raw, KAFKA_RECORD_SCHEMA)
+
+
+@PROPERTY
+@given(partitions=st.lists(st.lists(op, max_size=12), min_size=1, max_size=SCENARIOS))
+def test_property_latest_syncs_are_the_current_mapping(spark: Any, partitions: list[list[tuple[Any, ...]]]) -> None:
+    histories = {p: [x for x in _history(ops) if x != "malformed"] for p, ops in enumerate(partitions)}
+    rows = []
+    for p, history in histories.items():
+        for x in history:
+            up, down = (None, None) if x is None else (x.upstream, x.downstream)  # type: ignore[union-attr]
+            rows.append(_sync_record(len(rows), "t", p, up, down))
+    got = sorted(
+        (r.partition, r.upstream_offset, r.downstream_offset)
+        for r in transforms.latest_syncs(_df(spark, DECODED_OFFSET_SYNC_SCHEMA, rows)).collect()
+    )
+    expected = []
+    for p, history in histories.items():
+        start = current_mapping_start(history)  # type: ignore[arg-type]
+        expected += [(p, x.upstream, x.downstream) for x in history[start:] if x is not None]  # type: ignore[union-attr]
+    assert got == sorted(expected)
 
 
 # --- latest_checkpoints ---
@@ -530,8 +576,8 @@ def test_summarize_counts_per_pair_and_status(spark: Any) -> None:
             "message": "m",
             "status": status,
             "sync_count": 1,
-            "replay_if_failover_now": replay,
-            "skip_if_failover_now": 0 if replay is not None else None,
+            "replay_if_failover_now_at_least": replay,
+            "skip_if_failover_now_at_most": 0 if replay is not None else None,
         }
 
     classified = _df(
@@ -556,7 +602,7 @@ def test_summarize_counts_per_pair_and_status(spark: Any) -> None:
     ]
 
 
-def test_translation_fields_are_longs() -> None:
+def test_translation_fields_are_longs_but_the_method() -> None:
     from mm2ctl.inspector.schemas import TRANSLATION_FIELDS
 
-    assert all(isinstance(f.dataType, LongType) for f in TRANSLATION_FIELDS)
+    assert all(isinstance(f.dataType, LongType) for f in TRANSLATION_FIELDS if f.name != "translation_method")

@@ -249,7 +249,7 @@ def test_read_ahead_serves_increasing_windows_from_few_reads_and_never_reads_pas
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from mm2ctl.core.records import RawRecord
-    from mm2ctl.plans.planners import failover
+    from mm2ctl.plans import kafka_records
 
     present = [o for o in range(0, 30_000) if o % 7 != 3]  # gaps, as compaction and markers leave
     calls: list[tuple[int, int]] = []
@@ -261,9 +261,9 @@ def test_read_ahead_serves_increasing_windows_from_few_reads_and_never_reads_pas
         calls.append((lo, hi))
         return [RawRecord(topic, partitions[0], o, o, b"k", b"v%d" % o) for o in present if lo <= o < hi]
 
-    monkeypatch.setattr(failover, "read_partitions", fake_read)
+    monkeypatch.setattr(kafka_records, "read_partitions", fake_read)
     limit = 25_000
-    source = failover._KafkaRecords({}, "t", 0, limit, chunk=5_000)
+    source = kafka_records.KafkaRecords({}, "t", 0, limit, chunk=5_000)
     rng = random.Random(7)
     starts = sorted(rng.randrange(0, limit) for _ in range(300))
     for s in starts:

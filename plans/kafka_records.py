@@ -1,0 +1,118 @@
+"""The planners' reads of Kafka: records of one partition as ``plans.translation.RecordSource``, the offset
+syncs of a flow in the order MM2 wrote them, and the target offset for a record's timestamp.
+
+Every planner that proves a position by content (failover, failback, ``inspect --exact``) reads records the
+same way: a partition's groups are translated in increasing offset order, so ``KafkaRecords`` reads ahead in
+chunks and one consumer read serves many groups.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping
+
+from mm2ctl.core.admin import TP, ItemError, KafkaAdmin
+from mm2ctl.core.codecs import RecordDecodeError, decode_offset_sync, decode_offset_sync_key
+from mm2ctl.core.config import PairConfig
+from mm2ctl.core.errors import KafkaClusterError, PlanError
+from mm2ctl.core.records import RawRecord, read_partitions
+from mm2ctl.plans.live_state import LiveState
+from mm2ctl.plans.translation import Digested, Sync, normalize_syncs, record_digest
+
+#: Offsets one consumer read fetches ahead of a verification's window (see ``KafkaRecords``).
+READ_AHEAD = 5_000
+
+
+def digested(r: RawRecord) -> Digested:
+    """A record as verification compares it: offset, content digest, timestamp."""
+    return Digested(r.offset, record_digest(r.timestamp_ms, r.key, r.value, r.headers), r.timestamp_ms)
+
+
+class KafkaRecords:
+    """``plans.translation.RecordSource`` over one partition of one cluster, reading ahead in chunks.
+
+    The planner asks for the windows of every group on a partition in increasing offset order, so one consumer
+    read of ``chunk`` offsets serves many groups; a request below what is held starts over. Records well below
+    the newest request are dropped, so memory stays at about two chunks per partition. ``limit`` is the
+    partition's end when planning began: nothing is read past it (a read there would wait for new records).
+    """
+
+    def __init__(
+        self, conf: Mapping[str, str], topic: str, partition: int, limit: int, chunk: int = READ_AHEAD
+    ) -> None:
+        self._conf, self._topic, self._partition = conf, topic, partition
+        self._limit, self._chunk = limit, chunk
+        self._lo = self._hi = 0  # the records held cover offsets [lo, hi)
+        self._recs: list[Digested] = []
+        self._offsets: list[int] = []
+
+    def read(self, start: int, end: int) -> list[Digested]:
+        end = min(end, self._limit)
+        if end <= start:
+            return []
+        if start < self._lo or start > self._hi:
+            self._lo = self._hi = start
+            self._recs, self._offsets = [], []
+        if end > self._hi:
+            stop = min(self._limit, max(end, self._hi + self._chunk))
+            for r in read_partitions(
+                self._conf,
+                self._topic,
+                [self._partition],
+                start={self._partition: self._hi},
+                end={self._partition: stop},
+            ):
+                self._recs.append(digested(r))
+                self._offsets.append(r.offset)
+            self._hi = stop
+            keep_from = bisect.bisect_left(self._offsets, start - self._chunk)
+            if keep_from:
+                del self._recs[:keep_from], self._offsets[:keep_from]
+                self._lo = start - self._chunk
+        i, j = bisect.bisect_left(self._offsets, start), bisect.bisect_left(self._offsets, end)
+        return self._recs[i:j]
+
+
+def read_sync_histories(live: LiveState, flow: PairConfig) -> dict[TP, list[Sync | None]]:
+    """Every record still in the flow's offset-syncs topic, per source partition, in the order MM2 wrote them
+    (``plans.translation.SyncHistory``: a sync, or None for a tombstone; malformed records are skipped, and
+    ``inspect`` counts them)."""
+    cluster, topic = flow.offset_syncs_cluster, flow.offset_syncs_topic
+    if topic not in live.admin(cluster).list_topics():
+        raise PlanError(f"the offset-syncs topic {topic} does not exist on {cluster}: has MM2 run for this flow?")
+    out: dict[TP, list[Sync | None]] = {}
+    for rec in read_partitions(live.kafka_config(cluster), topic, [0]):
+        try:
+            if rec.value is None:
+                out.setdefault(decode_offset_sync_key(rec.key), []).append(None)
+                continue
+            s = decode_offset_sync(rec.key, rec.value)
+        except RecordDecodeError:
+            continue
+        out.setdefault((s.topic, s.partition), []).append(Sync(s.upstream_offset, s.downstream_offset))
+    return out
+
+
+def normalize_each(histories: Mapping[TP, list[Sync | None]]) -> dict[TP, list[Sync]]:
+    """``normalize_syncs`` of each source partition of ``read_sync_histories``'s result."""
+    return {tp: normalize_syncs(v) for tp, v in histories.items()}
+
+
+def read_syncs(live: LiveState, flow: PairConfig) -> dict[TP, list[Sync]]:
+    """The syncs of each source partition's current mapping (``normalize_syncs``), sorted by upstream."""
+    return normalize_each(read_sync_histories(live, flow))
+
+
+class OffsetsForTimes:
+    """``plans.timestamp_lookup.OffsetForTime`` over one partition: ListOffsets by timestamp, one call each."""
+
+    def __init__(self, admin: KafkaAdmin, topic: str, partition: int) -> None:
+        self._admin, self._tp = admin, (topic, partition)
+
+    def __call__(self, timestamp_ms: int) -> int | None:
+        got = self._admin.offsets_for_times({self._tp: timestamp_ms})[self._tp]
+        if isinstance(got, ItemError):
+            raise KafkaClusterError(
+                f"looking up the offset of timestamp {timestamp_ms} in {self._tp[0]}/{self._tp[1]}: {got.message}"
+            )
+        return got
