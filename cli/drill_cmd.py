@@ -50,7 +50,7 @@ def _finish(results: list[DrillResult], as_json: bool) -> None:
         for r in results:
             typer.echo("\n".join(drill_table(r)))
     if not all(r.goals_met for r in results):
-        typer.echo("mm2ctl: error: the drill missed its goal for (c) or (d)", err=True)
+        typer.echo("mm2ctl: error: the drill missed a goal (see the goal column)", err=True)
         raise typer.Exit(int(ExitCode.DRILL_GOAL_MISSED))
 
 
@@ -93,9 +93,10 @@ def drill(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
 ) -> None:
     """Measure messages lost and duplicated at failover for (a) raw offsets, (b) MM2's sync.group.offsets,
-    (c) mm2ctl conservative and (d) mm2ctl verified translation, on the same data.
+    (c) mm2ctl conservative and (d) mm2ctl verified translation, on the same data; then (e) the way back
+    (plan failback after (d)) and (f) a partition whose offset syncs were truncated (--fallback timestamp).
 
-    Exit 17 when (c) or (d) misses its goal: (d) loses and duplicates nothing; (c) loses nothing and
+    Exit 17 when a goal is missed: (d), (e) and (f) lose and duplicate nothing; (c) loses nothing and
     duplicates at most one sync interval per partition (the gap between the offset syncs MM2 wrote around
     the commit point).
     """
@@ -285,6 +286,6 @@ def demo(
         }
         typer.echo(result_json(fields, code))
     if code == ExitCode.DRILL_GOAL_MISSED:
-        typer.echo("mm2ctl: error: the drill missed its goal for (c) or (d)", err=True)
+        typer.echo("mm2ctl: error: the drill missed a goal (see the goal column)", err=True)
     if code:
         raise typer.Exit(code)

@@ -336,3 +336,56 @@ def plan_failover_cmd(
         if exported is not None:
             typer.echo(f"  {exported} row(s) exported to {export_csv}")
     _exit(plan, detailed)
+
+
+@plan_app.command("failback")
+def plan_failback_cmd(
+    pair: Pair,
+    mm2_config: MM2Config,
+    groups: str = typer.Option(".*", "--groups", help="Regex of consumer groups (full match)."),
+    topics: str = typer.Option(".*", "--topics", help="Regex of the topics' names on the source A (full match)."),
+    allow_rewind: bool = typer.Option(
+        False, "--allow-rewind", help="Also write group partitions whose offset on A would move backwards."
+    ),
+    fallback: str = _FALLBACK,
+    export_csv: Path | None = typer.Option(
+        None,
+        "--export-csv",
+        help="Also write group,topic,partition,offset (kafka-consumer-groups --reset-offsets --from-file).",
+    ),
+    connect_url: ConnectUrls = None,
+    connect_user: ConnectUser = None,
+    connect_password: ConnectPassword = None,
+    connect_ca: ConnectCa = None,
+    connect_cert: ConnectCert = None,
+    connect_key: ConnectKey = None,
+    out: Path = _OUT,
+    as_json: JsonOutput = False,
+    detailed: bool = _DETAILED,
+) -> None:
+    """Move groups that consume on B after a failover over A->B back to A: their B positions, translated
+    through A->B's offset syncs read backwards (or a reverse flow B->A for records produced on B), written on A."""
+    from mm2ctl.plans.failover_csv import write_failover_csv
+    from mm2ctl.plans.planners.failback import FailbackOptions, plan_failback
+
+    c = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
+    b = PlanBuilder(c.live_state(mm2_config), PlanKind.FAILBACK)
+    options = FailbackOptions(
+        pair=pair, groups=groups, topics=topics, allow_rewind=allow_rewind, fallback=_fallback(fallback)
+    )
+    with terminal_progress() as progress:
+        plan, report = plan_failback(b, options, progress=progress)
+    write_plan_file(plan, out)
+    exported = None if export_csv is None else write_failover_csv(report, export_csv)
+    if as_json:
+        doc = json.loads(dump_plan_json(plan))
+        rewinds = [{"group": r.group, "topic": r.target_topic, "partition": r.partition} for r in report.rewinds]
+        typer.echo(
+            json.dumps({"plan": doc, "rows": failover_rows_json(report), "rewinds_not_written": rewinds}, indent=2)
+        )
+    else:
+        header = "offset on the target -> offset on the source"
+        typer.echo(render_plan(plan) + "\n" + failover_rows(report, header=header) + f"\n  written to {out}")
+        if exported is not None:
+            typer.echo(f"  {exported} row(s) exported to {export_csv}")
+    _exit(plan, detailed)

@@ -101,9 +101,9 @@ def render_plan(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def failover_rows(report: FailoverReport, limit: int = 50) -> str:
-    """``plan failover``'s per-partition decisions, the first ``limit`` of them."""
-    lines = ["  group partitions (source offset -> target offset, method):"]
+def failover_rows(report: FailoverReport, limit: int = 50, header: str = "source offset -> target offset") -> str:
+    """``plan failover``'s (or ``plan failback``'s) per-partition decisions, the first ``limit`` of them."""
+    lines = [f"  group partitions ({header}, method):"]
     for r in report.rows[:limit]:
         target = "untranslatable" if r.target_offset is None else str(r.target_offset)
         before = "" if r.before_offset is None else f" (now {r.before_offset})"

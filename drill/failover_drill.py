@@ -21,13 +21,19 @@ behind), then stop (a planned migration). The strategies then put the group on t
 - (c) ``conservative``: ``mm2ctl plan failover --source-unavailable`` (DESIGN §5, from syncs and checkpoints
   only), planned with the source's address replaced by a closed port to prove it needs nothing from it;
 - (d) ``verified``: ``mm2ctl plan failover --stop-mirroring`` (verified exact translation), which also waits
-  for MM2 to catch up and stops the flow's connectors.
+  for MM2 to catch up and stops the flow's connectors;
+- (e) ``failback``: the round trip. A copy of the group starts on the target where (d) put it, consumes more
+  there, and ``mm2ctl plan failback`` moves it back to the source;
+- (f) ``timestamp``: the offset syncs of partition 0 are truncated (only on a flow the drill owns), and a
+  copy of the group is failed over with ``--fallback timestamp``: that partition has no sync at all.
 
-(c) and (d) are planned and applied for real on the group itself and read back; each strategy's offsets are
-then committed to a copy of the group on the target (``<group>.drill-<strategy>``), and a real consumer
-resumes from the committed positions (``auto.offset.reset=latest``, Kafka's default) and reads to the end.
-LOST are sequence numbers at or after the source commit point it never sees; DUPLICATED are sequence
-numbers before the commit point it reads again.
+(c) and (d) are planned and applied for real on the group itself and read back, (e) and (f) on copies of it
+(``<group>.drill-e``, ``<group>.drill-f``); each strategy's offsets are then committed to a copy of the group
+(``<group>.drill-<strategy>``), and a real consumer resumes from the committed positions
+(``auto.offset.reset=latest``, Kafka's default) and reads to the end: on the target, or for (e) on the source.
+LOST are sequence numbers at or after the commit point it never sees; DUPLICATED are sequence numbers before
+the commit point it reads again. The commit point is the group's on the source, or for (e) the copy's on the
+target after it consumed more there.
 
 This module never prints: it reports through ``progress`` and returns a ``DrillResult``.
 """
@@ -64,17 +70,23 @@ from mm2ctl.core.config import PairConfig, load_mm2_config
 from mm2ctl.core.errors import ConfigError, KafkaClusterError, Mm2ctlError
 from mm2ctl.core.polling import poll_until
 from mm2ctl.core.progress import Progress, no_progress
-from mm2ctl.plans.document import PlanKind
+from mm2ctl.drill.sync_truncation import truncate_partition_syncs
+from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.kafka_records import normalize_each, read_sync_histories
 from mm2ctl.plans.live_state import LiveState, open_live_state
 from mm2ctl.plans.planners.context import PlanBuilder
-from mm2ctl.plans.planners.failover import FailoverOptions, Source, plan_failover, read_checkpoints
+from mm2ctl.plans.planners.failback import FailbackOptions, plan_failback
+from mm2ctl.plans.planners.failover import FailoverOptions, FailoverReport, Source, plan_failover, read_checkpoints
+from mm2ctl.plans.positions import Fallback
 from mm2ctl.plans.serialize import write_plan_file
 from mm2ctl.plans.translation import Sync
 from mm2ctl.remediate import engine
 
 if TYPE_CHECKING:
     from mm2ctl.lab.lab import LabInfo
+
+#: A planner run on a fresh builder: the plan and its per-row report.
+PlanFunction = Callable[[PlanBuilder], tuple[Plan, FailoverReport]]
 
 
 log = logging.getLogger("mm2ctl.drill")
@@ -88,6 +100,8 @@ class Strategy(StrEnum):
     MM2 = "b"
     CONSERVATIVE = "c"
     VERIFIED = "d"
+    FAILBACK = "e"
+    TIMESTAMP = "f"
 
 
 LABELS = {
@@ -95,7 +109,12 @@ LABELS = {
     Strategy.MM2: "MM2 sync.group.offsets",
     Strategy.CONSERVATIVE: "mm2ctl conservative (--source-unavailable)",
     Strategy.VERIFIED: "mm2ctl verified (plan failover)",
+    Strategy.FAILBACK: "mm2ctl failback after (d) (plan failback)",
+    Strategy.TIMESTAMP: "mm2ctl timestamp (syncs of p0 truncated)",
 }
+
+#: Strategies whose offsets are on the source cluster: a consumer resumes there (the others resume on the target).
+ON_SOURCE = frozenset({Strategy.FAILBACK})
 
 
 @dataclass(frozen=True)
@@ -126,6 +145,8 @@ class DrillTarget:
     group: str
     #: Stop the pair's connectors in (d) (``--stop-mirroring``). The lab's own drill flow always does.
     stop_mirroring: bool = True
+    #: The drill owns the flow, so (f) may truncate one partition's offset syncs (``drill.sync_truncation``).
+    owns_flow: bool = False
 
 
 #: Called after the source topic has lost its head, before any consumer runs; returns the flow to drill.
@@ -279,10 +300,17 @@ class _SequenceProducer:
 
 
 def _consume_part_and_commit(
-    conf: Mapping[str, str], topic: str, group: str, want: Mapping[int, int], timeout_s: float = 60.0
+    conf: Mapping[str, str],
+    topic: str,
+    group: str,
+    want: Mapping[int, int],
+    timeout_s: float = 60.0,
+    *,
+    from_committed: bool = False,
 ) -> None:
-    """The application on the source: read ``want[p]`` records of each partition from the start, commit
-    the position after the last one read (it may name a transaction marker), leave.
+    """The application on the source: read ``want[p]`` records of each partition from the start (or, with
+    ``from_committed``, from where the group is), commit the position after the last one read (it may name a
+    transaction marker), leave.
 
     Partitions are assigned, not subscribed, so every partition gets a commit point of its own; the group
     has no members afterwards, which MM2's ``sync.group.offsets`` needs.
@@ -300,7 +328,8 @@ def _consume_part_and_commit(
     seen = dict.fromkeys(want, 0)
     last: dict[int, int] = {}
     try:
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in want])
+        start = OFFSET_STORED if from_committed else OFFSET_BEGINNING
+        consumer.assign([TopicPartition(topic, p, start) for p in want])
         deadline = time.monotonic() + timeout_s
         while any(seen[p] < want[p] for p in want):
             if time.monotonic() > deadline:
@@ -411,7 +440,7 @@ def score(
         parts.append(PartitionOutcome(p, c, commit_seq, produced[p], target_offsets.get(p), lost, duplicated, interval))
     goal: str | None = None
     met: bool | None = None
-    if strategy is Strategy.VERIFIED:
+    if strategy in (Strategy.VERIFIED, Strategy.FAILBACK, Strategy.TIMESTAMP):
         goal = "lost 0, duplicated 0"
         met = all(x.lost == 0 and x.duplicated == 0 for x in parts)
     elif strategy is Strategy.CONSERVATIVE:
@@ -477,16 +506,16 @@ def _unreachable_source_config(mm2_config: str, source_alias: str, workdir: Path
 
 
 def _plan_and_apply(
-    live: LiveState, opts: FailoverOptions, workdir: Path, name: str, progress: Progress
+    live: LiveState, plan: PlanFunction, workdir: Path, name: str, progress: Progress
 ) -> tuple[dict[TP, int | None], str]:
-    """Plan and apply one mm2ctl strategy for real; the planned target offsets and the methods used."""
+    """Plan and apply one mm2ctl strategy for real; the planned offsets and the methods used."""
     b = PlanBuilder(live, PlanKind.FAILOVER)
-    plan, report = plan_failover(b, opts, progress=progress)
+    made, report = plan(b)
     plan_path = workdir / f"{name}.yaml"
-    write_plan_file(plan, plan_path)
-    if plan.steps:
+    write_plan_file(made, plan_path)
+    if made.steps:
         engine.apply_plan(
-            plan,
+            made,
             live,
             journal_path=workdir / f"{name}.journal.jsonl",
             plan_path=str(plan_path),
@@ -500,6 +529,17 @@ def _plan_and_apply(
         methods[key] = methods.get(key, 0) + 1
     detail = ", ".join(f"{k}={v}" for k, v in sorted(methods.items()))
     return {(r.target_topic, r.partition): r.target_offset for r in report.rows}, detail
+
+
+def _failover(progress: Progress, opts: FailoverOptions) -> PlanFunction:
+    return lambda b: plan_failover(b, opts, progress=progress)
+
+
+def _commit(admin: KafkaAdmin, group: str, offsets: Mapping[TP, int], what: str) -> None:
+    res = admin.alter_group_offsets({group: dict(offsets)})[group]
+    bad = [r for r in res if r.error is not None]
+    if bad:
+        raise KafkaClusterError(f"committing {what} offsets to {group}: {bad[0].error}")
 
 
 def run_drill(
@@ -610,12 +650,15 @@ def run_drill(
     progress("(d) plan failover --stop-mirroring (verified), apply")
     _planned_d, details[Strategy.VERIFIED] = _plan_and_apply(
         live,
-        FailoverOptions(
-            pair=target.pair,
-            groups=re.escape(group),
-            topics=re.escape(topic),
-            stop_mirroring=target.stop_mirroring,
-            allow_rewind=True,
+        _failover(
+            progress,
+            FailoverOptions(
+                pair=target.pair,
+                groups=re.escape(group),
+                topics=re.escape(topic),
+                stop_mirroring=target.stop_mirroring,
+                allow_rewind=True,
+            ),
         ),
         wd,
         "verified",
@@ -636,13 +679,16 @@ def run_drill(
         )
     _planned_c, details[Strategy.CONSERVATIVE] = _plan_and_apply(
         down_live,
-        FailoverOptions(
-            pair=target.pair,
-            groups=re.escape(group),
-            topics=re.escape(topic),
-            source=source_choice,
-            source_unavailable=True,
-            allow_rewind=True,
+        _failover(
+            progress,
+            FailoverOptions(
+                pair=target.pair,
+                groups=re.escape(group),
+                topics=re.escape(topic),
+                source=source_choice,
+                source_unavailable=True,
+                allow_rewind=True,
+            ),
         ),
         wd,
         "conservative",
@@ -650,6 +696,28 @@ def run_drill(
     )
     after_c = dst_admin.committed_offsets([group])[group].offsets
     offsets[Strategy.CONSERVATIVE] = {p: after_c.get((remote, p)) for p in committed}
+
+    # (e) The round trip: a copy of the group resumes on the target where (d) put it, consumes more there,
+    # and is failed back. Its commit point is where it stopped on the target.
+    target_log = _read_seqs(dst_conf, remote, o.partitions)
+    copy_e = f"{group}.drill-{Strategy.FAILBACK.value}"
+    e_committed: dict[int, int] = {}
+    if flow.group_filter.matches(copy_e):
+        progress("(e) a copy of the group consumes more on the target from (d)'s position, plan failback, apply")
+        start_e = {p: off for p, off in offsets[Strategy.VERIFIED].items() if off is not None}
+        _commit(dst_admin, copy_e, {(remote, p): off for p, off in start_e.items()}, "(e)")
+        more = {p: sum(1 for off, _ in target_log[p] if off >= start) // 2 for p, start in start_e.items()}
+        _consume_part_and_commit(dst_conf, remote, copy_e, {p: n for p, n in more.items() if n}, from_committed=True)
+        on_target = dst_admin.committed_offsets([copy_e])[copy_e].offsets
+        e_committed = {p: on_target[(remote, p)] for p in start_e if (remote, p) in on_target}
+        failback = FailbackOptions(pair=target.pair, groups=re.escape(copy_e), topics=re.escape(topic))
+        _planned_e, details[Strategy.FAILBACK] = _plan_and_apply(
+            live, lambda b: plan_failback(b, failback, progress=progress), wd, "failback", progress
+        )
+        back = src_admin.committed_offsets([copy_e])[copy_e].offsets
+        offsets[Strategy.FAILBACK] = {p: back.get((topic, p)) for p in e_committed}
+    else:
+        notes.append(f"(e) not run: {target.pair}'s group filter does not take the copy {copy_e}")
 
     source_end = {p: (source_log[p][-1][0] + 1 if source_log[p] else 0) for p in committed}
     written = read_sync_histories(live, flow)
@@ -666,22 +734,41 @@ def run_drill(
             f"MM2 left sync intervals wider than offset.lag.max={flow.offset_lag_max} at the commit point: {wide}"
         )
 
+    # (f) Partition 0 loses its offset syncs (truncated), so no sync lies at or below the commit point there;
+    # a copy of the group committed at the source commit point fails over with the timestamp fallback.
+    copy_f = f"{group}.drill-{Strategy.TIMESTAMP.value}"
+    if target.owns_flow and flow.group_filter.matches(copy_f):
+        progress("(f) truncating p0's offset syncs; a copy of the group fails over with --fallback timestamp, apply")
+        truncate_partition_syncs(live, flow, topic, 0)
+        _commit(src_admin, copy_f, {(topic, p): c for p, c in committed.items()}, "(f)")
+        timestamp = FailoverOptions(
+            pair=target.pair, groups=re.escape(copy_f), topics=re.escape(topic), fallback=Fallback.TIMESTAMP
+        )
+        _planned_f, details[Strategy.TIMESTAMP] = _plan_and_apply(
+            live, _failover(progress, timestamp), wd, "timestamp", progress
+        )
+        after_f = dst_admin.committed_offsets([copy_f])[copy_f].offsets
+        offsets[Strategy.TIMESTAMP] = {p: after_f.get((remote, p)) for p in committed}
+    else:
+        notes.append("(f) not run: it truncates offset syncs, so it runs only on a flow the drill creates (the lab)")
+
     outcomes = []
     for strategy in Strategy:
+        if strategy not in offsets:
+            continue
         copy = f"{group}.drill-{strategy.value}"
-        wanted = {(remote, p): off for p, off in offsets[strategy].items() if off is not None}
+        on_source = strategy in ON_SOURCE
+        cluster, conf, read_topic = (src_admin, source_conf, topic) if on_source else (dst_admin, dst_conf, remote)
+        wanted = {(read_topic, p): off for p, off in offsets[strategy].items() if off is not None}
         if wanted:
-            res = dst_admin.alter_group_offsets({copy: wanted})[copy]
-            bad = [r for r in res if r.error is not None]
-            if bad:
-                raise KafkaClusterError(f"committing ({strategy.value}) offsets to {copy}: {bad[0].error}")
-        progress(f"({strategy.value}) resuming a consumer on the target from {copy}")
-        seen = _resume_and_read(dst_conf, remote, copy, o.partitions)
+            _commit(cluster, copy, wanted, f"({strategy.value})")
+        progress(f"({strategy.value}) resuming a consumer on the {'source' if on_source else 'target'} from {copy}")
+        seen = _resume_and_read(conf, read_topic, copy, o.partitions)
         outcomes.append(
             score(
                 strategy,
-                committed=committed,
-                source_log=source_log,
+                committed=e_committed if on_source else committed,
+                source_log=target_log if on_source else source_log,
                 produced=produced,
                 target_offsets=offsets[strategy],
                 seen=seen,
@@ -758,6 +845,7 @@ def drill_on_lab(
             topic=topic,
             group=group,
             stop_mirroring=True,
+            owns_flow=True,
         )
 
     try:

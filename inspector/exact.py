@@ -79,6 +79,7 @@ def exact_positions(
     src_conf = config.kafka_config(pair.source)
     dst_conf = config.kafka_config(pair.target)
     dst_admin = KafkaAdmin.connect(dst_conf, name=pair.target)
+    src_admin = KafkaAdmin.connect(src_conf, name=pair.source)
     out: list[ExactPosition] = []
     for done, ((topic, p), group_rows) in enumerate(sorted(by_partition.items())):
         count(progress, EXACT_PHASE, done, len(by_partition))
@@ -92,6 +93,7 @@ def exact_positions(
             source_bounds=sb,
             target_bounds=tb,
             offset_for_time=OffsetsForTimes(dst_admin, r_topic, p),
+            source_offset_for_time=OffsetsForTimes(src_admin, topic, p),
         )
         for r in sorted(group_rows, key=lambda x: x.committed):
             syncs = (

@@ -36,6 +36,8 @@ class Sides:
     target_bounds: Bounds
     #: ListOffsets by timestamp on the target partition (None: the timestamp fallback is off).
     offset_for_time: OffsetForTime | None = None
+    #: The same on the source partition: the timestamp fallback aligns the records from there.
+    source_offset_for_time: OffsetForTime | None = None
 
 
 NO_SYNC = "no offset sync at or below it"
@@ -73,6 +75,7 @@ def locate(
         source_bounds=sides.source_bounds,
         target_bounds=sides.target_bounds,
         offset_for_time=sides.offset_for_time,
+        source_offset_for_time=sides.source_offset_for_time,
     )
     if by_time is not None:
         return by_time, ""

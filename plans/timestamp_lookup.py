@@ -8,9 +8,14 @@ when producers' CreateTimes are out of order (every record before it is older th
 forward from it and comparing content (timestamp, key, value, headers) finds the copy, and stopping at the
 lookup's answer when nothing matches replays records rather than skipping any.
 
-- ``R`` is the record a consumer at ``c`` reads next, ``P`` the one it read last. The position is the offset
-  of ``R``'s copy, preceded by ``P``'s copy (so a run of identical records cannot fool it): method
-  ``timestamp_verified``.
+- ``R`` is the record a consumer at ``c`` reads next, ``P`` the one it read last. On the source, the same
+  lookup gives ``s0``, the first record with a timestamp at or after ``T``; everything before it is older,
+  on both clusters, so its copy is the first record at the target's answer. The records from ``s0`` up to
+  ``R`` are compared one by one with as many records from there on the target: when all agree, the last
+  is ``R``'s copy, even among records with equal timestamps and equal content (method
+  ``timestamp_verified``).
+- Otherwise (a record missing on one side, the source lookup unavailable) the first copy of ``R`` at or after
+  the target's answer that is preceded by ``P``'s copy is taken: ``timestamp_verified`` too.
 - A consumer that has read its partition to the end (no ``R``), or whose ``R`` is not copied yet, goes right
   after ``P``'s copy, when that copy is the last record there: ``timestamp_verified`` too.
 - Anything unproven (no match within ``max_scan`` records, timestamps rewritten by a ``LogAppendTime``
@@ -22,6 +27,7 @@ Pure, like ``plans.translation``: records come through ``RecordSource`` and the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from mm2ctl.plans.payloads import TranslationMethod
@@ -29,6 +35,7 @@ from mm2ctl.plans.translation import (
     DEFAULT_MAX_SCAN,
     DEFAULT_WINDOW,
     Bounds,
+    Digested,
     RecordSource,
     Translation,
 )
@@ -49,6 +56,7 @@ def by_timestamp(
     source_bounds: Bounds,
     target_bounds: Bounds,
     offset_for_time: OffsetForTime,
+    source_offset_for_time: OffsetForTime | None = None,
     window: int = DEFAULT_WINDOW,
     max_scan: int = DEFAULT_MAX_SCAN,
 ) -> tuple[Translation | None, str]:
@@ -69,6 +77,19 @@ def by_timestamp(
     found = offset_for_time(anchor.timestamp_ms)
     candidate = target_bounds.end if found is None else max(found, target_bounds.start)
     stamp = f"timestamp {anchor.timestamp_ms} of source record {anchor.offset}"
+    aligned = _aligned(
+        anchor, candidate, source, target, source_bounds, target_bounds, source_offset_for_time, max_scan
+    )
+    if aligned is not None:
+        at, count = aligned
+        if r is not None:
+            detail = f"{stamp}: its copy is at target {at} ({count} record(s) from that timestamp on agree)"
+            return Translation(at, TranslationMethod.TIMESTAMP_VERIFIED, detail), ""
+        detail = (
+            f"the group read its partition to the end: the position after the copy of source {anchor.offset} "
+            f"(target {at}; {count} record(s) from its timestamp on agree)"
+        )
+        return Translation(at + 1, TranslationMethod.TIMESTAMP_VERIFIED, detail), ""
     lo = max(target_bounds.start, candidate - window)  # P's copy may precede the candidate
     hi = min(target_bounds.end, candidate + max_scan)
     recs = target.read(lo, hi)
@@ -111,3 +132,38 @@ def by_timestamp(
         ),
         "",
     )
+
+
+def _aligned(
+    anchor: Digested,
+    candidate: int,
+    source: RecordSource,
+    target: RecordSource,
+    source_bounds: Bounds,
+    target_bounds: Bounds,
+    source_offset_for_time: OffsetForTime | None,
+    max_scan: int,
+) -> tuple[int, int] | None:
+    """The target offset of ``anchor``'s copy by alignment from the timestamp (module docstring), and how many
+    records agreed; None when the records from there do not agree one by one."""
+    if source_offset_for_time is None or anchor.timestamp_ms is None:
+        return None
+    stamp = anchor.timestamp_ms
+    s0 = source_offset_for_time(stamp)
+    if s0 is None or s0 > anchor.offset or anchor.offset - s0 > max_scan:
+        return None
+    # The lookup answers per batch, and a transaction marker carries its commit time: it can point before the
+    # first *record* with the timestamp, on either side. That record is the first one read from there.
+    ours = _from_first_at(source.read(max(s0, source_bounds.start), anchor.offset + 1), stamp)
+    if not ours or ours[-1].offset != anchor.offset:
+        return None
+    theirs = _from_first_at(target.read(candidate, min(target_bounds.end, candidate + max_scan)), stamp)[: len(ours)]
+    if len(theirs) < len(ours) or any(a.digest != b.digest for a, b in zip(ours, theirs, strict=True)):
+        return None
+    return theirs[-1].offset, len(ours)
+
+
+def _from_first_at(records: Sequence[Digested], timestamp_ms: int) -> Sequence[Digested]:
+    """``records`` from the first whose timestamp is at or after ``timestamp_ms``."""
+    i = next((i for i, r in enumerate(records) if r.timestamp_ms is not None and r.timestamp_ms >= timestamp_ms), None)
+    return [] if i is None else records[i:]

@@ -250,6 +250,7 @@ def plan_failover(
                     source_bounds=s_bounds[(topic, p)],
                     target_bounds=t_bounds[(remote, p)],
                     offset_for_time=OffsetsForTimes(live.admin(dst), remote, p),
+                    source_offset_for_time=OffsetsForTimes(live.admin(src), topic, p),
                 )
         tr: Translation | None
         if (remote, p) not in t_bounds:
@@ -299,7 +300,7 @@ def plan_failover(
             writes.setdefault(r.group, []).append(r)
     if opts.stop_mirroring:
         _stop_mirroring(b, flow, opts, writes, s_bounds)
-    _write_steps(b, dst, writes)
+    write_group_offsets(b, dst, writes)
     note_untranslatable(b, report.untranslatable)
     unchanged = sum(1 for r in report.rows if r.target_offset is not None and r.target_offset == r.before_offset)
     if unchanged:
@@ -465,7 +466,9 @@ def _stop_mirroring(
             lifecycle_step(b, name, Action.STOP, states[name])
 
 
-def _write_steps(b: PlanBuilder, dst: str, writes: Mapping[str, Sequence[FailoverRow]]) -> None:
+def write_group_offsets(b: PlanBuilder, dst: str, writes: Mapping[str, Sequence[FailoverRow]]) -> None:
+    """A write step per group on ``dst`` (its rows' translated offsets, guarded), then a read-back step per
+    group; ``plan failback`` writes its groups the same way."""
     verifies = []
     currents = b.live.many_group_offsets(dst, writes)
     for group, rows in writes.items():

@@ -1,0 +1,380 @@
+"""``mm2ctl plan failback``: move consumer groups that consume on B after a failover over the flow A->B back to
+A, writing on A the position each group has reached on B (DESIGN §10).
+
+A group's committed offset ``t`` on B, on a remote topic of A->B (``A.t`` under the default policy, ``t``
+under the identity policy), is in one of two places:
+
+- **Inside the mirrored range** (at or before the position right after the last record MM2 copied from A):
+  A->B's offset syncs read backwards (``plans.translation.inverted``) map it to A, and the records prove it.
+  The record the group reads next on B is found on A, preceded by the one it read last, from the inverse
+  rule's answer on (``verified_*``). When A's records cannot be read, the inverse rule alone answers:
+  the sync with the greatest downstream ``<= t`` gives its upstream when equal, else upstream + 1, which
+  never skips and replays at most one sync interval. Where no sync lies at or below ``t``, the timestamp
+  fallback (``--fallback timestamp``) finds and proves the position by content.
+- **Beyond it**: the group has read records produced on B after the failover, which are not on A unless
+  something mirrors them back. With a reverse flow B->A in the MM2 file that replicates the topic (the
+  identity policy; the default policy never replicates a topic back to the cluster it came from), those
+  positions translate through B->A's own offset syncs, the ordinary forward rule. Otherwise the row is
+  untranslatable, and says that B's new records must first be mirrored to A.
+
+Where the mirrored range ends is found per partition by content: the copy on B of A's last record.
+
+The plan writes each group's offsets on A through the same steps as a failover (``write_group_offsets``:
+the group must be empty on A, its A offsets unchanged since planning, every offset within A's bounds, a
+read-back). It refuses groups with members on A (``PreconditionError``, exit 8), and does not write, but
+reports, group partitions whose A offset would move backwards unless ``allow_rewind``. The groups' offsets on
+B are in the fingerprint: if they consume on B after planning, apply refuses the plan as stale.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from mm2ctl.core.admin import TP
+from mm2ctl.core.config import PairConfig
+from mm2ctl.core.errors import ConfigError, PlanError, PreconditionError
+from mm2ctl.core.progress import Progress, count, no_progress
+from mm2ctl.plans.document import Plan, PlanKind
+from mm2ctl.plans.kafka_records import KafkaRecords, OffsetsForTimes, read_syncs
+from mm2ctl.plans.live_state import LiveState, part_group_offsets
+from mm2ctl.plans.payloads import TranslationMethod
+from mm2ctl.plans.planners.context import PlanBuilder
+from mm2ctl.plans.planners.failover import (
+    FailoverReport,
+    FailoverRow,
+    bounds_of,
+    note_untranslatable,
+    write_group_offsets,
+)
+from mm2ctl.plans.positions import Fallback, Sides, locate
+from mm2ctl.plans.timestamp_lookup import by_timestamp
+from mm2ctl.plans.translation import DEFAULT_WINDOW, Bounds, Sync, Translation, inverted, verified
+
+#: The phase ``plan_failback`` counts (``core.progress.count``): partitions on B whose groups are translated.
+FAILBACK_PHASE = "partitions translated back"
+
+#: Methods that prove a position by content.
+PROVEN = frozenset(
+    {TranslationMethod.VERIFIED_DELTA, TranslationMethod.VERIFIED_SEARCH, TranslationMethod.TIMESTAMP_VERIFIED}
+)
+
+
+@dataclass(frozen=True)
+class FailbackOptions:
+    #: The flow the failover went over (``A->B``): its groups move from B back to A.
+    pair: str
+    groups: str = ".*"
+    #: Regex of the topics' names on A (full match).
+    topics: str = ".*"
+    allow_rewind: bool = False
+    #: What translates a position no offset sync lies at or below (A's and B's records must be readable).
+    fallback: Fallback = Fallback.TIMESTAMP
+
+
+@dataclass
+class FailbackReport(FailoverReport):
+    """``plan failback``'s rows (``source_*`` on B, ``target_*`` on A) and those it does not write."""
+
+    #: Rows whose A offset would move backwards, not written (no ``allow_rewind``).
+    rewinds: list[FailoverRow] = field(default_factory=list)
+
+
+def _regex(value: str, option: str) -> re.Pattern[str]:
+    try:
+        return re.compile(value)
+    except re.error as exc:
+        raise ConfigError(f"{option} {value!r}: not a valid regular expression ({exc})") from exc
+
+
+def reverse_flow(live: LiveState, flow: PairConfig) -> PairConfig | None:
+    """The enabled flow B->A of the MM2 file, if there is one."""
+    return next((p for p in live.mm2.pairs() if p.source == flow.target and p.target == flow.source), None)
+
+
+def mirrored_end(syncs: Sequence[Sync], a: Sides) -> int | None:
+    """The position on B right after the copy of A's last record: where the mirrored range ends. ``a`` reads A
+    (source) and B (target). None when that copy cannot be found (so the range is not known)."""
+    bounds = a.source_bounds
+    tail = a.source.read(max(bounds.start, bounds.end - DEFAULT_WINDOW), bounds.end)
+    if not tail:
+        return None
+    last = tail[-1].offset
+    tr = verified(syncs, last, source=a.source, target=a.target, source_bounds=bounds, target_bounds=a.target_bounds)
+    if tr is not None and tr.method in PROVEN:
+        return tr.offset + 1
+    if a.offset_for_time is not None:
+        by_time, _why = by_timestamp(
+            last,
+            source=a.source,
+            target=a.target,
+            source_bounds=bounds,
+            target_bounds=a.target_bounds,
+            offset_for_time=a.offset_for_time,
+            source_offset_for_time=a.source_offset_for_time,
+        )
+        if by_time is not None and by_time.method in PROVEN:
+            return by_time.offset + 1
+    return None
+
+
+@dataclass
+class _Partition:
+    """One partition of a remote topic of A->B, as the planner reads it on both clusters."""
+
+    a_topic: str
+    b_topic: str
+    partition: int
+    inverse: list[Sync]
+    back: Sides | None  # B (source) -> A (target)
+    end: int | None  # mirrored_end
+    forward: Sides | None = None  # through B->A, for positions beyond ``end``
+    forward_topic: str | None = None
+    forward_syncs: list[Sync] = field(default_factory=list)
+
+
+def plan_failback(
+    b: PlanBuilder, opts: FailbackOptions, *, progress: Progress = no_progress
+) -> tuple[Plan, FailbackReport]:
+    """The failback plan and its per-row report (see the module docstring)."""
+    live = b.live
+    flow = live.mm2.pair(opts.pair)
+    a, bb = flow.source, flow.target
+    groups_re, topics_re = _regex(opts.groups, "--groups"), _regex(opts.topics, "--topics")
+    b.kind = PlanKind.FAILBACK
+    b.pair = opts.pair
+
+    progress(f"reading the groups' committed offsets on {bb}")
+    positions = _positions_on_b(b, flow, groups_re, topics_re)
+    if not positions:
+        raise PlanError(
+            f"no committed offsets on {bb} of groups matching {opts.groups!r} on remote topics of {opts.pair} "
+            f"whose source topic matches {opts.topics!r}"
+        )
+    progress(f"reading the offset syncs of {opts.pair} ({flow.offset_syncs_topic} on {flow.offset_syncs_cluster})")
+    syncs = read_syncs(live, flow)
+    rev = reverse_flow(live, flow)
+    rev_syncs: dict[TP, list[Sync]] = {}
+    if rev is not None:
+        progress(f"reading the offset syncs of the reverse flow {rev.name}")
+        try:
+            rev_syncs = read_syncs(live, rev)
+        except PlanError:
+            rev_syncs = {}  # the reverse flow has not run yet: nothing of B is on A through it
+    b_parts = sorted({(r, p) for parts in positions.values() for r, p in parts})
+    a_of = {r: _upstream_name(flow, r) for r, _p in b_parts}
+    b_bounds = bounds_of(live, bb, b_parts)
+    a_topics = live.admin(a).list_topics()
+    a_parts = sorted({(a_of[r], p) for r, p in b_parts if a_of[r] in a_topics})
+    rev_parts = sorted({(rev.remote_topic(r), p) for r, p in b_parts if rev and rev.replicates_topic(r)})
+    a_bounds = bounds_of(live, a, sorted({*a_parts, *[tp for tp in rev_parts if tp[0] in a_topics]}))
+
+    todo = sorted((tp, t, group) for group, parts in positions.items() for tp, t in parts.items())
+    progress(f"translating {len(todo)} group partition(s) on {len(b_parts)} partition(s) of {bb} back to {a}")
+    report = FailbackReport()
+    current: _Partition | None = None
+    done = 0
+    for (r, p), t, group in todo:
+        if current is None or (current.b_topic, current.partition) != (r, p):
+            if current is not None:
+                done += 1
+            count(progress, FAILBACK_PHASE, done, len(b_parts))
+            current = _open_partition(live, flow, rev, syncs, rev_syncs, r, p, a_of[r], a_bounds, b_bounds)
+        report.rows.append(_translate_back(current, group, t, flow, rev, opts.fallback))
+    count(progress, FAILBACK_PHASE, len(b_parts), len(b_parts))
+    report.rows.sort(key=lambda row: (row.group, row.source_topic, row.partition))
+
+    progress(f"reading the groups' state and offsets on {a}")
+    report.rows = _with_state_on_a(b, a, report, a_bounds, opts.allow_rewind)
+    held_back = {(x.group, x.target_topic, x.partition) for x in report.rewinds}
+    writes: dict[str, list[FailoverRow]] = {}
+    for row in report.rows:
+        key = (row.group, row.target_topic, row.partition)
+        if row.target_offset is not None and row.target_offset != row.before_offset and key not in held_back:
+            writes.setdefault(row.group, []).append(row)
+    write_group_offsets(b, a, writes)
+    note_untranslatable(b, report.untranslatable)
+    if report.rewinds:
+        b.notes.append(
+            f"{len(report.rewinds)} group partition(s) would move backwards on {a} and are not written "
+            "(pass --allow-rewind to write them): "
+            + ", ".join(
+                f"{x.group}:{x.target_topic}/{x.partition} {x.before_offset}->{x.target_offset}"
+                for x in report.rewinds[:20]
+            )
+            + (" ..." if len(report.rewinds) > 20 else "")
+        )
+    methods: dict[str, int] = {}
+    for row in report.rows:
+        if row.method is not None:
+            methods[row.method.value] = methods.get(row.method.value, 0) + 1
+    b.notes.append("translation methods: " + (", ".join(f"{m}={n}" for m, n in sorted(methods.items())) or "none"))
+    if not writes:
+        b.notes.append("nothing to write")
+    return b.build(f"fail {len(writes)} group(s) back from {bb} to {a}"), report
+
+
+def _upstream_name(flow: PairConfig, remote: str) -> str:
+    return flow.upstream_topic(remote) or remote
+
+
+def _positions_on_b(
+    b: PlanBuilder, flow: PairConfig, groups_re: re.Pattern[str], topics_re: re.Pattern[str]
+) -> dict[str, dict[TP, int]]:
+    """group -> {(remote topic on B, partition): committed offset on B}, for the remote topics of the flow."""
+
+    def wanted_topic(remote: str) -> bool:
+        upstream = flow.upstream_topic(remote)
+        return (
+            upstream is not None
+            and flow.remote_topic(upstream) == remote
+            and flow.replicates_topic(upstream)
+            and topics_re.fullmatch(upstream) is not None
+        )
+
+    admin = b.live.admin(flow.target)
+    groups = [
+        g.group
+        for g in admin.list_groups()
+        if flow.group_filter.matches(g.group) and groups_re.fullmatch(g.group) is not None
+    ]
+    # In the fingerprint: if the groups consume on B after planning, the plan is stale.
+    read = b.read_many([part_group_offsets(flow.target, group) for group in groups])
+    out: dict[str, dict[TP, int]] = {}
+    for group in groups:
+        picked = {(t, p): o for t, p, o in read[part_group_offsets(flow.target, group)] if wanted_topic(t)}
+        if picked:
+            out[group] = picked
+    return out
+
+
+def _open_partition(
+    live: LiveState,
+    flow: PairConfig,
+    rev: PairConfig | None,
+    syncs: Mapping[TP, list[Sync]],
+    rev_syncs: Mapping[TP, list[Sync]],
+    b_topic: str,
+    p: int,
+    a_topic: str,
+    a_bounds: Mapping[TP, Bounds],
+    b_bounds: Mapping[TP, Bounds],
+) -> _Partition:
+    a, bb = flow.source, flow.target
+    forward_syncs = syncs.get((a_topic, p), [])
+    part = _Partition(a_topic, b_topic, p, inverted(forward_syncs), None, None)
+    ab, bbd = a_bounds.get((a_topic, p)), b_bounds.get((b_topic, p))
+    if ab is None or bbd is None:
+        return part
+    a_records = KafkaRecords(live.kafka_config(a), a_topic, p, ab.end)
+    b_records = KafkaRecords(live.kafka_config(bb), b_topic, p, bbd.end)
+    on_a, on_b = OffsetsForTimes(live.admin(a), a_topic, p), OffsetsForTimes(live.admin(bb), b_topic, p)
+    part.back = Sides(b_records, a_records, bbd, ab, on_a, on_b)
+    there = Sides(
+        KafkaRecords(live.kafka_config(a), a_topic, p, ab.end),
+        KafkaRecords(live.kafka_config(bb), b_topic, p, bbd.end),
+        ab,
+        bbd,
+        on_b,
+        on_a,
+    )
+    part.end = mirrored_end(forward_syncs, there)
+    if rev is not None and rev.replicates_topic(b_topic):
+        f_topic = rev.remote_topic(b_topic)
+        fb = a_bounds.get((f_topic, p))
+        if fb is not None:
+            part.forward_topic = f_topic
+            part.forward_syncs = rev_syncs.get((b_topic, p), [])
+            part.forward = Sides(
+                KafkaRecords(live.kafka_config(bb), b_topic, p, bbd.end),
+                KafkaRecords(live.kafka_config(a), f_topic, p, fb.end),
+                bbd,
+                fb,
+                OffsetsForTimes(live.admin(a), f_topic, p),
+                on_b,
+            )
+    return part
+
+
+def _translate_back(
+    part: _Partition, group: str, t: int, flow: PairConfig, rev: PairConfig | None, fallback: Fallback
+) -> FailoverRow:
+    a, bb = flow.source, flow.target
+    a_topic = part.a_topic
+    tr: Translation | None
+    if part.end is not None and t > part.end:
+        if part.forward is not None and part.forward_topic is not None:
+            tr, why = locate(part.forward_syncs, t, part.forward, fallback)
+            a_topic = part.forward_topic
+            if tr is not None:
+                tr = dataclasses.replace(tr, detail=f"through {rev.name if rev else ''}'s offset syncs: {tr.detail}")
+            else:
+                why = (
+                    f"beyond the records mirrored from {a} ({part.b_topic}/{part.partition} ends at {part.end}), "
+                    f"and {why} of the reverse flow"
+                )
+        else:
+            tr = None
+            if rev is not None and not rev.replicates_topic(part.b_topic):
+                how = (
+                    f"the reverse flow {rev.name} does not replicate {part.b_topic} back to {a} (the default "
+                    "replication policy never replicates a topic to the cluster it came from)"
+                )
+            else:
+                how = f"mirror them to {a} first (a {bb}->{a} flow), then plan again"
+            why = (
+                f"the group read records produced on {bb} after the failover ({part.b_topic}/{part.partition} "
+                f"offsets {part.end} to {t}); they are not on {a}: {how}"
+            )
+    else:
+        tr, why = locate(part.inverse, t, part.back, fallback)
+        if tr is not None and tr.method in (TranslationMethod.OFFSET_SYNC_EXACT, TranslationMethod.OFFSET_SYNC_NEXT):
+            tr = dataclasses.replace(tr, detail=f"{flow.name}'s sync read backwards: {tr.detail}")
+    return FailoverRow(
+        group=group,
+        source_topic=part.b_topic,
+        target_topic=a_topic,
+        partition=part.partition,
+        source_offset=t,
+        target_offset=None if tr is None else tr.offset,
+        before_offset=None,
+        method=None if tr is None else tr.method,
+        detail=f"untranslatable: {why}" if tr is None else tr.detail,
+        delta_candidate=None if tr is None else tr.delta_candidate,
+    )
+
+
+def _with_state_on_a(
+    b: PlanBuilder, a: str, report: FailbackReport, a_bounds: Mapping[TP, Bounds], allow_rewind: bool
+) -> list[FailoverRow]:
+    """Rows with the groups' current offsets on A; refuse groups active on A, set rewinds aside."""
+    rows = report.rows
+    admin = b.live.admin(a)
+    groups = sorted({r.group for r in rows})
+    described = admin.describe_groups(groups)
+    current = b.live.many_group_offsets(a, groups)
+    problems = [
+        f"group {g} has {described[g].members} active member(s) on {a} ({described[g].state}); stop its "
+        f"consumers on {a} before failing it back"
+        for g in groups
+        if described[g].members
+    ]
+    out = []
+    for r in rows:
+        r = dataclasses.replace(r, before_offset=current[r.group].get((r.target_topic, r.partition)))
+        out.append(r)
+        if r.target_offset is None or r.target_offset == r.before_offset:
+            continue
+        bounds = a_bounds.get((r.target_topic, r.partition))
+        if bounds is not None and not bounds.start <= r.target_offset <= bounds.end:
+            problems.append(
+                f"{r.group}:{r.target_topic}/{r.partition}: translated offset {r.target_offset} is outside "
+                f"[{bounds.start}, {bounds.end}] on {a}"
+            )
+        if r.before_offset is not None and r.target_offset < r.before_offset and not allow_rewind:
+            report.rewinds.append(r)
+    if problems:
+        raise PreconditionError("refusing to plan the failback:\n  " + "\n  ".join(problems))
+    return out
