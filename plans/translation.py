@@ -255,6 +255,16 @@ def verified(
             return recs[j - 1].digest == p.digest
         return False  # P' lies before the window: unproven here
 
+    aligned = _aligned_from_sync(syncs[i], c, r, p, source, recs, max_scan)
+    if aligned is not None:
+        method = TranslationMethod.VERIFIED_DELTA if aligned == candidate else TranslationMethod.VERIFIED_SEARCH
+        what = f"source {r.offset}" if r is not None else "the source end"
+        return Translation(
+            aligned,
+            method,
+            f"the records from sync {u}->{d} agree one by one on both sides up to {what}: target {aligned}",
+            candidate,
+        )
     if r is not None:
         at = _first_at_or_after(recs, candidate)
         if at is not None and proves(at):
@@ -290,3 +300,31 @@ def verified(
                 candidate,
             )
     return fallback("no target record matched the source record at the committed offset")
+
+
+def _aligned_from_sync(
+    sync: Sync,
+    committed: int,
+    r: Digested | None,
+    p: Digested | None,
+    source: RecordSource,
+    target_window: Sequence[Digested],
+    max_scan: int,
+) -> int | None:
+    """The target position by counting records from the sync: MM2 copies every record in order, so the k-th
+    source record from the sync's upstream offset is the k-th target record from its downstream offset. Proven
+    when every record on the way agrees (so runs of identical records cannot mislead a search); None when they
+    do not, or the target does not hold them all yet (the caller's other proofs then apply)."""
+    if committed - sync.upstream > max_scan:
+        return None
+    stop = r.offset + 1 if r is not None else committed
+    ours = source.read(sync.upstream, stop)
+    if not ours or ours[0].offset != sync.upstream or (r is None and (p is None or ours[-1] != p)):
+        return None
+    start = bisect.bisect_left([x.offset for x in target_window], sync.downstream)
+    theirs = target_window[start : start + len(ours)]
+    if not theirs or theirs[0].offset != sync.downstream or len(theirs) < len(ours):
+        return None
+    if any(a.digest != b.digest for a, b in zip(ours, theirs, strict=True)):
+        return None
+    return theirs[-1].offset if r is not None else theirs[-1].offset + 1

@@ -17,7 +17,10 @@ under the identity policy), is in one of two places:
   positions translate through B->A's own offset syncs, the ordinary forward rule. Otherwise the row is
   untranslatable, and says that B's new records must first be mirrored to A.
 
-Where the mirrored range ends is found per partition by content: the copy on B of A's last record.
+Proof by content comes first whichever way a record reached A: when a reverse flow copied B's records
+into the same topic on A (the identity policy), the inverse translation's search finds them there too.
+Where the mirrored range ends is found per partition by content (the copy on B of A's last record); an
+unproven answer beyond it is never used.
 
 The plan writes each group's offsets on A through the same steps as a failover (``write_group_offsets``:
 the group must be empty on A, its A offsets unchanged since planning, every offset within A's bounds, a
@@ -51,7 +54,7 @@ from mm2ctl.plans.planners.failover import (
 )
 from mm2ctl.plans.positions import Fallback, Sides, locate
 from mm2ctl.plans.timestamp_lookup import by_timestamp
-from mm2ctl.plans.translation import DEFAULT_WINDOW, Bounds, Sync, Translation, inverted, verified
+from mm2ctl.plans.translation import DEFAULT_WINDOW, Bounds, Sync, inverted, verified
 
 #: The phase ``plan_failback`` counts (``core.progress.count``): partitions on B whose groups are translated.
 FAILBACK_PHASE = "partitions translated back"
@@ -301,37 +304,33 @@ def _open_partition(
 def _translate_back(
     part: _Partition, group: str, t: int, flow: PairConfig, rev: PairConfig | None, fallback: Fallback
 ) -> FailoverRow:
+    """Where ``t`` on B lies on A. Proof by content comes first, whichever way the records reached A (A->B
+    read backwards, or a reverse flow that copied B's records into the same topic); an unproven answer is used
+    only inside the mirrored range."""
     a, bb = flow.source, flow.target
     a_topic = part.a_topic
-    tr: Translation | None
-    if part.end is not None and t > part.end:
-        if part.forward is not None and part.forward_topic is not None:
-            tr, why = locate(part.forward_syncs, t, part.forward, fallback)
-            a_topic = part.forward_topic
+    tr, why = locate(part.inverse, t, part.back, fallback)
+    if tr is not None and tr.method in (TranslationMethod.OFFSET_SYNC_EXACT, TranslationMethod.OFFSET_SYNC_NEXT):
+        tr = dataclasses.replace(tr, detail=f"{flow.name}'s sync read backwards: {tr.detail}")
+    if (tr is None or tr.method not in PROVEN) and part.end is not None and t > part.end:
+        beyond = f"the group read records produced on {bb} after the failover ({part.b_topic}/{part.partition} "
+        beyond += f"offsets {part.end} to {t})"
+        tr = None
+        if part.forward is not None and part.forward_topic is not None and rev is not None:
+            tr, rev_why = locate(part.forward_syncs, t, part.forward, fallback)
             if tr is not None:
-                tr = dataclasses.replace(tr, detail=f"through {rev.name if rev else ''}'s offset syncs: {tr.detail}")
+                a_topic = part.forward_topic
+                tr = dataclasses.replace(tr, detail=f"through {rev.name}'s offset syncs: {tr.detail}")
             else:
-                why = (
-                    f"beyond the records mirrored from {a} ({part.b_topic}/{part.partition} ends at {part.end}), "
-                    f"and {why} of the reverse flow"
-                )
-        else:
-            tr = None
-            if rev is not None and not rev.replicates_topic(part.b_topic):
-                how = (
-                    f"the reverse flow {rev.name} does not replicate {part.b_topic} back to {a} (the default "
-                    "replication policy never replicates a topic to the cluster it came from)"
-                )
-            else:
-                how = f"mirror them to {a} first (a {bb}->{a} flow), then plan again"
+                why = f"{beyond}, and {rev.name} has not mirrored them to {a} yet ({rev_why})"
+        elif rev is not None and not rev.replicates_topic(part.b_topic):
             why = (
-                f"the group read records produced on {bb} after the failover ({part.b_topic}/{part.partition} "
-                f"offsets {part.end} to {t}); they are not on {a}: {how}"
+                f"{beyond}; they are not on {a}, and the reverse flow {rev.name} does not replicate "
+                f"{part.b_topic} back to {a} (the default replication policy never replicates a topic to the "
+                "cluster it came from)"
             )
-    else:
-        tr, why = locate(part.inverse, t, part.back, fallback)
-        if tr is not None and tr.method in (TranslationMethod.OFFSET_SYNC_EXACT, TranslationMethod.OFFSET_SYNC_NEXT):
-            tr = dataclasses.replace(tr, detail=f"{flow.name}'s sync read backwards: {tr.detail}")
+        else:
+            why = f"{beyond}; they are not on {a}: mirror them to {a} first (a {bb}->{a} flow), then plan again"
     return FailoverRow(
         group=group,
         source_topic=part.b_topic,

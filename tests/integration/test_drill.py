@@ -3,7 +3,9 @@
 Asserts the goals issue 5 sets: (d) verified translation loses and duplicates nothing in a planned migration;
 (c) the conservative rule loses nothing and replays at most one sync interval per partition (the interval MM2
 actually left at the commit point, which it aims to keep within ``offset.lag.max``); and (a), the
-raw offset number copied, loses records because retention and transaction markers shifted the offsets.
+raw offset number copied, loses records because retention and transaction markers shifted the offsets. And
+the round trip: (e) ``plan failback`` after (d), and (f) the timestamp fallback on a partition whose offset
+syncs were truncated, both lose and duplicate nothing.
 """
 
 from __future__ import annotations
@@ -34,9 +36,14 @@ def test_drill_goals(lab: LabInfo, policy: str, tmp_path: Path) -> None:
     for p in c.partitions:
         assert p.sync_interval is not None and p.duplicated <= p.sync_interval, p
     assert a.lost > 0, a  # the shifted offset numbers make the raw copy skip records
+    e, f = result.outcome(Strategy.FAILBACK), result.outcome(Strategy.TIMESTAMP)
+    assert (e.lost, e.duplicated) == (0, 0), e
+    assert (f.lost, f.duplicated) == (0, 0), f
+    assert "timestamp_verified=1" in f.detail, f  # p0 had no offset sync left
     assert result.goals_met
     assert all(p.target_offset is not None for p in d.partitions)
-    assert (tmp_path / "verified.yaml").exists() and (tmp_path / "conservative.yaml").exists()
+    for name in ("verified", "conservative", "failback", "timestamp"):
+        assert (tmp_path / f"{name}.yaml").exists(), name
 
 
 def test_drill_cli_json(lab: LabInfo, tmp_path: Path) -> None:
@@ -63,7 +70,8 @@ def test_drill_cli_json(lab: LabInfo, tmp_path: Path) -> None:
     )
     print(proc.stdout)
     (doc,) = json.loads(proc.stdout)
-    # The exit code says whether (c) and (d) met their goals, exactly as the JSON does.
+    # The exit code says whether every strategy met its goal, exactly as the JSON does.
     assert proc.returncode == (0 if doc["goals_met"] else 17), proc.stderr
     by = {s["strategy"]: s for s in doc["strategies"]}
     assert by["d"]["lost"] == 0 and by["d"]["duplicated"] == 0 and by["c"]["lost"] == 0
+    assert (by["e"]["lost"], by["e"]["duplicated"], by["f"]["lost"], by["f"]["duplicated"]) == (0, 0, 0, 0)

@@ -321,7 +321,7 @@ def test_raw_offset_on_shifted_target_is_target_ahead(scenario: Scenario) -> Non
     # MM2 replicated from the source log start 200: source 250 is target 50, and the conservative rule gives
     # at most that (a sync at 250 itself), at least downstream + 1 of the first sync (200 -> 0).
     assert 1 <= row["translated_offset"] <= 50
-    assert row["skip_if_failover_now"] == 250 - row["translated_offset"]
+    assert row["skip_if_failover_now_at_most"] == 250 - row["translated_offset"]
     assert row["is_ok"] is False
 
 
@@ -330,8 +330,8 @@ def test_checkpoint_connector_stopped_while_group_moved_is_stale(scenario: Scena
     assert row["status"] == "stale_sync"
     assert row["source_offset"] == 900
     assert row["target_offset"] is not None and row["target_offset"] < 100
-    assert row["replay_if_failover_now"] == row["translated_offset"] - row["target_offset"]
-    assert row["replay_if_failover_now"] > 100
+    assert row["replay_if_failover_now_at_least"] == row["translated_offset"] - row["target_offset"]
+    assert row["replay_if_failover_now_at_least"] > 100
 
 
 def test_group_created_while_checkpoint_connector_stopped_is_erroneously_not_synced(scenario: Scenario) -> None:

@@ -56,3 +56,18 @@ def test_upstream_decreases_names_the_first_out_of_order_pair_per_partition() ->
         ("other", 2): [Sync(9, 9), Sync(1, 1)],
     }
     assert upstream_decreases(written, "t") == {0: (Sync(254, 159), Sync(252, 158))}
+
+
+def test_the_round_trip_and_the_timestamp_strategy_must_lose_and_duplicate_nothing() -> None:
+    source_log = {0: [(o, o) for o in range(10)]}
+    for strategy in (Strategy.FAILBACK, Strategy.TIMESTAMP):
+        exact = score(
+            strategy, committed={0: 6}, source_log=source_log, produced=[10], target_offsets={0: 6},
+            seen={0: [6, 7, 8, 9]}, offset_lag_max=100,
+        )  # fmt: skip
+        assert (exact.goal, exact.met) == ("lost 0, duplicated 0", True)
+        replayed = score(
+            strategy, committed={0: 6}, source_log=source_log, produced=[10], target_offsets={0: 5},
+            seen={0: [5, 6, 7, 8, 9]}, offset_lag_max=100,
+        )  # fmt: skip
+        assert (replayed.duplicated, replayed.met) == (1, False)

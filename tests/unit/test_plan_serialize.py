@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from mm2ctl.core.errors import PlanError
+from mm2ctl.core.errors import PlanError, UntranslatableError
+from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.core.redaction import REDACTED
-from mm2ctl.plans.document import SetupSource
+from mm2ctl.plans.document import SetupSource, UntranslatablePartition
 from mm2ctl.plans.serialize import (
     dump_plan,
     dump_plan_json,
@@ -367,3 +368,29 @@ def test_a_setup_source_names_one_setup() -> None:
     doc["mm2_source"] = {"mm2_config": "/a.properties", "from_connect": "http://c:8083"}
     with pytest.raises(PlanError, match="mm2_source: give exactly one of mm2_config and from_connect"):
         plan_from_json(doc)
+
+
+def test_untranslatable_partitions_round_trip_and_are_written_only_when_present() -> None:
+    """A plan without them reads the same in an mm2ctl that predates the field; one with them is refused there
+    as an unknown field, never half-understood."""
+    plain = sample_plan()
+    assert "untranslatable" not in plan_to_json(plain)
+    rows = (
+        UntranslatablePartition(
+            group="g", topic="A.t", partition=3, position=150, reason="no offset sync at or below it"
+        ),
+    )
+    plan = sample_plan(untranslatable=rows)
+    doc = plan_to_json(plan)
+    assert doc["untranslatable"] == [
+        {"group": "g", "topic": "A.t", "partition": 3, "position": 150, "reason": "no offset sync at or below it"}
+    ]
+    again = load_plan(dump_plan(plan))
+    assert again == plan and again.untranslatable == rows
+    assert "# UNTRANSLATABLE: 1 group partition(s)" in dump_plan(plan)
+    with pytest.raises(UntranslatableError) as err:
+        again.check_untranslatable(allowed=False)
+    assert err.value.exit_code == ExitCode.UNTRANSLATABLE == 19
+    assert "g:A.t/3@150" in str(err.value) and "--allow-untranslatable" in str(err.value)
+    again.check_untranslatable(allowed=True)
+    plain.check_untranslatable(allowed=False)

@@ -19,6 +19,8 @@ from mm2ctl.plans.translation import (
     Digested,
     Sync,
     conservative,
+    current_mapping_start,
+    inverted,
     normalize_syncs,
     record_digest,
     verified,
@@ -274,3 +276,48 @@ def test_read_ahead_serves_increasing_windows_from_few_reads_and_never_reads_pas
     assert len(calls) <= 2 * limit // 5_000 + 2  # a read per chunk (plus restarts), not per request
     # a window below what is held starts over and is still exact
     assert [r.offset for r in source.read(10, 30)] == [o for o in present if 10 <= o < 30]
+
+
+@pytest.mark.parametrize(
+    ("history", "start"),
+    [
+        ([Sync(0, 0), None, Sync(5, 9)], 2),  # a tombstone deletes its key's earlier records
+        ([Sync(0, 0), Sync(5, 5), None], 3),  # ... all of them: nothing counts
+        ([None, Sync(0, 0), Sync(5, 5)], 1),
+        # A, B, C: C contradicts A; B agrees with both, and was written after A: it stays.
+        ([Sync(10, 10), Sync(40, 60), Sync(30, 5)], 1),
+        ([Sync(0, 0), Sync(10, 10), Sync(10, 10), Sync(5, 5)], 0),  # duplicates and out of order: one mapping
+    ],
+)
+def test_current_mapping_starts_after_the_last_tombstone_or_contradiction(
+    history: list[Sync | None], start: int
+) -> None:
+    assert current_mapping_start(history) == start
+
+
+def test_the_issue_example_translates_the_same_everywhere() -> None:
+    """100->50, 254->159, 252->158 written in that order, a group committed at 120: MM2's own store forgets
+    100->50 at the out-of-order pair and leaves the group untranslatable; the one rule keeps all three."""
+    syncs = normalize_syncs([Sync(100, 50), Sync(254, 159), Sync(252, 158)])
+    assert syncs == [Sync(100, 50), Sync(252, 158), Sync(254, 159)]
+    tr = conservative(syncs, 120)
+    assert tr is not None and tr.offset == 51
+
+
+def test_inverted_syncs_translate_back_conservatively() -> None:
+    back = inverted([Sync(100, 50), Sync(200, 140)])
+    assert back == [Sync(50, 100), Sync(140, 200)]
+    assert [conservative(back, t).offset for t in (50, 51, 139, 140, 999)] == [100, 101, 101, 200, 201]  # type: ignore[union-attr]
+    assert conservative(back, 49) is None
+
+
+def test_verified_counts_records_from_the_sync_through_runs_of_identical_records() -> None:
+    """Identical records (same timestamp, key, value) after transaction markers: a search by content would
+    stop at the first pair that looks right; counting records from the sync's exact pair does not."""
+    names = ["same"] * 40
+    src = side([2 * i for i in range(40)], names, end=80)
+    dst = side(list(range(40)), names)
+    for c in (0, 31, 47, 79, 80):
+        t = verified([Sync(0, 0)], c, source=src, target=dst, source_bounds=src.bounds, target_bounds=dst.bounds)
+        assert (t is not None and t.method is TranslationMethod.VERIFIED_SEARCH) or c == 0, (c, t)
+        assert t is not None and t.offset == (c + 1) // 2, (c, t)

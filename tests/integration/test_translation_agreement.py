@@ -1,0 +1,114 @@
+"""``inspect`` and ``plan failover`` give the same translated offset for every group partition of the same
+state: the one rule of ``plans.translation`` (inspect, and ``plan failover --source-unavailable``), and the
+position proven by reading records (``inspect --exact``, and ``plan failover``). Each runs Spark twice over,
+so each runs under one replication policy (the policies only rename the topics here; the failback and drill
+tests cover both).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+from mm2ctl.core import records
+from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.codecs import (
+    encode_checkpoint_key,
+    encode_checkpoint_value,
+    encode_offset_sync_key,
+    encode_offset_sync_value,
+)
+from mm2ctl.lab import lab as lab_core
+from mm2ctl.lab.lab import LabInfo
+from tests.integration.support import source_conf, target_conf
+from tests.integration.test_failback import _mirror
+from tests.integration.test_remediate import mm2ctl
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "state"
+    d.mkdir()
+    return d
+
+
+def _inspect(mm2_config: str, state: Path, *extra: str) -> dict[tuple[str, int], dict[str, object]]:
+    proc = mm2ctl("inspect", "--mm2-config", mm2_config, "--format", "json", "--quiet", *extra, state=state)
+    assert proc.returncode in (0, 10), proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    return {(str(r["group"]), int(r["partition"])): r for r in rows}
+
+
+def _planned(proc_stdout: str) -> dict[tuple[str, int], int | None]:
+    doc = json.loads(proc_stdout)
+    return {(r["group"], r["partition"]): r["target_offset"] for r in doc["rows"]}
+
+
+@pytest.mark.parametrize("policy", ["default"])
+def test_out_of_order_syncs_translate_the_same_in_inspect_and_plan_failover(
+    lab: LabInfo, policy: str, state_dir: Path, tmp_path: Path
+) -> None:
+    """The syncs 100->50, 254->159, 252->158, written in that order, and groups committed at 120 and 253: MM2's
+    own store forgets 100->50 at the out-of-order pair, the one rule keeps all three (written by hand, on a
+    flow with no connectors, so nothing else moves)."""
+    name = "ag" + uuid.uuid4().hex[:8]
+    flow = lab_core.add_flow(lab, name, replication_policy=policy, offset_syncs_location="target", roles=())
+    src = flow.source_alias
+    topic = f"iso-{name}-t"
+    remote = topic if policy == "identity" else f"{src}.{topic}"
+    a, b = KafkaAdmin.connect(source_conf(lab)), KafkaAdmin.connect(target_conf(lab))
+    a.create_topics({topic: 1})
+    b.create_topics({remote: 1, f"mm2-offset-syncs.{src}.internal": 1, f"{src}.checkpoints.internal": 1})
+    records.produce(source_conf(lab), topic, [(b"k%d" % i, b"v%d" % i, 0) for i in range(300)])
+    records.produce(target_conf(lab), remote, [(b"k%d" % i, b"v%d" % i, 0) for i in range(200)])
+    key = encode_offset_sync_key(topic, 0)
+    syncs = [(key, encode_offset_sync_value(u, d), 0) for u, d in ((100, 50), (254, 159), (252, 158))]
+    records.produce(target_conf(lab), f"mm2-offset-syncs.{src}.internal", syncs)
+    groups = {f"iso-{name}-low": 120, f"iso-{name}-high": 253}
+    checkpoints = [
+        (encode_checkpoint_key(g, remote, 0), encode_checkpoint_value(c, 0), 0) for g, c in groups.items()
+    ]  # MM2's own translations are not what is compared: only the committed offsets they carry
+    records.produce(target_conf(lab), f"{src}.checkpoints.internal", checkpoints)
+    for g, c in groups.items():
+        a.alter_group_offsets({g: {(topic, 0): c}})
+
+    rows = _inspect(flow.mm2_config, state_dir)
+    assert {g: rows[(g, 0)]["translated_offset"] for g in groups} == {f"iso-{name}-low": 51, f"iso-{name}-high": 159}
+    plan = mm2ctl(
+        "plan", "failover", "--pair", f"{src}->{flow.target_alias}", "--mm2-config", flow.mm2_config,
+        "--source-unavailable", "--json", "--out", str(tmp_path / "p.yaml"), state=state_dir,
+    )  # fmt: skip
+    assert plan.returncode == 0, plan.stderr
+    assert _planned(plan.stdout) == {(g, 0): rows[(g, 0)]["translated_offset"] for g in groups}
+
+
+@pytest.mark.parametrize("policy", ["identity"])
+def test_inspect_exact_positions_are_what_plan_failover_writes(
+    lab: LabInfo, policy: str, state_dir: Path, tmp_path: Path
+) -> None:
+    """A real MM2 copy of a log with a transaction marker after every record: ``inspect --exact`` reads the
+    records for every translation that is not exact, and lands where ``plan failover`` (verified, or by
+    timestamp) does, with true replay and skip counts."""
+    m = _mirror(lab, policy, partitions=2, n=150)
+    name = m.flow.source_alias[:-3]
+    committed = {f"iso-{name}-g{i}": {0: 7 + 37 * i, 1: 300 - 41 * i} for i in range(4)}
+    for g, offsets in committed.items():
+        m.a.alter_group_offsets({g: {(m.topic, p): o for p, o in offsets.items()}})
+    plan = m.plan("failover", tmp_path / "p.yaml", state_dir, "--json")
+    assert plan.returncode == 0, plan.stderr
+    planned = _planned(plan.stdout)
+    rows = _inspect(m.flow.mm2_config, state_dir, "--exact")
+    assert {k: r["translated_offset"] for k, r in rows.items()} == planned
+    for r in rows.values():
+        assert r["translation_method"] in (
+            "offset_sync_exact",
+            "verified_delta",
+            "verified_search",
+            "timestamp_verified",
+        )
+        assert r["target_offset"] is None and r["replay_if_failover_now"] is None  # no target offset: nothing to count
