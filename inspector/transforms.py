@@ -7,7 +7,8 @@ scale of the offset-syncs topic and of every group on a cluster, and each step i
 The pipeline the job runs::
 
     checkpoints = latest_checkpoints(decode_checkpoints(checkpoint_records))
-    translated  = translate(source_group_offsets, decode_offset_syncs(sync_records))
+    translated  = translate(source_group_offsets, decode_offset_syncs(sync_records), tangled=observation)
+                  # tangled partitions: translate again with cuts=mapping_starts(their syncs)
     joined      = join_target_state(translated, source_partitions=..., target_partitions=...,
                                     target_group_offsets=..., source_groups=..., target_groups=...,
                                     checkpoints=checkpoints)

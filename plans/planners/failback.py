@@ -132,10 +132,20 @@ class _Partition:
     partition: int
     inverse: list[Sync]
     back: Sides | None  # B (source) -> A (target)
-    end: int | None  # mirrored_end
-    forward: Sides | None = None  # through B->A, for positions beyond ``end``
+    there: Sides | None = None  # A (source) -> B (target), to find where the mirrored range ends
+    forward: Sides | None = None  # through B->A, for positions beyond the mirrored range
     forward_topic: str | None = None
     forward_syncs: list[Sync] = field(default_factory=list)
+    _end: int | None = None
+    _end_known: bool = False
+
+    @property
+    def end(self) -> int | None:
+        """``mirrored_end``, read once and only if a row needs it (a position that is not proven)."""
+        if not self._end_known and self.there is not None:
+            self._end = mirrored_end(inverted(self.inverse), self.there)
+        self._end_known = True
+        return self._end
 
 
 def plan_failback(
@@ -267,7 +277,7 @@ def _open_partition(
 ) -> _Partition:
     a, bb = flow.source, flow.target
     forward_syncs = syncs.get((a_topic, p), [])
-    part = _Partition(a_topic, b_topic, p, inverted(forward_syncs), None, None)
+    part = _Partition(a_topic, b_topic, p, inverted(forward_syncs), None)
     ab, bbd = a_bounds.get((a_topic, p)), b_bounds.get((b_topic, p))
     if ab is None or bbd is None:
         return part
@@ -275,15 +285,7 @@ def _open_partition(
     b_records = KafkaRecords(live.kafka_config(bb), b_topic, p, bbd.end)
     on_a, on_b = OffsetsForTimes(live.admin(a), a_topic, p), OffsetsForTimes(live.admin(bb), b_topic, p)
     part.back = Sides(b_records, a_records, bbd, ab, on_a, on_b)
-    there = Sides(
-        KafkaRecords(live.kafka_config(a), a_topic, p, ab.end),
-        KafkaRecords(live.kafka_config(bb), b_topic, p, bbd.end),
-        ab,
-        bbd,
-        on_b,
-        on_a,
-    )
-    part.end = mirrored_end(forward_syncs, there)
+    part.there = Sides(a_records, b_records, ab, bbd, on_b, on_a)
     if rev is not None and rev.replicates_topic(b_topic):
         f_topic = rev.remote_topic(b_topic)
         fb = a_bounds.get((f_topic, p))
@@ -312,9 +314,9 @@ def _translate_back(
     tr, why = locate(part.inverse, t, part.back, fallback)
     if tr is not None and tr.method in (TranslationMethod.OFFSET_SYNC_EXACT, TranslationMethod.OFFSET_SYNC_NEXT):
         tr = dataclasses.replace(tr, detail=f"{flow.name}'s sync read backwards: {tr.detail}")
-    if (tr is None or tr.method not in PROVEN) and part.end is not None and t > part.end:
+    if (tr is None or tr.method not in PROVEN) and (end := part.end) is not None and t > end:
         beyond = f"the group read records produced on {bb} after the failover ({part.b_topic}/{part.partition} "
-        beyond += f"offsets {part.end} to {t})"
+        beyond += f"offsets {end} to {t})"
         tr = None
         if part.forward is not None and part.forward_topic is not None and rev is not None:
             tr, rev_why = locate(part.forward_syncs, t, part.forward, fallback)

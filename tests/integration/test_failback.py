@@ -111,23 +111,34 @@ def _record(bootstrap: str, topic: str, partition: int, offset: int) -> bytes | 
 
 
 def _consume_on(bootstrap: str, topic: str, group: str, count: dict[int, int]) -> dict[int, int]:
-    """The application: read ``count[p]`` records of each partition from where ``group`` is, commit, leave."""
-    from confluent_kafka import OFFSET_STORED, TopicPartition
+    """The application: read ``count[p]`` records of each partition (or to its end) from where ``group`` is,
+    commit, leave; the committed positions."""
+    from confluent_kafka import OFFSET_STORED, KafkaError, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, "enable.partition.eof": True}
+    )
     seen = dict.fromkeys(count, 0)
     last: dict[int, int] = {}
+    done: set[int] = set()
     try:
         consumer.assign([TopicPartition(topic, p, OFFSET_STORED) for p in count])
         deadline = time.monotonic() + 60
-        while any(seen[p] < count[p] for p in count) and time.monotonic() < deadline:
+        while len(done) < len(count) and time.monotonic() < deadline:
             msg = consumer.poll(0.5)
-            if msg is None or msg.error() is not None or msg.partition() is None:
+            if msg is None or msg.partition() is None:
                 continue
             p = msg.partition()
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    done.add(p)
+                continue
             if seen[p] < count[p]:
                 seen[p] += 1
                 last[p] = msg.offset()
+                if seen[p] == count[p]:
+                    done.add(p)
         consumer.commit(offsets=[TopicPartition(topic, p, o + 1) for p, o in last.items()], asynchronous=False)
     finally:
         consumer.close()
