@@ -53,38 +53,46 @@ def _planned(proc_stdout: str) -> dict[tuple[str, int], int | None]:
 def test_out_of_order_syncs_translate_the_same_in_inspect_and_plan_failover(
     lab: LabInfo, policy: str, state_dir: Path, tmp_path: Path
 ) -> None:
-    """The syncs 100->50, 254->159, 252->158, written in that order, and groups committed at 120 and 253: MM2's
-    own store forgets 100->50 at the out-of-order pair, the one rule keeps all three (written by hand, on a
-    flow with no connectors, so nothing else moves)."""
+    """Partition 0: the syncs 100->50, 254->159, 252->158, written in that order, and groups committed at 120
+    and 253: MM2's own store forgets 100->50 at the out-of-order pair, the one rule keeps all three.
+    Partition 1 holds two mappings (the source was recreated: upstream starts again at 0, appended to the same
+    target), so inspect finds it tangled in its first pass and translates it again from the current mapping.
+    Written by hand, on a flow with no connectors, so nothing else moves."""
     name = "ag" + uuid.uuid4().hex[:8]
     flow = lab_core.add_flow(lab, name, replication_policy=policy, offset_syncs_location="target", roles=())
     src = flow.source_alias
     topic = f"iso-{name}-t"
     remote = topic if policy == "identity" else f"{src}.{topic}"
     a, b = KafkaAdmin.connect(source_conf(lab)), KafkaAdmin.connect(target_conf(lab))
-    a.create_topics({topic: 1})
-    b.create_topics({remote: 1, f"mm2-offset-syncs.{src}.internal": 1, f"{src}.checkpoints.internal": 1})
-    records.produce(source_conf(lab), topic, [(b"k%d" % i, b"v%d" % i, 0) for i in range(300)])
-    records.produce(target_conf(lab), remote, [(b"k%d" % i, b"v%d" % i, 0) for i in range(200)])
-    key = encode_offset_sync_key(topic, 0)
-    syncs = [(key, encode_offset_sync_value(u, d), 0) for u, d in ((100, 50), (254, 159), (252, 158))]
+    a.create_topics({topic: 2})
+    b.create_topics({remote: 2, f"mm2-offset-syncs.{src}.internal": 1, f"{src}.checkpoints.internal": 1})
+    records.produce(source_conf(lab), topic, [(b"k%d" % i, b"v%d" % i, i % 2) for i in range(600)])
+    records.produce(target_conf(lab), remote, [(b"k%d" % i, b"v%d" % i, i % 2) for i in range(400)])
+    p0, p1 = encode_offset_sync_key(topic, 0), encode_offset_sync_key(topic, 1)
+    written = [(p0, 100, 50), (p1, 0, 0), (p1, 50, 50), (p0, 254, 159), (p1, 0, 100), (p0, 252, 158), (p1, 30, 130)]
+    syncs = [(key, encode_offset_sync_value(u, d), 0) for key, u, d in written]
     records.produce(target_conf(lab), f"mm2-offset-syncs.{src}.internal", syncs)
     groups = {f"iso-{name}-low": 120, f"iso-{name}-high": 253}
+    positions = {(g, p): c if p == 0 else c // 4 for g, c in groups.items() for p in (0, 1)}
     checkpoints = [
-        (encode_checkpoint_key(g, remote, 0), encode_checkpoint_value(c, 0), 0) for g, c in groups.items()
+        (encode_checkpoint_key(g, remote, p), encode_checkpoint_value(c, 0), 0) for (g, p), c in positions.items()
     ]  # MM2's own translations are not what is compared: only the committed offsets they carry
     records.produce(target_conf(lab), f"{src}.checkpoints.internal", checkpoints)
-    for g, c in groups.items():
-        a.alter_group_offsets({g: {(topic, 0): c}})
+    for g in groups:
+        a.alter_group_offsets({g: {(topic, p): positions[(g, p)] for p in (0, 1)}})
 
     rows = _inspect(flow.mm2_config, state_dir)
-    assert {g: rows[(g, 0)]["translated_offset"] for g in groups} == {f"iso-{name}-low": 51, f"iso-{name}-high": 159}
+    translated = {key: rows[key]["translated_offset"] for key in positions}
+    low, high = f"iso-{name}-low", f"iso-{name}-high"
+    # p1: the current mapping is 0->100, 30->130 only (the group at 30 is exact, at 63 it is 30->130 + 1).
+    assert translated == {(low, 0): 51, (high, 0): 159, (low, 1): 130, (high, 1): 131}
+    assert rows[(low, 1)]["sync_count"] == 2
     plan = mm2ctl(
         "plan", "failover", "--pair", f"{src}->{flow.target_alias}", "--mm2-config", flow.mm2_config,
         "--source-unavailable", "--json", "--out", str(tmp_path / "p.yaml"), state=state_dir,
     )  # fmt: skip
     assert plan.returncode == 0, plan.stderr
-    assert _planned(plan.stdout) == {(g, 0): rows[(g, 0)]["translated_offset"] for g in groups}
+    assert _planned(plan.stdout) == translated
 
 
 @pytest.mark.parametrize("policy", ["identity"])
