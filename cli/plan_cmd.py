@@ -77,7 +77,7 @@ def _finish_plan(plan: Plan, out: Path, as_json: bool, detailed: bool) -> None:
 
 
 def _exit(plan: Plan, detailed: bool) -> None:
-    """A plan that leaves group partitions untranslatable exits 18 (before ``--detailed-exitcode``'s 14)."""
+    """A plan that leaves group partitions untranslatable exits 19 (before ``--detailed-exitcode``'s 14)."""
     if plan.untranslatable:
         raise typer.Exit(int(ExitCode.UNTRANSLATABLE))
     if detailed and any(s.writes for s in plan.steps):
@@ -341,7 +341,10 @@ def plan_failover_cmd(
 @plan_app.command("failback")
 def plan_failback_cmd(
     pair: Pair,
-    mm2_config: MM2Config,
+    mm2_config: MM2Config = None,
+    from_connect: FromConnect = None,
+    secrets: Secrets = None,
+    policy_naming: PolicyNaming = None,
     groups: str = typer.Option(".*", "--groups", help="Regex of consumer groups (full match)."),
     topics: str = typer.Option(".*", "--topics", help="Regex of the topics' names on the source A (full match)."),
     allow_rewind: bool = typer.Option(
@@ -369,7 +372,8 @@ def plan_failback_cmd(
     from mm2ctl.plans.planners.failback import FailbackOptions, plan_failback
 
     c = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
-    b = PlanBuilder(c.live_state(mm2_config), PlanKind.FAILBACK)
+    live = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).live_state(c)
+    b = PlanBuilder(live, PlanKind.FAILBACK)
     options = FailbackOptions(
         pair=pair, groups=groups, topics=topics, allow_rewind=allow_rewind, fallback=_fallback(fallback)
     )

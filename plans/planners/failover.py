@@ -16,7 +16,7 @@ Where a row's position comes from (``plans.translation`` has the rules and why):
 
 A group partition left untranslatable gets no offset, so its consumers would resume at ``auto.offset.reset``
 (by default the end of the log). The plan says so in its first note and records the partitions
-(``Plan.untranslatable``): ``plan`` exits 18 and ``apply`` refuses it unless ``--allow-untranslatable``.
+(``Plan.untranslatable``): ``plan`` exits 19 and ``apply`` refuses it unless ``--allow-untranslatable``.
 
 What the plan guarantees at apply (preconditions, re-checked live before the write): the target group has no
 members (Kafka would refuse, and a live consumer would overwrite us); its offsets on the planned partitions

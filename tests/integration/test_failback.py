@@ -267,7 +267,7 @@ def _copied_back(m: Mirrored, dst: str) -> bool:
 def test_timestamp_fallback_on_truncated_offset_syncs_lands_on_the_right_record(
     lab: LabInfo, policy: str, state_dir: Path, tmp_path: Path
 ) -> None:
-    """Partition 0 loses its offset syncs: ``--fallback none`` leaves it untranslatable (exit 18), the default
+    """Partition 0 loses its offset syncs: ``--fallback none`` leaves it untranslatable (exit 19), the default
     finds it by timestamp and proves it by content, even among records that share their timestamp and their
     content (runs of 20 identical records)."""
     now = int(time.time() * 1000) - 60_000
