@@ -22,6 +22,7 @@ import typer
 from mm2ctl.core.flows import parse_flow
 
 if TYPE_CHECKING:
+    from mm2ctl.connect_client import ConnectClient
     from mm2ctl.plans.live_state import LiveState
 
 #: Read by typer itself; the same name the Connect client factory documents for URLs.
@@ -137,6 +138,17 @@ class ConnectOptions:
         from mm2ctl.connect_client.factory import connect_urls_from_env
 
         return list(self.urls) or connect_urls_from_env() or list(fallback)
+
+    def client(self) -> ConnectClient | None:
+        """A Connect client for ``resolved_urls()``; None when there is none (dedicated-mode MM2)."""
+        from mm2ctl.connect_client.factory import build_connect_client
+
+        urls = self.resolved_urls()
+        if not urls:
+            return None
+        return build_connect_client(
+            urls, username=self.user, password=self.password, ca_file=self.ca, cert_file=self.cert, key_file=self.key
+        )
 
     def live_state(self, mm2_config: str, fallback_urls: tuple[str, ...] = ()) -> LiveState:
         """The live-state reader over the MM2 file and (unless dedicated mode) these Connect workers."""

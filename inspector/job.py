@@ -28,12 +28,15 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from mm2ctl.connect_client import ConnectClient
 from mm2ctl.core.config import MM2Config, PairConfig, load_mm2_config
 from mm2ctl.core.errors import ConfigError, Mm2ctlError
 from mm2ctl.core.progress import Progress
-from mm2ctl.inspector import decode, schemas, transforms
+from mm2ctl.inspector import decode, replication_health, schemas, transforms
 from mm2ctl.inspector.admin_state import PairState, Selection, collect_pair_state
 from mm2ctl.inspector.kafka_read import empty_records, read_topic
+from mm2ctl.inspector.mm2_position import Mm2Position
+from mm2ctl.inspector.replication_state import ReplicationState, collect_replication_state
 from mm2ctl.inspector.report import parquet_writer_options, write_distributed
 from mm2ctl.inspector.task_progress import counting_tasks
 
@@ -43,6 +46,8 @@ class InspectOptions:
     pairs: tuple[str, ...] = ()
     selection: Selection = field(default_factory=Selection)
     only_problems: bool = False
+    #: More records than this waiting to be copied makes a replicated partition ``lagging``.
+    lag_threshold: int = replication_health.DEFAULT_LAG_THRESHOLD
     #: Spark tasks per internal topic read; the single Kafka partition is split by offset range.
     read_tasks: int = max(4, 2 * (os.cpu_count() or 2))
 
@@ -110,14 +115,22 @@ def _observed(observation: Observation, deadline: float) -> dict[str, Any]:
 
 @dataclass(slots=True)
 class InspectResult:
-    rows: DataFrame  # CLASSIFIED_SCHEMA, cached or read from Parquet, in no order (writers that print sort it)
+    #: replication_health.GROUP_ROWS_SCHEMA, cached or read from Parquet, in no order (writers that print sort it)
+    rows: DataFrame
     summary: DataFrame  # SUMMARY_SCHEMA
     notes: list[TopicNote]
     pairs: list[str]
     group_partitions: int
+    #: One row per replicated source partition (``replication_health.PARTITION_HEALTH_SCHEMA``), cached.
+    partitions: DataFrame
+    #: MM2's position per pair, with where it was read or why it could not be.
+    positions: list[Mm2Position] = field(default_factory=list)
 
     def problem_count(self) -> int:
         return int(self.rows.where("NOT is_ok").count())
+
+    def partition_problem_count(self) -> int:
+        return int(self.partitions.where("NOT is_ok").count())
 
 
 def select_pairs(config: MM2Config, names: Sequence[str]) -> list[PairConfig]:
@@ -153,10 +166,13 @@ def _inspect_pair(
     config: MM2Config,
     pair: PairConfig,
     state: PairState,
+    replication: ReplicationState,
     options: InspectOptions,
     notes: list[TopicNote],
     counter: MalformedCounter,
-) -> DataFrame:
+) -> tuple[DataFrame, DataFrame]:
+    """The pair's group-partition rows and its replicated-partition rows."""
+
     def frame(table: pa.Table, schema: StructType) -> DataFrame:
         # Spark makes one partition per Arrow batch (10,000 rows): 100 tasks for a million group offsets, each
         # mostly scheduling overhead. One partition per core reads the same rows.
@@ -208,13 +224,22 @@ def _inspect_pair(
         target_groups=frame(state.target_groups, schemas.GROUP_STATES_SCHEMA),
         checkpoints=transforms.latest_checkpoints(decoded_checkpoints),
     )
-    return transforms.classify(
+    classified = transforms.classify(
         joined,
         sync_group_offsets_enabled=pair.sync_group_offsets_enabled,
         offset_lag_max=pair.offset_lag_max,
         as_of=state.read_at,
         fresh_checkpoint_age=fresh_checkpoint_age(pair),
     )
+    # The newest sync of every replicated partition: a read of the syncs of its own (a partial aggregate, a
+    # row per partition through the shuffle), matched by raw key bytes as above.
+    replicated = spark.createDataFrame(replication.partitions, schema=replication_health.REPLICATED_PARTITIONS_SCHEMA)
+    known = replicated.select(*replication_health.PARTITION_KEY)
+    newest = replication_health.newest_syncs(decode.decode_offset_syncs(raw_syncs, known=known))
+    partitions = replication_health.classify_partitions(
+        replicated, newest, lag_threshold=options.lag_threshold, as_of=replication.read_at
+    )
+    return replication_health.with_group_checkpoint_age(classified, as_of=state.read_at), partitions
 
 
 def partition_numbers_on_driver(spark: SparkSession, group_offsets: pa.Table) -> DataFrame:
@@ -252,44 +277,63 @@ def run_inspection(
     *,
     progress: Progress | None = None,
     parquet_output: str | None = None,
+    connect: ConnectClient | None = None,
 ) -> InspectResult:
     """Classify every group partition of the selected pairs.
 
     The rows are computed once. With ``parquet_output`` (a path or URI Spark can write) that one pass writes
     them there (Spark's writer, a folder of part files) and the result reads them back, so a large run is not
     also cached in memory; otherwise they are cached. Either way every writer and the summary reuse them
-    without recomputing.
+    without recomputing. ``connect`` is the Connect worker MM2's position is read from (``inspector.mm2_position``;
+    without it, dedicated-mode MM2's offsets topic); the replicated-partition rows are cached.
     """
     say = progress or (lambda _m: None)
     pairs = select_pairs(config, options.pairs)
     notes: list[TopicNote] = []
     counter = MalformedCounter()
     classified: list[DataFrame] = []
+    partition_frames: list[DataFrame] = []
+    positions: list[Mm2Position] = []
     group_partitions = 0
     for pair in pairs:
         say(f"{pair.name}: reading admin state")
+        replication = collect_replication_state(config, pair, options.selection, connect, progress=say)
+        positions.append(replication.position)
         state = collect_pair_state(config, pair, options.selection, progress=say)
         group_partitions += state.group_partitions
         say(f"{pair.name}: reading {pair.offset_syncs_topic} and {pair.checkpoints_topic} with Spark")
-        classified.append(_inspect_pair(spark, config, pair, state, options, notes, counter))
+        pair_rows, pair_partitions = _inspect_pair(spark, config, pair, state, replication, options, notes, counter)
+        classified.append(pair_rows)
+        partition_frames.append(pair_partitions)
     rows = functools.reduce(DataFrame.unionByName, classified)
+    partitions = functools.reduce(DataFrame.unionByName, partition_frames)
     if options.only_problems:
         rows = rows.where("NOT is_ok")
-    rows = rows.select(*schemas.CLASSIFIED_SCHEMA.fieldNames())
+        partitions = partitions.where("NOT is_ok")
+    rows = rows.select(*replication_health.GROUP_ROWS_SCHEMA.fieldNames())
     if parquet_output is not None:
         say(f"classifying into {parquet_output}")
         with counting_tasks(spark, progress, CLASSIFY_PHASE):
             rows.write.mode("overwrite").options(**parquet_writer_options()).parquet(parquet_output)
-        rows = spark.read.schema(schemas.CLASSIFIED_SCHEMA).parquet(parquet_output)
+        rows = spark.read.schema(replication_health.GROUP_ROWS_SCHEMA).parquet(parquet_output)
     else:
         rows = rows.cache()
         say("classifying")
         with counting_tasks(spark, progress, CLASSIFY_PHASE):
             rows.count()  # materialize once; every writer and the summary reuse it (those that print sort then)
+    say("replication health")
+    partitions = partitions.select(*replication_health.PARTITION_COLUMNS).cache()
+    partitions.count()
     notes.extend(counter.notes())
     summary = transforms.summarize(rows).orderBy("cluster_pair", "status").cache()
     return InspectResult(
-        rows=rows, summary=summary, notes=notes, pairs=[p.name for p in pairs], group_partitions=group_partitions
+        rows=rows,
+        summary=summary,
+        notes=notes,
+        pairs=[p.name for p in pairs],
+        group_partitions=group_partitions,
+        partitions=partitions,
+        positions=positions,
     )
 
 
@@ -334,7 +378,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.exit_code)
     if parquet_output is None:
         write_distributed(result.rows, args.format, args.output)
-    return int(ExitCode.PROBLEMS_FOUND if result.problem_count() else ExitCode.OK)
+    problems = result.problem_count() + result.partition_problem_count()
+    return int(ExitCode.PROBLEMS_FOUND if problems else ExitCode.OK)
 
 
 if __name__ == "__main__":
