@@ -25,6 +25,7 @@ import typer
 from mm2ctl.cli import run_log
 from mm2ctl.cli.apply_cmd import apply, rollback, show
 from mm2ctl.cli.drill_cmd import demo, drill
+from mm2ctl.cli.exporter_cmd import exporter
 from mm2ctl.cli.inspect_cmd import inspect
 from mm2ctl.cli.lab_cmd import lab_app
 from mm2ctl.cli.options import JsonOutput
@@ -52,6 +53,7 @@ app = typer.Typer(
 )
 app.add_typer(lab_app, name="lab")
 app.command("inspect")(inspect)
+app.command("exporter")(exporter)
 app.add_typer(plan_app, name="plan")
 app.command("show")(show)
 app.command("apply")(apply)
