@@ -180,3 +180,36 @@ def test_group_checkpoint_age_is_the_groups_newest(spark: Any) -> None:
     got = replication_health.with_group_checkpoint_age(rows, as_of=NOW).collect()
     ages = {(r["cluster_pair"], r["group"]): r["group_checkpoint_age_seconds"] for r in got}
     assert ages == {(PAIR, "g1"): pytest.approx(5.0), (PAIR, "g2"): None, ("c->d", "g1"): pytest.approx(60.0)}
+
+
+def test_the_table_section_and_the_partition_csv(spark: Any) -> None:
+    import io
+    from types import SimpleNamespace
+
+    from mm2ctl.cli.render import replication_summary_lines
+    from mm2ctl.inspector.mm2_position import Mm2Position
+    from mm2ctl.inspector.report import PARTITION_COLUMNS, PARTITION_ORDER, write_csv
+
+    partitions = replication_health.classify_partitions(
+        _df(spark, REPLICATED_PARTITIONS_SCHEMA, [partition(), partition(partition=1, mm2_next_offset=40)]),
+        _df(spark, NEWEST_SYNCS_SCHEMA, []),
+        as_of=NOW,
+    )
+    rows = spark.createDataFrame(
+        [(PAIR, "g1", 5.0), (PAIR, "g1", 5.0), (PAIR, "g2", None)],
+        "cluster_pair string, group string, group_checkpoint_age_seconds double",
+    )
+    result = SimpleNamespace(
+        rows=rows, partitions=partitions, positions=[Mm2Position(PAIR, {}, read_from="GET /connectors/s/offsets")]
+    )
+    text = "\n".join(replication_summary_lines(result, 10_000))  # type: ignore[arg-type]
+    assert "a->b: 2 replicated partition(s), 1 problem(s)" in text
+    assert "MM2's position: GET /connectors/s/offsets" in text
+    assert "checkpoints: 1 of 2 group(s) have one; the oldest group's newest is 5.0s old" in text
+    assert "a->b  orders/1  40  [100, 600)  lost_records: Records lost" in text
+
+    out = io.StringIO(newline="")
+    assert write_csv(partitions, out, PARTITION_COLUMNS, PARTITION_ORDER) == 2
+    header, first, _ = out.getvalue().split("\r\n", 2)
+    assert header.split(",") == [f'"{c}"' for c in PARTITION_COLUMNS]
+    assert first.startswith('"a->b","orders","0","a.orders","100","600","500","600","0","0","false"')
