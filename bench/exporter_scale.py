@@ -9,7 +9,7 @@ wrote), waits for ``--runs`` complete inspections (watching ``mm2ctl_inspection_
 on ``/metrics``), sampling every second the resident memory (``VmRSS``) and the CPU time (``utime + stime``) of
 the exporter's Python process and of its Spark JVM. Then it sends SIGTERM and times the stop. Reported: each
 run's duration (the exporter's own gauge), the peak and the after-run RSS of both processes, the CPU seconds
-each run cost, the idle CPU between runs, and the stop.
+each run cost and the cores that kept busy, and the stop.
 """
 
 from __future__ import annotations
@@ -122,11 +122,6 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 )
                 say(f"run {len(runs)}: {runs[-1]}")
             time.sleep(1.0)
-        # Idle: the time between the last run and the next one starting, when it is at least a few seconds.
-        idle_from = samples[-1]
-        time.sleep(min(10.0, max(0.0, args.interval - runs[-1]["duration_s"] - 2)))
-        idle_to_cpu = (_cpu_seconds(proc.pid) or 0) + ((_cpu_seconds(jvm) or 0) if jvm else 0)
-        idle_s = time.monotonic() - started - idle_from["t"]
         peaks = {"py_hwm_mib": (_status_kib(proc.pid, "VmHWM") or 0) / 1024}
         if jvm:
             peaks["jvm_hwm_mib"] = (_status_kib(jvm, "VmHWM") or 0) / 1024
@@ -145,7 +140,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "run_seconds_median": statistics.median(r["duration_s"] for r in runs),
         "cpu_seconds_per_run": per_run_cpu,
         "cpu_seconds_per_warm_run_median": statistics.median(per_run_cpu[1:]) if len(per_run_cpu) > 1 else None,
-        "idle_cpu_percent": round(100 * (idle_to_cpu - idle_from["cpu_s"]) / idle_s, 1) if idle_s > 1 else None,
+        "cores_busy_per_run": [round(c / r["duration_s"], 2) for c, r in zip(per_run_cpu, runs, strict=True)],
         "peak_py_rss_mib": round(peaks["py_hwm_mib"], 1),
         "peak_jvm_rss_mib": round(peaks.get("jvm_hwm_mib", 0), 1),
         "max_sampled_py_rss_mib": round(max(s["py_rss_mib"] for s in samples), 1),

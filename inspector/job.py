@@ -231,11 +231,10 @@ def _inspect_pair(
         as_of=state.read_at,
         fresh_checkpoint_age=fresh_checkpoint_age(pair),
     )
-    # The newest sync of every replicated partition: a read of the syncs of its own (a partial aggregate, a
-    # row per partition through the shuffle), matched by raw key bytes as above.
+    # The newest sync of every replicated partition: a read of the syncs of its own, aggregated by raw key in
+    # a hash table before its shuffle, so a row per key and task crosses it.
     replicated = spark.createDataFrame(replication.partitions, schema=replication_health.REPLICATED_PARTITIONS_SCHEMA)
-    known = replicated.select(*replication_health.PARTITION_KEY)
-    newest = replication_health.newest_syncs(decode.decode_offset_syncs(raw_syncs, known=known))
+    newest = replication_health.newest_syncs(raw_syncs, replicated)
     partitions = replication_health.classify_partitions(
         replicated, newest, lag_threshold=options.lag_threshold, as_of=replication.read_at
     )

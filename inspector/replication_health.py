@@ -53,6 +53,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from mm2ctl.inspector import decode
 from mm2ctl.inspector.schemas import CLASSIFIED_SCHEMA
 
 PAIR = "cluster_pair"
@@ -172,26 +173,33 @@ def _age_seconds(timestamp: Column, as_of: dt.datetime) -> Column:
     return F.when(timestamp.isNotNull(), F.greatest(micros, F.lit(0)).cast("double") / 1e6)
 
 
-def newest_syncs(decoded_syncs: DataFrame) -> DataFrame:
-    """The newest well-formed record of each source partition's key in the offset-syncs topic.
+def newest_syncs(sync_records: DataFrame, partitions: DataFrame) -> DataFrame:
+    """The newest offset sync of each of ``partitions`` (``cluster_pair``, ``topic``, ``partition``) in the
+    offset-syncs topic's raw records (``schemas.KAFKA_RECORD_SCHEMA``).
 
-    ``decoded_syncs`` is ``decode.decode_offset_syncs``'s output. Newest is by record offset, as compaction
-    keeps it; MM2 writes and reads partition 0 only. A partition whose newest record is a tombstone has no
-    sync. Each field is a ``max_by`` of a primitive, so Spark aggregates in a hash table before its shuffle
-    and only a row per partition and task crosses it. Output: ``NEWEST_SYNCS_SCHEMA``.
+    Newest is by record offset, as compaction keeps it; MM2 writes and reads partition 0 only. A record whose
+    value cannot be a sync (not 16 bytes) is passed over, so the good one before it stands; a partition whose
+    newest record is a tombstone has no sync. The records are grouped by their raw key bytes, every buffer a
+    primitive, so Spark aggregates them in a hash table before its shuffle (a row per key and task crosses
+    it), and the keys are matched to ``partitions`` by MM2's exact key bytes, never parsed. Decoding every
+    record in full first took twice as long at ten million records. Output: ``NEWEST_SYNCS_SCHEMA``.
     """
-    rec = F.col("record_offset")
-    good = decoded_syncs.where(
-        F.col("malformed_reason").isNull() & (F.col("record_partition") == 0) & F.col("topic").isNotNull()
+    v, offset = F.col("value"), F.col("offset")
+    upstream, downstream = decode.offset_sync_value(v)
+    candidates = sync_records.where(
+        (F.col("partition") == 0) & F.col("key").isNotNull() & (v.isNull() | (F.octet_length(v) == 16))
     )
-    newest = good.groupBy(*PARTITION_KEY).agg(
-        F.max_by("is_tombstone", rec).alias("_tombstone"),
-        F.max_by("upstream_offset", rec).alias("newest_sync_upstream"),
-        F.max_by("downstream_offset", rec).alias("newest_sync_downstream"),
-        F.max_by("record_timestamp", rec).alias("newest_sync_timestamp"),
+    newest = candidates.groupBy(PAIR, "key").agg(
+        F.max_by(v.isNull(), offset).alias("_tombstone"),
+        F.max_by(upstream, offset).alias("newest_sync_upstream"),
+        F.max_by(downstream, offset).alias("newest_sync_downstream"),
+        F.max_by("timestamp", offset).alias("newest_sync_timestamp"),
     )
-    return newest.where(~F.col("_tombstone")).select(
-        *PARTITION_KEY, "newest_sync_upstream", "newest_sync_downstream", "newest_sync_timestamp"
+    keys = partitions.select(*PARTITION_KEY, decode.offset_sync_key(F.col("topic"), F.col("partition")).alias("key"))
+    return (
+        newest.where(~F.col("_tombstone"))
+        .join(F.broadcast(keys), on=[PAIR, "key"])
+        .select(*PARTITION_KEY, "newest_sync_upstream", "newest_sync_downstream", "newest_sync_timestamp")
     )
 
 

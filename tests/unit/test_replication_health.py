@@ -12,7 +12,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from mm2ctl.core.codecs import OffsetSync, encode_offset_sync
-from mm2ctl.inspector import decode, replication_health
+from mm2ctl.inspector import replication_health
 from mm2ctl.inspector.replication_health import (
     NEWEST_SYNCS_SCHEMA,
     PARTITION_HEALTH_SCHEMA,
@@ -138,8 +138,7 @@ def _sync(topic: str, partition: int, up: int, down: int) -> tuple[bytes, bytes]
     return encode_offset_sync(OffsetSync(topic, partition, up, down))
 
 
-@pytest.mark.parametrize("known", [False, True])
-def test_newest_syncs_by_record_offset(spark: Any, known: bool) -> None:
+def test_newest_syncs_by_record_offset(spark: Any) -> None:
     o0 = _sync("orders", 0, 10, 10)
     o0_later = _sync("orders", 0, 5, 4)  # out of order, but written last: the newest record wins
     o1 = _sync("orders", 1, 7, 7)
@@ -148,23 +147,22 @@ def test_newest_syncs_by_record_offset(spark: Any, known: bool) -> None:
         (*o0, 0, 0),
         (*o0_later, 0, 0),
         (*o1, 0, 0),
-        (o1[0], b"\x00\x01", 0, 0),  # malformed value: ignored, the sync before it stands
-        (o2[0], None, 0, 0),  # orders/2: a tombstone after nothing
+        (o1[0], b"\x00\x01", 0, 0),  # malformed value: passed over, the sync before it stands
+        (*o2, 0, 0),
+        (o2[0], None, 0, 0),  # orders/2: a tombstone after its sync deletes it
         (*_sync("orders", 3, 50, 50), 1, 0),  # partition 1 of the syncs topic: MM2 never writes there
+        (b"\x00\x09orders", o0[1], 0, 0),  # a malformed key: no partition of anyone's
+        (*_sync("audit", 0, 1, 1), 0, 0),  # not a partition asked about
     ]
-    raw = _records(spark, records)
     wanted = _df(spark, REPLICATED_PARTITIONS_SCHEMA, [partition(partition=p) for p in range(4)])
-    decoded = decode.decode_offset_syncs(
-        raw, known=wanted.select("cluster_pair", "topic", "partition") if known else None
-    )
     got = {
-        r["partition"]: (r["newest_sync_upstream"], r["newest_sync_downstream"], r["newest_sync_timestamp"])
-        for r in replication_health.newest_syncs(decoded).collect()
+        r["partition"]: (r["topic"], r["newest_sync_upstream"], r["newest_sync_downstream"], r["newest_sync_timestamp"])
+        for r in replication_health.newest_syncs(_records(spark, records), wanted).collect()
     }
     assert set(got) == {0, 1}
-    assert got[0][:2] == (5, 4)
-    assert got[0][2] == (NOW - dt.timedelta(seconds=999)).replace(tzinfo=None)  # the session reads UTC naive
-    assert got[1][:2] == (7, 7)
+    assert got[0][:3] == ("orders", 5, 4)
+    assert got[0][3] == (NOW - dt.timedelta(seconds=999)).replace(tzinfo=None)  # the session reads UTC naive
+    assert got[1][:3] == ("orders", 7, 7)
 
 
 def test_group_checkpoint_age_is_the_groups_newest(spark: Any) -> None:
