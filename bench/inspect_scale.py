@@ -8,14 +8,17 @@ It starts a lab (or reuses one), loads a bench MM2 pair ``isobenchsrc->isobenchd
 * Spark start-up: session build plus a first trivial job;
 * the floor: merely reading the same inputs — Spark's Kafka source over the offset-syncs and checkpoints
   topics (forced with a count) and the admin-state collection (``collect_pair_state``) for the pair;
-* end to end: ``run_inspection`` writing the rows as Parquet (``parquet_output``, as ``--format parquet`` does);
+* end to end: ``run_inspection`` writing the rows as Parquet (``parquet_output``, as ``--format parquet`` does),
+  with the replication-health rows of every source partition computed in the same run;
 * peak memory of the Python driver and of Spark's JVM.
 
 At ``--scale 1`` the load is 10 topics x 100 partitions (1,000 source partitions, 10,000 records each, and
 the same on the remote topics), 10,000 offset syncs per partition (10 million), 1,000 groups committed on
 every partition on the source (1 million group partitions, admin API) and on the target for 98% of the
 groups, with a few percent of the target offsets deliberately ahead or behind, and one checkpoint per target
-group partition. No MM2 connector runs for the bench pair, so the state stays put while it is measured.
+group partition. No MM2 connector runs for the bench pair, so the state stays put while it is measured; MM2's
+position is loaded as dedicated-mode MM2 stores it (``mm2-offsets.<source>.internal`` on the target): every
+partition 20 records behind its end, and 1 % of them far enough behind to be ``lagging``.
 
 The offset-syncs and checkpoints topics are created with ``cleanup.policy=delete`` and infinite retention:
 MM2 makes them compacted, but a compacted topic may be cleaned while the bench runs, and "every sync still
@@ -254,6 +257,23 @@ def load_checkpoints(bootstrap: str, topic: str, spec: LoadSpec, remote_prefix: 
     return _produce_all(bootstrap, records())
 
 
+def stored_position(spec: LoadSpec, partition_index: int) -> int:
+    """MirrorSourceConnector's stored offset (the last upstream offset it copied) for a bench partition."""
+    return 0 if partition_index % 100 == 0 else spec.last_sync_upstream
+
+
+def load_positions(bootstrap: str, topic: str, spec: LoadSpec) -> int:
+    """MM2's position, as dedicated-mode MM2 stores it: Connect's JSON key and offset per source partition."""
+
+    def records() -> Iterator[tuple[str, int, bytes | None, bytes | None]]:
+        for i, (t, p) in enumerate(spec.partitions):
+            key = json.dumps(["MirrorSourceConnector", {"cluster": SOURCE_ALIAS, "partition": p, "topic": t}])
+            value = json.dumps({"offset": stored_position(spec, i)})
+            yield topic, 0, key.encode(), value.encode()
+
+    return _produce_all(bootstrap, records())
+
+
 def commit_group_offsets(bootstrap: str, spec: LoadSpec, remote_prefix: str | None) -> tuple[int, int]:
     """Set every group's committed offsets with the admin API (concurrent, one group per request).
 
@@ -328,6 +348,8 @@ def load(info: lab.LabInfo, spec: LoadSpec, pair: PairConfig) -> dict[str, Any]:
         {pair.remote_topic(t): spec.partitions_per_topic for t in spec.source_topics}, config=DATA_TOPIC_CONFIG
     )
     target.create_topics({pair.checkpoints_topic: 1}, config=INTERNAL_TOPIC_CONFIG)
+    target.create_topics({pair.dedicated_offsets_topic: 1})
+    load_positions(info.target.bootstrap, pair.dedicated_offsets_topic, spec)
     remote_partitions = [(remote_prefix + t, p) for t, p in spec.partitions]
 
     timings: dict[str, float] = {}
@@ -476,12 +498,16 @@ def measure(info: lab.LabInfo, args: argparse.Namespace, spec: LoadSpec, out_dir
 
     rows = int(result.rows.count())
     statuses = {r["status"]: int(r["partitions"]) for r in result.summary.collect()}
+    partition_statuses = {r["status"]: int(r["count"]) for r in result.partitions.groupBy("status").count().collect()}
     figures.update(
         {
             "end_to_end_seconds": round(e2e_s, 2),
             "rows": rows,
             "rows_per_second": round(rows / e2e_s),
             "statuses": statuses,
+            "replicated_partitions": sum(partition_statuses.values()),
+            "replicated_partition_statuses": partition_statuses,
+            "position_read_from": [p.read_from or p.reason for p in result.positions],
             "notes": [n.message for n in result.notes],
             "driver_peak_rss_mib": vm_hwm_mib("self") if peak_reset else None,
             "driver_max_rss_mib_process": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
@@ -560,6 +586,8 @@ def _report(fig: dict[str, Any]) -> list[str]:
         f"  peak RSS: Python driver {fig['driver_peak_rss_mib']} MiB (process lifetime "
         f"{fig['driver_max_rss_mib_process']} MiB), Spark JVM {fig['jvm_peak_rss_mib']} MiB",
         f"  statuses: {fig['statuses']}",
+        f"  replicated partitions: {fig['replicated_partitions']:,} {fig['replicated_partition_statuses']} "
+        f"(MM2's position: {'; '.join(fig['position_read_from'])})",
         f"  target: end to end <= 2 x floor + start-up = {fig['target_end_to_end_budget_seconds']:.1f} s: "
         f"{ok(fig['pass_end_to_end_vs_floor'])} (end to end / floor = {fig['end_to_end_over_floor']})",
         f"  target: 1M group partitions in under 180 s: {ok(fig['pass_million_under_3_minutes'])} "

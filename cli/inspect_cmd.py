@@ -1,8 +1,10 @@
-"""``mm2ctl inspect``: classify every MM2 consumer-group partition as synced or not, and say why."""
+"""``mm2ctl inspect``: classify every MM2 consumer-group partition as synced or not, and say why; and every
+replicated source partition as keeping up or not."""
 
 from __future__ import annotations
 
 import sys
+import time
 from contextlib import nullcontext
 from enum import StrEnum
 from pathlib import Path
@@ -16,6 +18,7 @@ from mm2ctl.cli.options import (
     ConnectKey,
     ConnectOptions,
     ConnectPassword,
+    ConnectUrls,
     ConnectUser,
     FromConnect,
     MM2Config,
@@ -24,7 +27,7 @@ from mm2ctl.cli.options import (
     SetupOptions,
     pair_option,
 )
-from mm2ctl.cli.render import inspect_summary_lines
+from mm2ctl.cli.render import inspect_summary_lines, replication_summary_lines
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.exit_codes import ExitCode
 
@@ -34,9 +37,15 @@ class Format(StrEnum):
     csv = "csv"
     json = "json"
     parquet = "parquet"
+    prometheus = "prometheus"
 
 
-def _spark_conf(pairs: list[str]) -> dict[str, str]:
+class Rows(StrEnum):
+    groups = "groups"
+    partitions = "partitions"
+
+
+def parse_spark_conf(pairs: list[str]) -> dict[str, str]:
     conf: dict[str, str] = {}
     for item in pairs:
         key, sep, value = item.partition("=")
@@ -70,9 +79,27 @@ def inspect(
         "--format",
         help=(
             "table (summary + problem rows), csv (RFC 4180), json (one object per line), "
-            "parquet (a folder; needs --output)."
+            "parquet (a folder; needs --output), prometheus (the text exposition, written atomically to --output)."
         ),
     ),
+    rows: Rows = typer.Option(
+        Rows.groups,
+        "--rows",
+        help="csv/json/parquet: the group-partition rows, or one row per replicated source partition.",
+    ),
+    lag_threshold: int = typer.Option(
+        10_000,
+        "--lag-threshold",
+        min=0,
+        metavar="RECORDS",
+        help="A replicated partition with more records than this waiting to be copied is 'lagging'.",
+    ),
+    connect_url: ConnectUrls = None,
+    connect_user: ConnectUser = None,
+    connect_password: ConnectPassword = None,
+    connect_ca: ConnectCa = None,
+    connect_cert: ConnectCert = None,
+    connect_key: ConnectKey = None,
     output: str | None = typer.Option(
         None, "--output", help="Write the rows here instead of stdout (parquet: a folder, path or URI)."
     ),
@@ -87,17 +114,16 @@ def inspect(
         "replay_if_failover_now and skip_if_failover_now are true counts (slower: it reads per partition).",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
-    connect_user: ConnectUser = None,
-    connect_password: ConnectPassword = None,
-    connect_ca: ConnectCa = None,
-    connect_cert: ConnectCert = None,
-    connect_key: ConnectKey = None,
 ) -> None:
     """Run the Spark inspection over an MM2 setup.
 
     Reads the offset-syncs and checkpoints topics with Spark and the groups' offsets on both clusters, and
     gives every (pair, group, topic, partition) a status: Aiven's six messages verbatim, plus target_ahead,
     stale_sync, no_offset_syncs, remote_topic_missing and target_group_active.
+
+    Every replicated source partition gets a row too: MM2's next offset to copy (from the Connect worker's
+    MirrorSourceConnector offsets, or dedicated-mode MM2's offsets topic), its lag, the records lost to
+    retention, a source reset, and the age of its newest offset sync.
 
     Exit code 0 when every row is ok, 10 when any row is a problem (see README "Exit codes").
     """
@@ -107,7 +133,13 @@ def inspect(
     from mm2ctl.cli.progress import terminal_progress
     from mm2ctl.inspector.admin_state import Selection, reach_clusters
     from mm2ctl.inspector.job import InspectOptions, run_inspection, select_pairs
-    from mm2ctl.inspector.report import write_csv, write_json_lines
+    from mm2ctl.inspector.report import (
+        PARTITION_COLUMNS,
+        PARTITION_ORDER,
+        write_csv,
+        write_distributed,
+        write_json_lines,
+    )
     from mm2ctl.inspector.session import build_session
 
     for name, regex in (("--groups", groups), ("--topics", topics)):
@@ -116,41 +148,74 @@ def inspect(
                 re.compile(regex)
             except re.error as exc:
                 raise ConfigError(f"{name} {regex!r} is not a valid regex: {exc}") from exc
-    if fmt is Format.parquet and output is None:
-        raise ConfigError("--format parquet writes a folder: give it with --output PATH")
-    c = ConnectOptions.of(None, connect_user, connect_password, connect_ca, connect_cert, connect_key)
-    config = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).resolve(c)
-    conf = _spark_conf(spark_conf)
+    if fmt in (Format.parquet, Format.prometheus) and output is None:
+        what = (
+            "a folder" if fmt is Format.parquet else "a file (atomically: node_exporter's textfile collector reads it)"
+        )
+        raise ConfigError(f"--format {fmt.value} writes {what}: give it with --output PATH")
+    connect = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
+    config = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).resolve(connect)
+    conf = parse_spark_conf(spark_conf)
     options = InspectOptions(
         pairs=tuple(pair or ()),
         selection=Selection(groups=groups, topics=topics, active_only=active_only),
         only_problems=only_problems,
         exact=exact,
+        lag_threshold=lag_threshold,
     )
-    parquet_output = output if fmt is Format.parquet else None
+    by_partition = rows is Rows.partitions
+    parquet_output = output if fmt is Format.parquet and not by_partition else None
     with terminal_progress(quiet=quiet) as say:  # closed before any row reaches stdout
         say("reaching the clusters")
         reach_clusters(select_pairs(config, pair or []))
         say("starting Spark")
         spark = build_session(spark_master, conf, jvm_log=run_log.jvm_log("inspect"))
-        result = run_inspection(spark, config, options, progress=say, parquet_output=parquet_output)
+        started = time.monotonic()
+        result = run_inspection(
+            spark,
+            config,
+            options,
+            progress=say,
+            parquet_output=parquet_output,
+            connect=connect.client((from_connect,) if from_connect else ()),
+        )
+        if fmt is Format.prometheus:
+            from mm2ctl.inspector.health_metrics import inspection_metrics
+            from mm2ctl.inspector.prometheus_output import InspectionCollector, write_textfile
+
+            collector = InspectionCollector()
+            metrics = inspection_metrics(result, config)
+            collector.succeeded(metrics, duration_seconds=time.monotonic() - started, finished_at=time.time())
     problems = result.problem_count()
-    if parquet_output is not None:
+    partition_problems = result.partition_problem_count()
+    if fmt is Format.prometheus:
+        assert output is not None
+        write_textfile(output, collector)
+        say(f"wrote {output}")
+    elif parquet_output is not None:
         say(f"wrote {parquet_output}")
+    elif fmt is Format.parquet:
+        assert output is not None
+        write_distributed(result.partitions, "parquet", output, PARTITION_COLUMNS)
+        say(f"wrote {output}")
     else:
         say(f"writing the rows ({fmt.value}) to {output or 'stdout'}")
         target: TextIO
         with Path(output).open("w", newline="", encoding="utf-8") if output else nullcontext(sys.stdout) as target:
+            layout = {"columns": PARTITION_COLUMNS, "order": PARTITION_ORDER} if by_partition else {}
             if fmt is Format.table:
-                for line in inspect_summary_lines(result):
+                for line in [*inspect_summary_lines(result), *replication_summary_lines(result, lag_threshold)]:
                     target.write(line + "\n")
             elif fmt is Format.csv:
-                write_csv(result.rows, target)
+                write_csv(result.partitions if by_partition else result.rows, target, **layout)
             else:
-                write_json_lines(result.rows, target)
+                write_json_lines(result.partitions if by_partition else result.rows, target, **layout)
     for note in result.notes:
         if fmt is not Format.table:
             say(f"note: {note.cluster_pair}: {note.topic} on {note.cluster}: {note.message}")
-    say(f"{result.group_partitions} group partition(s) inspected, {problems} problem(s)")
-    if problems:
+    say(
+        f"{result.group_partitions} group partition(s) inspected, {problems} problem(s); "
+        f"{result.partitions.count()} replicated partition(s), {partition_problems} problem(s)"
+    )
+    if problems or partition_problems:
         raise typer.Exit(int(ExitCode.PROBLEMS_FOUND))

@@ -26,6 +26,7 @@ from mm2ctl.cli import run_log
 from mm2ctl.cli.apply_cmd import apply, rollback, show
 from mm2ctl.cli.config_cmd import config_app
 from mm2ctl.cli.drill_cmd import demo, drill
+from mm2ctl.cli.exporter_cmd import exporter
 from mm2ctl.cli.inspect_cmd import inspect
 from mm2ctl.cli.lab_cmd import lab_app
 from mm2ctl.cli.options import JsonOutput
@@ -53,6 +54,7 @@ app = typer.Typer(
 )
 app.add_typer(lab_app, name="lab")
 app.command("inspect")(inspect)
+app.command("exporter")(exporter)
 app.add_typer(plan_app, name="plan")
 app.add_typer(config_app, name="config")
 app.command("show")(show)

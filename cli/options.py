@@ -29,6 +29,7 @@ from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.flows import parse_flow
 
 if TYPE_CHECKING:
+    from mm2ctl.connect_client import ConnectClient
     from mm2ctl.core.config import MM2Config as ResolvedMM2Config
     from mm2ctl.plans.live_state import LiveState
 
@@ -182,6 +183,17 @@ class ConnectOptions:
         from mm2ctl.connect_client.factory import connect_urls_from_env
 
         return list(self.urls) or connect_urls_from_env() or list(fallback)
+
+    def client(self, fallback: tuple[str, ...] = ()) -> ConnectClient | None:
+        """A Connect client for ``resolved_urls(fallback)``; None when there is none (dedicated-mode MM2)."""
+        from mm2ctl.connect_client.factory import build_connect_client
+
+        urls = self.resolved_urls(fallback)
+        if not urls:
+            return None
+        return build_connect_client(
+            urls, username=self.user, password=self.password, ca_file=self.ca, cert_file=self.cert, key_file=self.key
+        )
 
     def live_state(self, mm2_config: str | ResolvedMM2Config, fallback_urls: tuple[str, ...] = ()) -> LiveState:
         """The live-state reader over the MM2 setup and (unless dedicated mode) these Connect workers."""

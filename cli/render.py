@@ -175,6 +175,68 @@ def inspect_summary_lines(result: InspectResult, *, max_problem_rows: int = 40) 
     return lines
 
 
+def replication_summary_lines(result: InspectResult, lag_threshold: int, *, max_problem_rows: int = 40) -> list[str]:
+    """The ``table`` format's replication section: per pair, where MM2's position came from, the replicated
+    partitions per status with their lag and loss, the freshness of offset syncs and checkpoints, then the
+    problem partitions."""
+    from pyspark.sql import functions as F
+
+    from mm2ctl.inspector.replication_health import GROUP_CHECKPOINT_AGE, summarize_partitions
+
+    lines = ["", f"replication (MM2's next offset to copy against the source; lagging above {lag_threshold} records)"]
+    summary = summarize_partitions(result.partitions).orderBy("cluster_pair", "status").collect()
+    groups = (
+        result.rows.groupBy("cluster_pair", "group")
+        .agg(F.min(GROUP_CHECKPOINT_AGE).alias("age"))
+        .groupBy("cluster_pair")
+        .agg(F.max("age").alias("oldest"), F.count(F.lit(1)).alias("groups"), F.count("age").alias("checkpointed"))
+        .collect()
+    )
+    freshness = {r["cluster_pair"]: r for r in groups}
+    for position in result.positions:
+        pair = position.pair
+        rows = [r for r in summary if r["cluster_pair"] == pair]
+        total = sum(r["partitions"] for r in rows)
+        problems = sum(r["partitions"] for r in rows if not r["is_ok"])
+        lines.append(f"{pair}: {total} replicated partition(s), {problems} problem(s)")
+        if position.known:
+            lines.append(f"  MM2's position: {position.read_from}")
+        else:
+            lines.append(f"  MM2's position is unknown: {position.reason}")
+        lines.append(f"  {'status':<18} {'ok':<4} {'partitions':>10} {'lag':>12} {'lost':>10} {'oldest sync':>12}")
+        for r in rows:
+            lines.append(
+                f"  {r['status']:<18} {'yes' if r['is_ok'] else 'NO':<4} {r['partitions']:>10} "
+                f"{_num(r['replication_lag_records']):>12} {_num(r['records_lost_to_retention']):>10} "
+                f"{_age(r['max_offset_sync_age_seconds']):>12}"
+            )
+        fresh = freshness.get(pair)
+        if fresh is not None:
+            lines.append(
+                f"  checkpoints: {fresh['checkpointed']} of {fresh['groups']} group(s) have one; the oldest group's "
+                f"newest is {_age(fresh['oldest'])} old"
+            )
+    shown = result.partitions.where("NOT is_ok").orderBy("cluster_pair", "topic", "partition").limit(max_problem_rows)
+    problem_rows = shown.collect()
+    if problem_rows:
+        lines.append("")
+        lines.append("problem partitions (pair  topic/partition  MM2 next  source [earliest, latest)  status: message)")
+        for r in problem_rows:
+            lines.append(
+                f"  {r['cluster_pair']}  {r['topic']}/{r['partition']}  {_num(r['mm2_next_offset'])}  "
+                f"[{_num(r['source_earliest'])}, {_num(r['source_latest'])})  {r['status']}: {r['message']}"
+                + (f" [{r['error']}]" if r["error"] else "")
+            )
+        more = result.partitions.where("NOT is_ok").count() - len(problem_rows)
+        if more > 0:
+            lines.append(f"  … and {more} more; --rows partitions --format csv|json writes every row")
+    return lines
+
+
+def _age(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds:.1f}s"
+
+
 def _num(value: Any) -> str:
     return "-" if value is None else str(value)
 

@@ -62,6 +62,11 @@ def _int64(buf: Column, pos: int | Column) -> Column:
     return F.conv(F.hex(_bytes(buf, pos, 8)), 16, -10).cast("long")
 
 
+def offset_sync_value(value: Column) -> tuple[Column, Column]:
+    """The (upstream, downstream) offsets of an OffsetSync value, for a value known to be 16 bytes."""
+    return _int64(value, 1), _int64(value, 9)
+
+
 def _signed(buf: Column, pos: int | Column, width: int) -> Column:
     """Signed big-endian integer of ``width`` (2 or 4) bytes at ``pos``, as a long."""
     unsigned = F.conv(F.hex(_bytes(buf, pos, width)), 16, 10).cast("long")

@@ -28,14 +28,17 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from mm2ctl.connect_client import ConnectClient
 from mm2ctl.core.admin import ItemError, KafkaAdmin
 from mm2ctl.core.authorization import denial_text, is_denial, principal_of
 from mm2ctl.core.config import MM2Config, PairConfig
 from mm2ctl.core.errors import ConfigError, InspectError, Mm2ctlError
 from mm2ctl.core.progress import Progress
-from mm2ctl.inspector import decode, exact, schemas, transforms
+from mm2ctl.inspector import decode, exact, replication_health, schemas, transforms
 from mm2ctl.inspector.admin_state import PairState, Selection, collect_pair_state
 from mm2ctl.inspector.kafka_read import empty_records, read_topic
+from mm2ctl.inspector.mm2_position import Mm2Position
+from mm2ctl.inspector.replication_state import ReplicationState, collect_replication_state
 from mm2ctl.inspector.report import parquet_writer_options, write_distributed
 from mm2ctl.inspector.task_progress import counting_tasks
 
@@ -47,6 +50,8 @@ class InspectOptions:
     only_problems: bool = False
     #: Read records on both clusters for every row whose translation is not exact (``inspector.exact``).
     exact: bool = False
+    #: More records than this waiting to be copied makes a replicated partition ``lagging``.
+    lag_threshold: int = replication_health.DEFAULT_LAG_THRESHOLD
     #: Spark tasks per internal topic read; the single Kafka partition is split by offset range.
     read_tasks: int = max(4, 2 * (os.cpu_count() or 2))
 
@@ -114,14 +119,22 @@ def _observed(observation: Observation, deadline: float) -> dict[str, Any]:
 
 @dataclass(slots=True)
 class InspectResult:
-    rows: DataFrame  # CLASSIFIED_SCHEMA, cached or read from Parquet, in no order (writers that print sort it)
+    #: replication_health.GROUP_ROWS_SCHEMA, cached or read from Parquet, in no order (writers that print sort it)
+    rows: DataFrame
     summary: DataFrame  # SUMMARY_SCHEMA
     notes: list[TopicNote]
     pairs: list[str]
     group_partitions: int
+    #: One row per replicated source partition (``replication_health.PARTITION_HEALTH_SCHEMA``), cached.
+    partitions: DataFrame
+    #: MM2's position per pair, with where it was read or why it could not be.
+    positions: list[Mm2Position] = field(default_factory=list)
 
     def problem_count(self) -> int:
         return int(self.rows.where("NOT is_ok").count())
+
+    def partition_problem_count(self) -> int:
+        return int(self.partitions.where("NOT is_ok").count())
 
 
 def select_pairs(config: MM2Config, names: Sequence[str]) -> list[PairConfig]:
@@ -186,6 +199,8 @@ class _PairRun:
 
     pair: PairConfig
     state: PairState
+    #: Where MM2 stands on each replicated source partition (``inspector.replication_state``).
+    replication: ReplicationState
     cuts: list[tuple[int, int]] = field(default_factory=list)
     tangled: Observation | None = None
     #: Why this principal may not read the pair's offset-syncs or checkpoints topic (every row says so).
@@ -286,12 +301,28 @@ def _classified(
         target_groups=_frame(spark, state.target_groups, schemas.GROUP_STATES_SCHEMA),
         checkpoints=transforms.latest_checkpoints(decoded_checkpoints),
     )
-    return transforms.classify(
+    classified = transforms.classify(
         joined,
         sync_group_offsets_enabled=pair.sync_group_offsets_enabled,
         offset_lag_max=pair.offset_lag_max,
         as_of=state.read_at,
         fresh_checkpoint_age=fresh_checkpoint_age(pair),
+    )
+    return replication_health.with_group_checkpoint_age(classified, as_of=state.read_at)
+
+
+def _replicated_partitions(
+    spark: SparkSession, config: MM2Config, run: _PairRun, options: InspectOptions, notes: list[TopicNote]
+) -> DataFrame:
+    """The pair's replicated-partition rows. The newest sync of every replicated partition comes from a read of
+    the syncs of its own, aggregated by raw key in a hash table before its shuffle, so a row per key and task
+    crosses it."""
+    replication = run.replication
+    raw_syncs, _denied = _read_syncs(spark, config, run, options, notes)
+    replicated = spark.createDataFrame(replication.partitions, schema=replication_health.REPLICATED_PARTITIONS_SCHEMA)
+    newest = replication_health.newest_syncs(raw_syncs, replicated)
+    return replication_health.classify_partitions(
+        replicated, newest, lag_threshold=options.lag_threshold, as_of=replication.read_at
     )
 
 
@@ -414,20 +445,26 @@ def run_inspection(
     *,
     progress: Progress | None = None,
     parquet_output: str | None = None,
+    connect: ConnectClient | None = None,
 ) -> InspectResult:
     """Classify every group partition of the selected pairs.
 
     The rows are computed once. With ``parquet_output`` (a path or URI Spark can write) that one pass writes
     them there (Spark's writer, a folder of part files) and the result reads them back, so a large run is not
     also cached in memory; otherwise they are cached. Either way every writer and the summary reuse them
-    without recomputing.
+    without recomputing. ``connect`` is the Connect worker MM2's position is read from (``inspector.mm2_position``;
+    without it, dedicated-mode MM2's offsets topic); the replicated-partition rows are cached.
     """
     say = progress or (lambda _m: None)
     pairs = select_pairs(config, options.pairs)
     runs: list[_PairRun] = []
+    positions: list[Mm2Position] = []
     for pair in pairs:
         say(f"{pair.name}: reading admin state")
-        runs.append(_PairRun(pair, collect_pair_state(config, pair, options.selection, progress=say)))
+        replication = collect_replication_state(config, pair, options.selection, connect, progress=say)
+        positions.append(replication.position)
+        state = collect_pair_state(config, pair, options.selection, progress=say)
+        runs.append(_PairRun(pair, state, replication))
     group_partitions = sum(r.state.group_partitions for r in runs)
     attempt = 0
     while True:
@@ -455,12 +492,12 @@ def run_inspection(
         rows = functools.reduce(DataFrame.unionByName, classified)
         if options.only_problems:
             rows = rows.where("NOT is_ok")
-        rows = rows.select(*schemas.CLASSIFIED_SCHEMA.fieldNames())
+        rows = rows.select(*replication_health.GROUP_ROWS_SCHEMA.fieldNames())
         if parquet_output is not None:
             say(f"classifying into {parquet_output}")
             with counting_tasks(spark, progress, CLASSIFY_PHASE):
                 rows.write.mode("overwrite").options(**parquet_writer_options()).parquet(parquet_output)
-            rows = spark.read.schema(schemas.CLASSIFIED_SCHEMA).parquet(parquet_output)
+            rows = spark.read.schema(replication_health.GROUP_ROWS_SCHEMA).parquet(parquet_output)
         else:
             rows = rows.cache()
             say("classifying")
@@ -469,10 +506,24 @@ def run_inspection(
         if options.exact or not _again(spark, config, runs, options, attempt, say):
             break
         rows.unpersist()
+    say("replication health")
+    partitions = functools.reduce(
+        DataFrame.unionByName, [_replicated_partitions(spark, config, run, options, []) for run in runs]
+    )
+    if options.only_problems:
+        partitions = partitions.where("NOT is_ok")
+    partitions = partitions.select(*replication_health.PARTITION_COLUMNS).cache()
+    partitions.count()
     notes.extend(counter.notes())
     summary = transforms.summarize(rows).orderBy("cluster_pair", "status").cache()
     return InspectResult(
-        rows=rows, summary=summary, notes=notes, pairs=[p.name for p in pairs], group_partitions=group_partitions
+        rows=rows,
+        summary=summary,
+        notes=notes,
+        pairs=[p.name for p in pairs],
+        group_partitions=group_partitions,
+        partitions=partitions,
+        positions=positions,
     )
 
 
@@ -531,7 +582,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.exit_code)
     if parquet_output is None:
         write_distributed(result.rows, args.format, args.output)
-    return int(ExitCode.PROBLEMS_FOUND if result.problem_count() else ExitCode.OK)
+    problems = result.problem_count() + result.partition_problem_count()
+    return int(ExitCode.PROBLEMS_FOUND if problems else ExitCode.OK)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 CSV and JSON stream the rows to one file (or stdout) through ``toLocalIterator``, so the driver never holds
 the whole report. Parquet is written by the job itself (``run_inspection(parquet_output=…)``) with
 ``parquet_writer_options``: Spark's own writer, a folder of part files, for runs too large for one file.
-Columns come in ``schemas.CLASSIFIED_SCHEMA`` order: Aiven's first, then ours.
+Columns come in ``schemas.CLASSIFIED_SCHEMA`` order, Aiven's first, then ours, then the group's checkpoint
+age (``replication_health.GROUP_ROWS_SCHEMA``); ``--rows partitions`` writes ``PARTITION_COLUMNS`` instead.
 
 Only data writers live here, shared by ``mm2ctl inspect`` and the ``spark-submit`` entry (``job.main``);
 the human table is the CLI's (``mm2ctl.cli.render``). The job imports this module, never the reverse.
@@ -14,14 +15,14 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 from pyspark.sql import DataFrame, Row
 
-from mm2ctl.inspector.schemas import CLASSIFIED_SCHEMA
+from mm2ctl.inspector import replication_health
 
-COLUMNS: tuple[str, ...] = tuple(CLASSIFIED_SCHEMA.fieldNames())
+COLUMNS: tuple[str, ...] = tuple(replication_health.GROUP_ROWS_SCHEMA.fieldNames())
 
 
 def _cell(value: Any) -> Any:
@@ -56,9 +57,14 @@ def parquet_writer_options() -> dict[str, str]:
     return {f"parquet.enable.dictionary#{c}": "false" for c in PARQUET_PLAIN_COLUMNS}
 
 
-def _rows(frame: DataFrame) -> Iterator[Row]:
+#: The replicated-partition rows (``--rows partitions``): their columns and order.
+PARTITION_COLUMNS: tuple[str, ...] = replication_health.PARTITION_COLUMNS
+PARTITION_ORDER = ("cluster_pair", "topic", "partition")
+
+
+def _rows(frame: DataFrame, columns: Sequence[str], order: Sequence[str]) -> Iterator[Row]:
     """The rows in report order (pair, group, topic, partition), streamed a partition at a time."""
-    return frame.select(*COLUMNS).orderBy(*ORDER).toLocalIterator(prefetchPartitions=True)
+    return frame.select(*columns).orderBy(*order).toLocalIterator(prefetchPartitions=True)
 
 
 def csv_text(value: Any) -> str:
@@ -71,32 +77,34 @@ def csv_text(value: Any) -> str:
     return str(value)
 
 
-def write_csv(frame: DataFrame, out: TextIO) -> int:
+def write_csv(frame: DataFrame, out: TextIO, columns: Sequence[str] = COLUMNS, order: Sequence[str] = ORDER) -> int:
     """RFC 4180: a header, CRLF line ends, every field quoted (so commas and quotes in messages survive)."""
     writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
-    writer.writerow(COLUMNS)
+    writer.writerow(columns)
     count = 0
-    for row in _rows(frame):
+    for row in _rows(frame, columns, order):
         writer.writerow([csv_text(v) for v in row])
         count += 1
     return count
 
 
-def write_json_lines(frame: DataFrame, out: TextIO) -> int:
+def write_json_lines(
+    frame: DataFrame, out: TextIO, columns: Sequence[str] = COLUMNS, order: Sequence[str] = ORDER
+) -> int:
     """One JSON object per row and line, nulls as ``null``."""
     count = 0
-    for row in _rows(frame):
-        out.write(json.dumps({k: _cell(v) for k, v in zip(COLUMNS, row, strict=True)}, separators=(",", ":")))
+    for row in _rows(frame, columns, order):
+        out.write(json.dumps({k: _cell(v) for k, v in zip(columns, row, strict=True)}, separators=(",", ":")))
         out.write("\n")
         count += 1
     return count
 
 
-def write_distributed(frame: DataFrame, fmt: str, path: str) -> None:
+def write_distributed(frame: DataFrame, fmt: str, path: str, columns: Sequence[str] = COLUMNS) -> None:
     """Spark's own writers (folders of part files at a path or URI), for ``spark-submit`` on a cluster."""
-    writer = frame.select(*COLUMNS).write.mode("overwrite")
+    writer = frame.select(*columns).write.mode("overwrite")
     if fmt == "parquet":
-        writer.options(**parquet_writer_options()).parquet(path)
+        writer.options(**(parquet_writer_options() if tuple(columns) == COLUMNS else {})).parquet(path)
     elif fmt == "csv":
         writer.option("header", "true").option("quoteAll", "true").csv(path)
     else:

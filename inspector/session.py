@@ -10,6 +10,7 @@ cache the lab also uses (``mvn``), and the JVM it starts writes to a log file wh
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
@@ -142,3 +143,25 @@ def build_session(
         spark.sparkContext.setLogLevel("ERROR")
     _read_kafka_through_v2(spark, conf)
     return spark
+
+
+def stop_session(spark: SparkSession, *, timeout_s: float = 20.0) -> None:
+    """Stop the session and, when this process started its driver JVM, wait for that JVM to exit.
+
+    ``spark.stop()`` ends the SparkContext but leaves the JVM alive until this process exits; a long-running
+    command (``mm2ctl exporter``) stopping on a signal ends it here, so nothing outlives it. Under
+    ``spark-submit`` the JVM is Spark's, and only the session is stopped.
+    """
+    gateway = spark.sparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    spark.stop()
+    if gateway is None or proc is None or under_spark_submit():
+        return
+    gateway.shutdown()
+    if proc.stdin is not None:
+        proc.stdin.close()  # the JVM exits when its parent's pipe closes
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout_s)

@@ -10,16 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from mm2ctl.core.errors import PlanError
+from mm2ctl.core.mm2_connectors import ALL_ROLES, DEDICATED_NAMES, ROLE_CLASSES, connectors_by_role
 from mm2ctl.plans.live_state import LiveState
 
-ROLE_CLASSES = {
-    "source": "org.apache.kafka.connect.mirror.MirrorSourceConnector",
-    "checkpoint": "org.apache.kafka.connect.mirror.MirrorCheckpointConnector",
-    "heartbeat": "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector",
-}
-ALL_ROLES = tuple(ROLE_CLASSES)
-#: Dedicated-mode MM2 names its connectors after the class's simple name.
-DEDICATED_NAMES = {role: cls.rsplit(".", 1)[1] for role, cls in ROLE_CLASSES.items()}
+__all__ = ["ALL_ROLES", "DEDICATED_NAMES", "ROLE_CLASSES", "find_pair_connectors", "parse_roles"]
 
 
 def parse_roles(text: str | Iterable[str]) -> tuple[str, ...]:
@@ -34,21 +28,16 @@ def parse_roles(text: str | Iterable[str]) -> tuple[str, ...]:
 
 def find_pair_connectors(live: LiveState, source: str, target: str, roles: Iterable[str]) -> dict[str, str]:
     """role -> connector name for the flow ``source->target``; roles with no connector are left out."""
-    wanted = set(roles)
-    found: dict[str, list[str]] = {}
-    for name, overview in live.require_connect().list_connectors().items():
-        config = overview.info.config if overview.info is not None else {}
-        if config.get("source.cluster.alias") != source or config.get("target.cluster.alias") != target:
-            continue
-        for role, cls in ROLE_CLASSES.items():
-            if role in wanted and config.get("connector.class") in (cls, cls.rsplit(".", 1)[1]):
-                found.setdefault(role, []).append(name)
+    configs = {
+        name: overview.info.config if overview.info is not None else {}
+        for name, overview in live.require_connect().list_connectors().items()
+    }
     out: dict[str, str] = {}
-    for role, names in found.items():
+    for role, names in connectors_by_role(configs, source, target, roles).items():
         if len(names) > 1:
             raise PlanError(
-                f"more than one {role} connector for {source}->{target}: {sorted(names)}; "
+                f"more than one {role} connector for {source}->{target}: {names}; "
                 "name the connectors with --connector instead"
             )
         out[role] = names[0]
-    return {r: out[r] for r in ALL_ROLES if r in out}
+    return out

@@ -15,7 +15,9 @@ import pytest
 
 from mm2ctl.core import records
 from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.config import load_mm2_config
 from mm2ctl.core.connect_offsets import latest_offsets
+from mm2ctl.inspector.mm2_position import read_position
 from mm2ctl.lab import dedicated_mm2
 from mm2ctl.lab.dedicated_mm2 import DedicatedMm2
 from mm2ctl.lab.lab import LabInfo
@@ -95,6 +97,14 @@ def test_dedicated_mm2_refused_while_running_then_tombstone_reset(
         tail = Path(m.log_file).read_text(errors="replace").splitlines()[-40:]
         raise AssertionError(f"{exc}; {m.offsets_topic} holds {seen}; MM2 log tail:\n" + "\n".join(tail)) from None
     before = stored(lab, m)
+    # inspect reads MM2's position from the same topic, with no Connect worker.
+    config = load_mm2_config(m.mm2_config)
+    position = read_position(config, config.pair(pair), None)
+    assert position.read_from == f"MirrorSourceConnector's records in {m.offsets_topic} on {m.target_alias}"
+    assert {tp: n for tp, n in (position.next_offsets or {}).items() if tp[0] == TOPIC} == {
+        (TOPIC, 0): 6,
+        (TOPIC, 1): 6,
+    }
 
     plan = state_dir / "ded.yaml"
     args = ("plan", "reset-connector-offsets", "--pair", pair, "--mm2-config", m.mm2_config, "--out", str(plan))

@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 import requests
 
+from mm2ctl.connect_client import build_connect_client
 from mm2ctl.core import records
+from mm2ctl.core.config import load_mm2_config
 from mm2ctl.core.connect_offsets import latest_offsets
+from mm2ctl.inspector.mm2_position import read_position
 from mm2ctl.lab.lab import LabInfo
 from mm2ctl.remediate.journal import Journal
 from tests.integration.support import eventually, target_conf
@@ -39,6 +42,12 @@ def test_tombstones_with_delete_and_recreate_then_rollback(lab: LabInfo, tmp_pat
         what="stored offsets",
     )
     assert _remote_count(lab, remote) == 10
+    # inspect reads MM2's position from connect-offsets here: this worker has no offsets API.
+    config = load_mm2_config(flow.mm2_config)
+    with build_connect_client([lab.connect_url]) as connect:
+        position = read_position(config, config.pair(f"{flow.source_alias}->{flow.target_alias}"), connect)
+    assert position.read_from == f"{connector}'s records in connect-offsets on {flow.target_alias}", position
+    assert position.next_offsets == {(topic, 0): 5, (topic, 1): 5}
 
     plan = state_dir / "p.yaml"
     r = mm2ctl(

@@ -305,3 +305,39 @@ def test_an_unexpected_error_is_one_line_with_its_secrets_masked(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("mm2ctl: internal error: RuntimeError: ")
     assert "hunter2" not in err and "s3cret" not in err
+
+
+def test_inspect_and_exporter_take_the_monitoring_options() -> None:
+    inspect_help = run_cli("inspect", "--help")
+    for option in ("--connect-url", "--connect-user", "--connect-ca", "--rows", "--lag-threshold", "prometheus"):
+        assert option in inspect_help.stdout, option
+    exporter_help = run_cli("exporter", "--help")
+    assert exporter_help.returncode == 0
+    for option in ("--mm2-config", "--connect-url", "--listen", "--interval", "--connect-password"):
+        assert option in exporter_help.stdout, option
+
+
+def test_the_lag_threshold_defaults_to_the_inspectors() -> None:
+    from mm2ctl.cli.exporter_cmd import exporter
+    from mm2ctl.cli.inspect_cmd import inspect
+    from mm2ctl.inspector.replication_health import DEFAULT_LAG_THRESHOLD
+
+    for command in (inspect, exporter):
+        default = command.__defaults__[command.__code__.co_varnames.index("lag_threshold") - 1]  # type: ignore[index]
+        assert default.default == DEFAULT_LAG_THRESHOLD
+
+
+def test_prometheus_format_needs_an_output_file(tmp_path: Path) -> None:
+    config = tmp_path / "mm2.properties"
+    config.write_text("clusters = A, B\nA.bootstrap.servers = a:1\nB.bootstrap.servers = b:1\nA->B.enabled = true\n")
+    out = run_cli("inspect", "--mm2-config", str(config), "--format", "prometheus")
+    assert out.returncode == ExitCode.CONFIG
+    assert "--format prometheus writes a file" in out.stderr
+
+
+def test_exporter_refuses_a_bad_listen_address(tmp_path: Path) -> None:
+    config = tmp_path / "mm2.properties"
+    config.write_text("clusters = A, B\nA.bootstrap.servers = a:1\nB.bootstrap.servers = b:1\nA->B.enabled = true\n")
+    out = run_cli("exporter", "--mm2-config", str(config), "--listen", "9464")
+    assert out.returncode == ExitCode.CONFIG
+    assert "--listen expects HOST:PORT" in out.stderr

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from mm2ctl.inspector.replication_health import GROUP_ROWS_SCHEMA
 from mm2ctl.inspector.report import COLUMNS, csv_text, write_csv, write_json_lines
-from mm2ctl.inspector.schemas import CLASSIFIED_SCHEMA
 
 pytestmark = pytest.mark.spark
 
@@ -46,7 +46,7 @@ def _row(i: int, message: str) -> dict[str, Any]:
 @pytest.fixture
 def frame(spark: Any) -> Any:
     rows = [tuple(_row(i, m)[c] for c in COLUMNS) for i, m in enumerate(TRICKY)]
-    return spark.createDataFrame(rows, CLASSIFIED_SCHEMA)
+    return spark.createDataFrame(rows, GROUP_ROWS_SCHEMA)
 
 
 def test_csv_parses_back_to_exactly_the_rows_written(frame: Any) -> None:

@@ -1,0 +1,335 @@
+"""Replication health against a real MM2 flow, watched through a real Prometheus scraping `mm2ctl exporter`.
+
+One isolated flow carries every scenario, in order: with MirrorSourceConnector stopped, 500 records wait on one
+partition (Prometheus shows a lag of exactly 500), records are produced and deleted before MM2 copied them
+(lost to retention), and a topic is recreated smaller than MM2's position (a source reset); `inspect` reports the
+three partitions. MM2 resumes and the lag goes back to 0 while the loss stays; the textfile output parses with
+prometheus_client. With MirrorCheckpointConnector paused while a group moves on, the group's checkpoint age
+passes the shipped alert's threshold, and Prometheus evaluates that alert. SIGTERM then stops the exporter and
+its JVM.
+
+Prometheus (Debian's `prometheus` package, which `.ci/run` installs) runs on loopback with a 1 s scrape and
+evaluation interval and the shipped rules file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from mm2ctl.connect_client import ConnectClient, build_connect_client
+from mm2ctl.core import records
+from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.config import load_mm2_config
+from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.lab import lab as lab_core
+from mm2ctl.lab.lab import Flow, LabInfo
+from mm2ctl.lab.process import free_port
+from tests.integration.support import eventually
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+RULES = ROOT / "examples" / "prometheus" / "mm2ctl-rules.yaml"
+EXPORTER_INTERVAL_S = 5
+
+
+class Prometheus:
+    """A Prometheus server of the test's own on loopback, scraping the exporter every second."""
+
+    def __init__(self, folder: Path, target: str) -> None:
+        binary = shutil.which("prometheus")
+        if binary is None:
+            if os.environ.get("CI"):
+                pytest.fail("prometheus is missing: .ci/run installs Debian's prometheus package")
+            pytest.skip("prometheus is not installed (Debian: apt-get install prometheus)")
+        folder.mkdir(parents=True, exist_ok=True)
+        config = {
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "rule_files": [str(RULES)],
+            "scrape_configs": [{"job_name": "mm2ctl", "static_configs": [{"targets": [target]}]}],
+        }
+        (folder / "prometheus.yml").write_text(yaml.safe_dump(config))
+        self.url = f"http://127.0.0.1:{free_port()}"
+        self.log = folder / "prometheus.log"
+        self.proc = subprocess.Popen(
+            [
+                binary,
+                f"--config.file={folder / 'prometheus.yml'}",
+                f"--storage.tsdb.path={folder / 'data'}",
+                f"--web.listen-address={self.url.removeprefix('http://')}",
+            ],
+            stdout=self.log.open("w"),
+            stderr=subprocess.STDOUT,
+        )
+        eventually(self._ready, timeout_s=60, what="Prometheus ready")
+
+    def _ready(self) -> bool:
+        assert self.proc.poll() is None, self.log.read_text()[-3000:]
+        try:
+            return requests.get(f"{self.url}/-/ready", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def query(self, promql: str) -> list[dict[str, Any]]:
+        answer = requests.get(f"{self.url}/api/v1/query", params={"query": promql}, timeout=10).json()
+        assert answer["status"] == "success", answer
+        return list(answer["data"]["result"])
+
+    def value(self, promql: str) -> float | None:
+        result = self.query(promql)
+        assert len(result) <= 1, result
+        return float(result[0]["value"][1]) if result else None
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+@dataclass
+class Env:
+    lab: LabInfo
+    flow: Flow
+    name: str
+    connect: ConnectClient
+    source: KafkaAdmin
+    prometheus: Prometheus
+    exporter: subprocess.Popen[str]
+    exporter_log: Path
+    tmp: Path
+
+    @property
+    def pair(self) -> str:
+        return f"{self.flow.source_alias}->{self.flow.target_alias}"
+
+    def topic(self, suffix: str) -> str:
+        return f"iso-{self.name}-{suffix}"
+
+    def selector(self, topic: str, **more: str) -> str:
+        labels = {"flow": self.pair, "topic": self.topic(topic), **more}
+        return "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
+
+    def src(self) -> dict[str, str]:
+        return {"bootstrap.servers": self.lab.source.bootstrap}
+
+    def inspect(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable, "-m", "mm2ctl", "inspect", "--mm2-config", self.flow.mm2_config,
+                "--connect-url", self.lab.connect_url, "--spark-conf", "spark.sql.shuffle.partitions=4", *args,
+            ],
+            capture_output=True, text=True, timeout=600, check=False,
+            env={**os.environ, "MM2CTL_STATE_DIR": str(self.tmp / "inspect-state")},
+        )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def env(lab_pool: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    from tests.integration.conftest import DEFAULT_KEY
+
+    lab = lab_pool.get(DEFAULT_KEY)
+    tmp = tmp_path_factory.mktemp("monitoring")
+    name = f"mon{uuid.uuid4().hex[:8]}"
+    source = KafkaAdmin.connect({"bootstrap.servers": lab.source.bootstrap})
+    t = lambda s: f"iso-{name}-{s}"  # noqa: E731
+    source.create_topics({t("lag"): 1, t("lost"): 1, t("reset"): 1, t("cp"): 1})
+    src = {"bootstrap.servers": lab.source.bootstrap}
+    records.produce(src, t("lag"), [(None, f"l{i}".encode(), 0) for i in range(100)])
+    records.produce(src, t("lost"), [(None, f"x{i}".encode(), 0) for i in range(100)])
+    records.produce(src, t("reset"), [(None, f"r{i}".encode(), 0) for i in range(200)])
+    records.produce(src, t("cp"), [(None, f"c{i}".encode(), 0) for i in range(200)])
+    source.alter_group_offsets({t("g"): {(t("cp"), 0): 100}})
+    flow = lab_core.add_flow(lab, name)
+    connect = build_connect_client([lab.connect_url])
+
+    port = free_port()
+    exporter_log = tmp / "exporter.log"
+    exporter = subprocess.Popen(
+        [
+            sys.executable, "-m", "mm2ctl", "exporter", "--mm2-config", flow.mm2_config,
+            "--connect-url", lab.connect_url, "--listen", f"127.0.0.1:{port}",
+            "--interval", str(EXPORTER_INTERVAL_S), "--spark-conf", "spark.sql.shuffle.partitions=4",
+        ],
+        stdout=subprocess.DEVNULL, stderr=exporter_log.open("w"), text=True,
+        env={**os.environ, "MM2CTL_STATE_DIR": str(tmp / "exporter-state")},
+    )  # fmt: skip
+    prometheus = Prometheus(tmp / "prometheus", f"127.0.0.1:{port}")
+    try:
+        yield Env(lab, flow, name, connect, source, prometheus, exporter, exporter_log, tmp)
+    finally:
+        if exporter.poll() is None:
+            exporter.kill()
+            exporter.wait(timeout=30)
+        prometheus.stop()
+        for connector in flow.connectors.values():
+            connect.delete(connector)
+        connect.close()
+
+
+def _stored_next(env: Env) -> dict[tuple[str, int], int]:
+    got = env.connect.get_offsets(env.flow.connectors["source"])
+    return {
+        (o.partition["topic"], o.partition["partition"]): o.offset["offset"] + 1
+        for o in got.offsets
+        if o.offset is not None
+    }
+
+
+def _recreate(env: Env, topic: str) -> None:
+    env.source.client.delete_topics([topic])[topic].result()
+
+    def created() -> bool:
+        try:
+            env.source.create_topics({topic: 1})
+        except Exception:
+            return False  # still being deleted
+        return True
+
+    eventually(created, timeout_s=60, what=f"{topic} recreated")
+
+
+def test_lag_loss_and_reset_while_mirroring_is_stopped(env: Env) -> None:
+    lag, lost, reset = env.topic("lag"), env.topic("lost"), env.topic("reset")
+    wanted = {(lag, 0): 100, (lost, 0): 100, (reset, 0): 200}
+    eventually(
+        lambda: all(_stored_next(env).get(tp) == n for tp, n in wanted.items()),
+        timeout_s=120,
+        what="MM2 to copy the three topics and store its position",
+    )
+    source_connector = env.flow.connectors["source"]
+    env.connect.stop(source_connector)
+    env.connect.wait_for_state(source_connector, {"STOPPED"}, timeout=60)
+
+    records.produce(env.src(), lag, [(None, f"w{i}".encode(), 0) for i in range(500)])
+    records.produce(env.src(), lost, [(None, f"d{i}".encode(), 0) for i in range(50)])
+    assert env.source.delete_records({(lost, 0): 150})[0].error is None  # 100..149, never copied
+    _recreate(env, reset)
+    records.produce(env.src(), reset, [(None, f"n{i}".encode(), 0) for i in range(20)])  # 20 < MM2's 200
+
+    prom = env.prometheus
+    eventually(
+        lambda: prom.value(f"mm2ctl_replication_lag_records{env.selector('lag', partition='0')}") == 500,
+        timeout_s=240,
+        what="Prometheus to show a lag of exactly 500",
+    )
+    eventually(
+        lambda: prom.value(f"mm2ctl_records_lost_to_retention{env.selector('lost', partition='0')}") == 50,
+        timeout_s=60,
+        what="Prometheus to show 50 records lost",
+    )
+
+    proc = env.inspect("--rows", "partitions", "--format", "json")
+    assert proc.returncode == ExitCode.PROBLEMS_FOUND, proc.stderr
+    rows = {r["topic"]: r for r in map(json.loads, proc.stdout.splitlines())}
+    assert set(rows) >= {lag, lost, reset}, proc.stdout
+    assert (rows[lag]["mm2_next_offset"], rows[lag]["source_latest"]) == (100, 600)
+    assert (rows[lag]["replication_lag_records"], rows[lag]["status"]) == (500, "replicating")
+    assert rows[lag]["newest_sync_upstream"] is not None and rows[lag]["offset_sync_age_seconds"] >= 0
+    assert (rows[lost]["records_lost_to_retention"], rows[lost]["status"]) == (50, "lost_records")
+    assert (rows[reset]["source_reset"], rows[reset]["status"]) == (True, "source_reset")
+    assert (rows[reset]["mm2_next_offset"], rows[reset]["source_latest"]) == (200, 20)
+    assert "replicated partition(s), 2 problem(s)" in proc.stderr
+
+
+def test_after_mm2_resumes_the_lag_is_zero_and_the_loss_stays(env: Env) -> None:
+    source_connector = env.flow.connectors["source"]
+    env.connect.resume(source_connector)
+    env.connect.wait_for_state(source_connector, {"RUNNING"}, timeout=60)
+    prom = env.prometheus
+    eventually(
+        lambda: prom.value(f"mm2ctl_replication_lag_records{env.selector('lag', partition='0')}") == 0,
+        timeout_s=240,
+        what="Prometheus to show the lag back at 0",
+    )
+    assert prom.value(f"mm2ctl_records_lost_to_retention{env.selector('lost', partition='0')}") == 50
+
+    textfile = env.tmp / "mm2ctl.prom"
+    proc = env.inspect("--format", "prometheus", "--output", str(textfile), "--topics", "-(lag|lost)$")
+    assert proc.returncode == ExitCode.PROBLEMS_FOUND, proc.stderr  # lost_records is a problem
+    samples = {
+        (s.name, s.labels.get("topic"), s.labels.get("status")): s.value
+        for family in text_string_to_metric_families(textfile.read_text())
+        for s in family.samples
+    }
+    assert samples[("mm2ctl_replication_lag_records", env.topic("lag"), None)] == 0
+    assert samples[("mm2ctl_records_lost_to_retention", env.topic("lost"), None)] == 50
+    assert samples[("mm2ctl_replicated_partitions", None, "lost_records")] == 1
+    assert ("mm2ctl_inspection_last_success_timestamp_seconds", None, None) in samples
+    assert [p.name for p in env.tmp.iterdir() if p.name.startswith("mm2ctl.prom")] == ["mm2ctl.prom"]
+
+
+def test_a_paused_checkpoint_connector_ages_the_group_past_the_alert(env: Env) -> None:
+    group, topic = env.topic("g"), env.topic("cp")
+    prom = env.prometheus
+    age = f'mm2ctl_checkpoint_age_seconds{{flow="{env.pair}",group="{group}"}}'
+    alert = f'ALERTS{{alertname="MM2CheckpointsStale",flow="{env.pair}",group="{group}"}}'
+    # MM2 checkpointed the idle group once; its checkpoint ages past the threshold, but nothing waits to be
+    # replayed, so the alert stays quiet.
+    eventually(lambda: (prom.value(age) or 0) > 10, timeout_s=120, what="an aged checkpoint of the idle group")
+    assert prom.value(f'mm2ctl_failover_replay_messages{{flow="{env.pair}",group="{group}"}}') == 0
+    assert prom.query(alert) == []
+
+    checkpoint_connector = env.flow.connectors["checkpoint"]
+    env.connect.pause(checkpoint_connector)
+    env.connect.wait_for_state(checkpoint_connector, {"PAUSED"}, timeout=60)
+    try:
+        # The group moves on: MM2 copies the new records and their syncs, but checkpoints nothing.
+        records.produce(env.src(), topic, [(None, f"m{i}".encode(), 0) for i in range(300)])
+        pair = load_mm2_config(env.flow.mm2_config).pair(env.pair)
+        target = KafkaAdmin.connect({"bootstrap.servers": env.lab.target.bootstrap})
+        remote = pair.remote_topic(topic)
+        eventually(
+            lambda: target.partition_bounds([(remote, 0)])[(remote, 0)].latest == 500,
+            timeout_s=120,
+            what="MM2 to copy the new records",
+        )
+        env.source.alter_group_offsets({group: {(topic, 0): 450}})
+
+        threshold = f'10 * mm2ctl_checkpoint_interval_seconds{{flow="{env.pair}"}}'
+        assert prom.value(threshold) == 10  # the lab's MM2 checkpoints every second
+        found = eventually(lambda: prom.query(alert), timeout_s=180, what="the stale-checkpoints alert")
+        assert found[0]["metric"]["alertstate"] in ("pending", "firing")  # `for: 10m` holds it pending here
+        assert (prom.value(age) or 0) > 10
+    finally:
+        env.connect.resume(checkpoint_connector)
+
+
+def test_sigterm_stops_the_exporter_and_its_jvm(env: Env) -> None:
+    assert env.exporter.poll() is None, env.exporter_log.read_text()
+    children = Path(f"/proc/{env.exporter.pid}/task/{env.exporter.pid}/children").read_text().split()
+    jvms = [int(pid) for pid in children if "java" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")]
+    assert jvms, children
+    env.exporter.send_signal(signal.SIGTERM)
+    assert env.exporter.wait(timeout=120) == 0, env.exporter_log.read_text()
+    for pid in jvms:
+        assert not _alive(pid), f"the exporter's JVM {pid} outlived it"
+    log = env.exporter_log.read_text()
+    assert "mm2ctl exporter: serving http://127.0.0.1:" in log and "mm2ctl exporter: stopped" in log
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def test_the_exporter_counted_no_failure(env: Env) -> None:
+    """Every inspection of the run above completed (run last: the exporter has stopped, Prometheus kept it)."""
+    errors = env.prometheus.query("max_over_time(mm2ctl_inspection_errors_total[30m])")
+    assert [float(r["value"][1]) for r in errors] == [0.0], env.exporter_log.read_text()

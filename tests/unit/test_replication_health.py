@@ -1,0 +1,213 @@
+"""Replication health per source partition: every status and its precedence, lag and loss, the newest offset
+sync from raw records (by record offset, tombstones, malformed and foreign-partition records), freshness."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from mm2ctl.core.codecs import OffsetSync, encode_offset_sync
+from mm2ctl.inspector import replication_health
+from mm2ctl.inspector.replication_health import (
+    NEWEST_SYNCS_SCHEMA,
+    PARTITION_HEALTH_SCHEMA,
+    REPLICATED_PARTITIONS_SCHEMA,
+    PartitionStatus,
+)
+from mm2ctl.inspector.schemas import KAFKA_RECORD_SCHEMA
+
+pytestmark = pytest.mark.spark
+
+PAIR = "a->b"
+NOW = dt.datetime(2024, 6, 1, 12, 0, tzinfo=dt.UTC)
+
+
+def _df(spark: Any, schema: StructType, rows: list[dict[str, Any]]) -> Any:
+    table = pa.Table.from_pylist(
+        [{name: row.get(name) for name in schema.names} for row in rows], schema=to_arrow_schema(schema)
+    )
+    return spark.createDataFrame(table, schema)
+
+
+def partition(**overrides: Any) -> dict[str, Any]:
+    """A source partition [100, 600) MM2 has copied up to 599: it resumes at 600, nothing waits."""
+    row: dict[str, Any] = {
+        "cluster_pair": PAIR,
+        "topic": "orders",
+        "partition": 0,
+        "remote_topic": "a.orders",
+        "source_earliest": 100,
+        "source_latest": 600,
+        "target_latest": 500,
+        "position_known": True,
+        "mm2_next_offset": 600,
+        "error": None,
+    }
+    row.update(overrides)
+    return row
+
+
+def classify(spark: Any, rows: list[dict[str, Any]], syncs: list[dict[str, Any]] | None = None, **kw: Any) -> list[Any]:
+    out = replication_health.classify_partitions(
+        _df(spark, REPLICATED_PARTITIONS_SCHEMA, rows),
+        _df(spark, NEWEST_SYNCS_SCHEMA, syncs or []),
+        as_of=NOW,
+        **kw,
+    )
+    assert [(f.name, f.dataType) for f in out.schema] == [(f.name, f.dataType) for f in PARTITION_HEALTH_SCHEMA]
+    return out.orderBy("topic", "partition").collect()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "status", "lag", "lost", "reset"),
+    [
+        ({}, PartitionStatus.REPLICATING, 0, 0, False),
+        ({"mm2_next_offset": 100}, PartitionStatus.REPLICATING, 500, 0, False),  # below the default threshold
+        ({"mm2_next_offset": 40}, PartitionStatus.LOST_RECORDS, 500, 60, False),  # 40..99 deleted before copy
+        ({"mm2_next_offset": 700}, PartitionStatus.SOURCE_RESET, 0, 0, True),  # beyond the end: recreated
+        ({"mm2_next_offset": None}, PartitionStatus.NOT_STARTED, 500, 0, False),  # it starts at the earliest
+        ({"mm2_next_offset": None, "source_earliest": 600}, PartitionStatus.REPLICATING, 0, 0, False),  # empty
+        ({"position_known": False, "mm2_next_offset": None}, PartitionStatus.POSITION_UNKNOWN, None, None, None),
+        ({"error": "source partition: boom"}, PartitionStatus.ERROR, 0, 0, False),
+        ({"source_latest": None}, PartitionStatus.ERROR, None, None, None),
+    ],
+)
+def test_status_lag_loss_and_reset(
+    spark: Any, overrides: dict[str, Any], status: PartitionStatus, lag: int | None, lost: int | None, reset: bool
+) -> None:
+    (row,) = classify(spark, [partition(**overrides)])
+    assert row["status"] == status.value
+    assert row["is_ok"] == (status in replication_health.OK_PARTITION_STATUSES)
+    assert row["message"] == replication_health.PARTITION_MESSAGES[status]
+    assert row["replication_lag_records"] == lag
+    assert row["records_lost_to_retention"] == lost
+    assert row["source_reset"] == reset
+
+
+def test_lagging_above_the_threshold_only(spark: Any) -> None:
+    rows = [partition(partition=0, mm2_next_offset=499), partition(partition=1, mm2_next_offset=500)]
+    got = classify(spark, rows, lag_threshold=100)
+    assert [(r["replication_lag_records"], r["status"]) for r in got] == [(101, "lagging"), (100, "replicating")]
+
+
+def test_an_error_wins_over_every_other_status(spark: Any) -> None:
+    (row,) = classify(spark, [partition(mm2_next_offset=700, error="MM2 position: Connect said 500")])
+    assert row["status"] == "error" and row["error"] == "MM2 position: Connect said 500"
+
+
+def test_newest_sync_and_its_age(spark: Any) -> None:
+    sync = {
+        "cluster_pair": PAIR,
+        "topic": "orders",
+        "partition": 0,
+        "newest_sync_upstream": 590,
+        "newest_sync_downstream": 490,
+        "newest_sync_timestamp": NOW - dt.timedelta(seconds=90, milliseconds=500),
+    }
+    later = {**sync, "partition": 1, "newest_sync_timestamp": NOW + dt.timedelta(seconds=3)}
+    got = classify(spark, [partition(), partition(partition=1), partition(partition=2)], [sync, later])
+    assert (got[0]["newest_sync_upstream"], got[0]["newest_sync_downstream"]) == (590, 490)
+    assert got[0]["offset_sync_age_seconds"] == pytest.approx(90.5)
+    assert got[1]["offset_sync_age_seconds"] == 0.0  # written after the admin read: fresh, not negative
+    assert got[2]["newest_sync_upstream"] is None and got[2]["offset_sync_age_seconds"] is None
+
+
+def _records(spark: Any, records: list[tuple[bytes | None, bytes | None, int, int]]) -> Any:
+    rows = [
+        {
+            "cluster_pair": PAIR,
+            "key": key,
+            "value": value,
+            "topic": "mm2-offset-syncs.b.internal",
+            "partition": record_partition,
+            "offset": offset,
+            "timestamp": NOW - dt.timedelta(seconds=1000 - offset),
+            "timestampType": 0,
+        }
+        for offset, (key, value, record_partition, _) in enumerate(records)
+    ]
+    return _df(spark, KAFKA_RECORD_SCHEMA, rows)
+
+
+def _sync(topic: str, partition: int, up: int, down: int) -> tuple[bytes, bytes]:
+    return encode_offset_sync(OffsetSync(topic, partition, up, down))
+
+
+def test_newest_syncs_by_record_offset(spark: Any) -> None:
+    o0 = _sync("orders", 0, 10, 10)
+    o0_later = _sync("orders", 0, 5, 4)  # out of order, but written last: the newest record wins
+    o1 = _sync("orders", 1, 7, 7)
+    o2 = _sync("orders", 2, 9, 9)
+    records = [
+        (*o0, 0, 0),
+        (*o0_later, 0, 0),
+        (*o1, 0, 0),
+        (o1[0], b"\x00\x01", 0, 0),  # malformed value: passed over, the sync before it stands
+        (*o2, 0, 0),
+        (o2[0], None, 0, 0),  # orders/2: a tombstone after its sync deletes it
+        (*_sync("orders", 3, 50, 50), 1, 0),  # partition 1 of the syncs topic: MM2 never writes there
+        (b"\x00\x09orders", o0[1], 0, 0),  # a malformed key: no partition of anyone's
+        (*_sync("audit", 0, 1, 1), 0, 0),  # not a partition asked about
+    ]
+    wanted = _df(spark, REPLICATED_PARTITIONS_SCHEMA, [partition(partition=p) for p in range(4)])
+    got = {
+        r["partition"]: (r["topic"], r["newest_sync_upstream"], r["newest_sync_downstream"], r["newest_sync_timestamp"])
+        for r in replication_health.newest_syncs(_records(spark, records), wanted).collect()
+    }
+    assert set(got) == {0, 1}
+    assert got[0][:3] == ("orders", 5, 4)
+    assert got[0][3] == (NOW - dt.timedelta(seconds=999)).replace(tzinfo=None)  # the session reads UTC naive
+    assert got[1][:3] == ("orders", 7, 7)
+
+
+def test_group_checkpoint_age_is_the_groups_newest(spark: Any) -> None:
+    rows = spark.createDataFrame(
+        [
+            (PAIR, "g1", NOW.replace(tzinfo=None) - dt.timedelta(seconds=30)),
+            (PAIR, "g1", NOW.replace(tzinfo=None) - dt.timedelta(seconds=5)),
+            (PAIR, "g2", None),
+            ("c->d", "g1", NOW.replace(tzinfo=None) - dt.timedelta(seconds=60)),
+        ],
+        "cluster_pair string, group string, checkpoint_timestamp timestamp",
+    )
+    got = replication_health.with_group_checkpoint_age(rows, as_of=NOW).collect()
+    ages = {(r["cluster_pair"], r["group"]): r["group_checkpoint_age_seconds"] for r in got}
+    assert ages == {(PAIR, "g1"): pytest.approx(5.0), (PAIR, "g2"): None, ("c->d", "g1"): pytest.approx(60.0)}
+
+
+def test_the_table_section_and_the_partition_csv(spark: Any) -> None:
+    import io
+    from types import SimpleNamespace
+
+    from mm2ctl.cli.render import replication_summary_lines
+    from mm2ctl.inspector.mm2_position import Mm2Position
+    from mm2ctl.inspector.report import PARTITION_COLUMNS, PARTITION_ORDER, write_csv
+
+    partitions = replication_health.classify_partitions(
+        _df(spark, REPLICATED_PARTITIONS_SCHEMA, [partition(), partition(partition=1, mm2_next_offset=40)]),
+        _df(spark, NEWEST_SYNCS_SCHEMA, []),
+        as_of=NOW,
+    )
+    rows = spark.createDataFrame(
+        [(PAIR, "g1", 5.0), (PAIR, "g1", 5.0), (PAIR, "g2", None)],
+        "cluster_pair string, group string, group_checkpoint_age_seconds double",
+    )
+    result = SimpleNamespace(
+        rows=rows, partitions=partitions, positions=[Mm2Position(PAIR, {}, read_from="GET /connectors/s/offsets")]
+    )
+    text = "\n".join(replication_summary_lines(result, 10_000))  # type: ignore[arg-type]
+    assert "a->b: 2 replicated partition(s), 1 problem(s)" in text
+    assert "MM2's position: GET /connectors/s/offsets" in text
+    assert "checkpoints: 1 of 2 group(s) have one; the oldest group's newest is 5.0s old" in text
+    assert "a->b  orders/1  40  [100, 600)  lost_records: Records lost" in text
+
+    out = io.StringIO(newline="")
+    assert write_csv(partitions, out, PARTITION_COLUMNS, PARTITION_ORDER) == 2
+    header, first, _ = out.getvalue().split("\r\n", 2)
+    assert header.split(",") == [f'"{c}"' for c in PARTITION_COLUMNS]
+    assert first.startswith('"a->b","orders","0","a.orders","100","600","500","600","0","0","false"')
