@@ -322,8 +322,10 @@ def test_the_lag_threshold_defaults_to_the_inspectors() -> None:
     from mm2ctl.cli.inspect_cmd import inspect
     from mm2ctl.inspector.replication_health import DEFAULT_LAG_THRESHOLD
 
+    import inspect as pyinspect
+
     for command in (inspect, exporter):
-        default = command.__defaults__[command.__code__.co_varnames.index("lag_threshold") - 1]  # type: ignore[index]
+        default = pyinspect.signature(command).parameters["lag_threshold"].default
         assert default.default == DEFAULT_LAG_THRESHOLD
 
 
