@@ -45,6 +45,14 @@ from mm2ctl.plans.serialize import dump_plan_json, load_plan
 from mm2ctl.remediate import engine
 
 _AUTO_APPROVE = typer.Option(False, "--auto-approve", help="Do not ask for confirmation (scripts, CI).")
+_PARALLELISM = typer.Option(
+    engine.DEFAULT_PARALLELISM,
+    "--parallelism",
+    min=1,
+    max=engine.MAX_PARALLELISM,
+    help="Consumer-group requests in flight at once when writing and reading back a failover's groups "
+    f"(1-{engine.MAX_PARALLELISM}; 1 writes one group at a time).",
+)
 _SECRETS = typer.Option(
     None,
     "--secrets-file",
@@ -104,6 +112,7 @@ def apply(
         False, "--detailed-exitcode", help="With --dry-run: exit 14 when the plan has changes, 0 when none."
     ),
     secrets_file: Path | None = _SECRETS,
+    parallelism: int = _PARALLELISM,
     mm2_config: MM2ConfigOverride = None,
     connect_url: ConnectUrls = None,
     connect_user: ConnectUser = None,
@@ -124,7 +133,9 @@ def apply(
         live = _live(plan, mm2_config, c)
         _confirm(f"Resume applying plan {plan.plan_id}?", auto_approve)
         with progress:
-            result = engine.resume_apply(resume, live, progress=progress, operator_secrets=_secrets(secrets_file))
+            result = engine.resume_apply(
+                resume, live, progress=progress, operator_secrets=_secrets(secrets_file), parallelism=parallelism
+            )
         if as_json:
             typer.echo(result_json(run_fields("apply", result, plan, resumed=True)))
         else:
@@ -136,7 +147,7 @@ def apply(
     live = _live(plan, mm2_config, c)
     if dry_run:
         with progress:
-            result = engine.dry_run(plan, live, progress=progress)
+            result = engine.dry_run(plan, live, progress=progress, parallelism=parallelism)
         code = ExitCode.CHANGES_PRESENT if detailed and result.changes else ExitCode.OK
         if as_json:
             typer.echo(result_json(run_fields("apply", result, plan, plan_file=str(plan_file)), code))
@@ -162,6 +173,7 @@ def apply(
             plan_path=str(plan_file.resolve()),
             progress=progress,
             operator_secrets=_secrets(secrets_file),
+            parallelism=parallelism,
         )
     if as_json:
         typer.echo(

@@ -380,12 +380,17 @@ class KafkaAdmin:
         )
 
     def alter_group_offsets(
-        self, offsets: Mapping[str, Mapping[TP, int]], *, concurrency: int = 32
+        self,
+        offsets: Mapping[str, Mapping[TP, int]],
+        *,
+        concurrency: int = 32,
+        on_done: Callable[[str, list[PartitionResult]], None] | None = None,
     ) -> dict[str, list[PartitionResult]]:
         """Set committed offsets: group → {(topic, partition): offset}; one request per group, concurrent.
 
         Kafka refuses (UNKNOWN_MEMBER_ID / group not empty) when the group has active members; that comes
-        back per partition as data.
+        back per partition as data. ``on_done`` hears each group's answer as it is collected (progress), in
+        the calling thread; a group retried after a coordinator error is heard again.
         """
 
         def submit(group: str) -> Future[Any]:
@@ -403,16 +408,20 @@ class KafkaAdmin:
                 res = fut.result()
             except Exception as exc:
                 err = item_error(exc)
-                return group, [PartitionResult(t, p, o, err) for (t, p), o in sorted(offsets[group].items())]
-            return group, [
-                PartitionResult(
-                    tp.topic,
-                    tp.partition,
-                    int(tp.offset),
-                    ItemError(tp.error.name(), tp.error.str()) if tp.error is not None else None,
-                )
-                for tp in res.topic_partitions
-            ]
+                got = [PartitionResult(t, p, o, err) for (t, p), o in sorted(offsets[group].items())]
+            else:
+                got = [
+                    PartitionResult(
+                        tp.topic,
+                        tp.partition,
+                        int(tp.offset),
+                        ItemError(tp.error.name(), tp.error.str()) if tp.error is not None else None,
+                    )
+                    for tp in res.topic_partitions
+                ]
+            if on_done is not None:
+                on_done(group, got)
+            return group, got
 
         def run(batch: Sequence[str]) -> dict[str, list[PartitionResult]]:
             return dict(_drain(batch, submit, collect, concurrency))

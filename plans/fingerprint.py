@@ -128,9 +128,19 @@ class Fingerprint:
 
 
 def fingerprint_of(parts: Mapping[str, JSONable]) -> Fingerprint:
-    """Fingerprint live state given as named parts. Parts must be redacted already (see module docstring)."""
-    digests = {name: digest_of(freeze_json(value, where=name)) for name, value in parts.items()}
+    """Fingerprint live state given as named parts. Parts must be redacted already (see module docstring).
+
+    Each part is digested as it is: its canonical JSON is the same frozen or not, and ``canonical_json``
+    refuses what JSON cannot carry, so no frozen copy of a thousand groups' offsets is made first."""
+    digests = {name: _part_digest(name, value) for name, value in parts.items()}
     return Fingerprint(digest=digest_of(digests), parts=digests)
+
+
+def _part_digest(name: str, value: JSONable) -> str:
+    try:
+        return digest_of(value)
+    except (TypeError, ValueError) as exc:
+        raise PlanError(f"{name}: not a JSON value ({exc})") from exc
 
 
 def diff_fingerprints(planned: Fingerprint, live: Fingerprint) -> list[str]:
