@@ -17,6 +17,13 @@ values); every offset lies within the target partition's [earliest, latest]. The
 rewind an existing target offset unless ``allow_rewind``. The source group's committed offsets are part of the
 fingerprint: if the source consumers moved after planning, the translation is outdated and apply refuses.
 
+With MirrorMaker 2 still running (no ``--stop-mirroring``) and syncing group offsets, MM2 may move a target
+group between planning and apply: apply accepts an offset moved forward up to the planned one while the
+group has no members (``remediate.preconditions``), and each read-back watches its group for
+``settle_window`` after the write, writing the plan again over anything MM2's next sync round puts back below
+it. ``--stop-mirroring`` stops the checkpoint connector (with the others) after the catch-up wait and before
+the first write, so nothing moves and no read-back waits.
+
 Rollback restores the previous offsets. Partitions that had no offset before can only be removed by deleting
 the whole group (confluent-kafka has no OffsetDelete): done when the group had no offsets at all before,
 otherwise left in place and reported (``NEW_PARTITIONS_NOTE``).
@@ -25,7 +32,6 @@ otherwise left in place and reported (``NEW_PARTITIONS_NOTE``).
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +43,7 @@ from mm2ctl.core.codecs import RecordDecodeError, decode_checkpoint, decode_offs
 from mm2ctl.core.config import PairConfig
 from mm2ctl.core.errors import ConfigError, PlanError, PreconditionError
 from mm2ctl.core.progress import Progress, count, no_progress
-from mm2ctl.core.records import RawRecord, read_partitions
+from mm2ctl.core.records import PartitionReader, RawRecord, read_partitions
 from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.live_state import LiveState, part_group_offsets
 from mm2ctl.plans.offsets import GroupOffset
@@ -152,9 +158,9 @@ class _KafkaRecords:
     """
 
     def __init__(
-        self, conf: Mapping[str, str], topic: str, partition: int, limit: int, chunk: int = READ_AHEAD
+        self, reader: PartitionReader, topic: str, partition: int, limit: int, chunk: int = READ_AHEAD
     ) -> None:
-        self._conf, self._topic, self._partition = conf, topic, partition
+        self._reader, self._topic, self._partition = reader, topic, partition
         self._limit, self._chunk = limit, chunk
         self._lo = self._hi = 0  # the records held cover offsets [lo, hi)
         self._recs: list[Digested] = []
@@ -169,13 +175,7 @@ class _KafkaRecords:
             self._recs, self._offsets = [], []
         if end > self._hi:
             stop = min(self._limit, max(end, self._hi + self._chunk))
-            for r in read_partitions(
-                self._conf,
-                self._topic,
-                [self._partition],
-                start={self._partition: self._hi},
-                end={self._partition: stop},
-            ):
+            for r in self._reader.read(self._topic, self._partition, self._hi, stop):
                 self._recs.append(Digested(r.offset, _digest(r)))
                 self._offsets.append(r.offset)
             self._hi = stop
@@ -241,9 +241,9 @@ def _regex(value: str, option: str) -> re.Pattern[str]:
         raise ConfigError(f"{option} {value!r}: not a valid regular expression ({exc})") from exc
 
 
-def _last_record_offset(conf: Mapping[str, str], topic: str, partition: int, bounds: Bounds) -> int | None:
+def _last_record_offset(reader: PartitionReader, topic: str, partition: int, bounds: Bounds) -> int | None:
     """Offset of the partition's last readable record (the end may be a transaction marker)."""
-    got = _KafkaRecords(conf, topic, partition, bounds.end).read(
+    got = _KafkaRecords(reader, topic, partition, bounds.end).read(
         max(bounds.start, bounds.end - DEFAULT_WINDOW), bounds.end
     )
     return got[-1].offset if got else None
@@ -310,6 +310,8 @@ def plan_failover(
     partitions = len({tp for tp, _c, _g in todo})
     progress(f"translating {len(todo)} group partition(s) on {partitions} source partition(s)")
     readers: dict[str, _KafkaRecords] = {}
+    # One consumer per cluster, re-assigned from partition to partition.
+    src_reader, dst_reader = PartitionReader(live.kafka_config(src)), PartitionReader(live.kafka_config(dst))
     current: TP | None = None
     translated = 0
     for (topic, p), c, group in todo:
@@ -321,8 +323,8 @@ def plan_failover(
             current, readers = (topic, p), {}
             if (remote, p) in t_bounds and (topic, p) in s_bounds:
                 readers = {
-                    "source": _KafkaRecords(live.kafka_config(src), topic, p, s_bounds[(topic, p)].end),
-                    "target": _KafkaRecords(live.kafka_config(dst), remote, p, t_bounds[(remote, p)].end),
+                    "source": _KafkaRecords(src_reader, topic, p, s_bounds[(topic, p)].end),
+                    "target": _KafkaRecords(dst_reader, remote, p, t_bounds[(remote, p)].end),
                 }
         tr: Translation | None
         if (remote, p) not in t_bounds:
@@ -365,6 +367,8 @@ def plan_failover(
                 delta_candidate=None if tr is None else tr.delta_candidate,
             )
         )
+    src_reader.close()
+    dst_reader.close()
     count(progress, TRANSLATE_PHASE, partitions, partitions)
     report.rows.sort(key=lambda r: (r.group, r.source_topic, r.partition))
     if not report.rows:
@@ -379,9 +383,8 @@ def plan_failover(
     for r in report.rows:  # sorted by group: each group's rows in one pass
         if r.target_offset is not None and r.target_offset != r.before_offset:
             writes.setdefault(r.group, []).append(r)
-    if opts.stop_mirroring:
-        _stop_mirroring(b, flow, opts, writes, s_bounds)
-    _write_steps(b, dst, writes)
+    stops_checkpoints = opts.stop_mirroring and _stop_mirroring(b, flow, opts, writes, s_bounds)
+    _write_steps(b, dst, writes, settle_seconds=settle_window(flow) if not stops_checkpoints else 0.0)
     untranslatable = report.untranslatable
     if untranslatable:
         b.notes.append(
@@ -476,7 +479,10 @@ def _with_target_state(
             )
     for r in rows:
         before = current[r.group].get((r.target_topic, r.partition))
-        r = dataclasses.replace(r, before_offset=before)
+        r = FailoverRow(  # positional, not ``dataclasses.replace``: a 100,000-row failover does this per row
+            r.group, r.source_topic, r.target_topic, r.partition, r.source_offset, r.target_offset, before, r.method,
+            r.detail, r.delta_candidate,
+        )  # fmt: skip
         out.append(r)
         if r.target_offset is None or r.target_offset == before:
             continue
@@ -502,9 +508,10 @@ def _stop_mirroring(
     opts: FailoverOptions,
     writes: Mapping[str, Sequence[FailoverRow]],
     s_bounds: Mapping[TP, Bounds],
-) -> None:
+) -> bool:
     """Wait for the target to hold what the source holds now (source readable), then stop every MM2
-    connector of the pair, so neither replication nor MM2's own offset sync moves what we write."""
+    connector of the pair, so neither replication nor MM2's own offset sync moves what we write. Returns
+    whether the plan stops the checkpoint connector (the one that syncs group offsets)."""
     found = find_pair_connectors(b.live, flow.source, flow.target, ALL_ROLES)
     if not found:
         raise PlanError(f"--stop-mirroring: no MM2 connectors of {opts.pair} on the Connect worker")
@@ -513,10 +520,12 @@ def _stop_mirroring(
     if not opts.source_unavailable and source_connector is not None and writes:
         tps = sorted({(r.source_topic, r.partition) for rows in writes.values() for r in rows})
         targets = []
+        reader = PartitionReader(b.live.kafka_config(flow.source))
         for t, p in tps:
-            last = _last_record_offset(b.live.kafka_config(flow.source), t, p, s_bounds[(t, p)])
+            last = _last_record_offset(reader, t, p, s_bounds[(t, p)])
             if last is not None:
                 targets.append(CatchUpTarget(topic=t, partition=p, upstream_offset=last))
+        reader.close()
         if targets:
             b.add(
                 StepKind.WAIT_FOR_CATCH_UP,
@@ -534,9 +543,28 @@ def _stop_mirroring(
         name = found.get(role)
         if name is not None:
             lifecycle_step(b, name, Action.STOP, states[name])
+    return "checkpoint" in found
 
 
-def _write_steps(b: PlanBuilder, dst: str, writes: Mapping[str, Sequence[FailoverRow]]) -> None:
+#: Added to twice MM2's ``sync.group.offsets.interval.seconds``: the time its sync takes to read and write
+#: the groups of one round on a loaded worker.
+SETTLE_MARGIN_S = 2.0
+
+
+def settle_window(flow: PairConfig) -> float:
+    """How long a read-back watches a group MM2 may still sync (``GroupOffsetsVerify.settle_seconds``).
+
+    MM2 reads the idle target groups' offsets in one scheduled round and writes what they lack in the next,
+    one sync interval later; a round that read a group before our write can still write it after, once.
+    0 when the flow does not sync group offsets."""
+    if not flow.sync_group_offsets_enabled:
+        return 0.0
+    return 2 * flow.sync_group_offsets_interval_seconds + SETTLE_MARGIN_S
+
+
+def _write_steps(
+    b: PlanBuilder, dst: str, writes: Mapping[str, Sequence[FailoverRow]], *, settle_seconds: float = 0.0
+) -> None:
     verifies = []
     currents = b.live.many_group_offsets(dst, writes)
     for group, rows in writes.items():
@@ -595,12 +623,16 @@ def _write_steps(b: PlanBuilder, dst: str, writes: Mapping[str, Sequence[Failove
             StepKind.GROUP_OFFSETS_VERIFY,
             target,
             GroupOffsetsVerify(
-                expected=tuple(GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset) for r in payload_rows)
+                expected=tuple(
+                    GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset) for r in payload_rows
+                ),
+                settle_seconds=settle_seconds,
             ),
             NoPrecondition(),
             before=None,
             after=None,
-            description=f"read the offsets of group {target.group} back and compare",
+            description=f"read the offsets of group {target.group} back and compare"
+            + (f", for {settle_seconds:g}s while MM2 may still sync it" if settle_seconds else ""),
         )
 
 
