@@ -41,7 +41,7 @@ from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.core.properties import load_properties
 from mm2ctl.plans.document import Plan
 from mm2ctl.plans.live_state import LiveState
-from mm2ctl.plans.serialize import dump_plan_json, load_plan
+from mm2ctl.plans.serialize import dump_plan_json, load_plan, load_plan_document
 from mm2ctl.remediate import engine
 
 _AUTO_APPROVE = typer.Option(False, "--auto-approve", help="Do not ask for confirmation (scripts, CI).")
@@ -143,7 +143,7 @@ def apply(
         return
     if plan_file is None:
         raise ConfigError("give a plan file, or --resume JOURNAL")
-    plan = load_plan(plan_file)
+    plan, document = load_plan_document(plan_file)
     live = _live(plan, mm2_config, c)
     if dry_run:
         with progress:
@@ -174,6 +174,7 @@ def apply(
             progress=progress,
             operator_secrets=_secrets(secrets_file),
             parallelism=parallelism,
+            plan_document=document,
         )
     if as_json:
         typer.echo(

@@ -493,6 +493,12 @@ def load_plan(source: str | os.PathLike[str], *, name: str | None = None) -> Pla
     A ``str`` is always document text, never a path: guessing would make a file named like YAML text (or
     text that happens to name a file) load the wrong thing.
     """
+    return load_plan_document(source, name=name)[0]
+
+
+def load_plan_document(source: str | os.PathLike[str], *, name: str | None = None) -> tuple[Plan, dict[str, JSONable]]:
+    """``load_plan``, and the JSON document the plan was decoded from (apply embeds it in the journal as
+    read, rather than encoding the plan again)."""
     if isinstance(source, os.PathLike):
         label = name or os.fspath(source)
         try:
@@ -513,7 +519,7 @@ def load_plan(source: str | os.PathLike[str], *, name: str | None = None) -> Pla
         where = f"{label}:{mark.line + 1}:{mark.column + 1}" if mark is not None else label
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise PlanError(f"{where}: not valid YAML: {problem}") from exc
-    return plan_from_json(doc, source=label)
+    return plan_from_json(doc, source=label), doc
 
 
 def _flow_document(text: str) -> Any:

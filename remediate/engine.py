@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mm2ctl.core.errors import ApplyError, ForeignPlanError, JournalError, Mm2ctlError, PreconditionError
 from mm2ctl.core.progress import Progress, count, no_progress
@@ -305,8 +306,10 @@ def apply_plan(
     operator_secrets: Mapping[str, str] | None = None,
     state_dir: Path | None = None,
     parallelism: int = DEFAULT_PARALLELISM,
+    plan_document: Mapping[str, Any] | None = None,
 ) -> RunResult:
-    """Apply ``plan`` for real (see the module docstring for the order of checks and writes)."""
+    """Apply ``plan`` for real (see the module docstring for the order of checks and writes).
+    ``plan_document``: the document ``plan`` was read from, which the journal embeds as it is."""
     check_parallelism(parallelism)
     for step in plan.steps:
         _executor(step)
@@ -316,7 +319,7 @@ def apply_plan(
         # failover plan's fingerprint holds every source group's offsets, thousands of reads.)
         verify_against_live(plan, live)
         path = journal_path or new_journal_path(plan, state_dir)
-        with Journal.create(path, plan, plan_path=plan_path) as journal:
+        with Journal.create(path, plan, plan_path=plan_path, document=plan_document) as journal:
             ctx = ExecContext(
                 live=live,
                 artifact_path=journal.artifact_path,

@@ -40,9 +40,11 @@ produces (the offset-syncs backup) go beside it (``Journal.artifact_path``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
+import uuid
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -56,7 +58,7 @@ from mm2ctl.core.errors import JournalError, PlanError
 from mm2ctl.core.redaction import REDACTED, redact_json, redact_text
 from mm2ctl.plans.document import Plan, tool_version
 from mm2ctl.plans.fingerprint import FrozenJSON, JSONable, canonical_json, digest_of, freeze_json
-from mm2ctl.plans.serialize import plan_document_digest, plan_from_json, plan_to_json
+from mm2ctl.plans.serialize import plan_from_json, plan_to_json
 
 JOURNAL_FORMAT = "mm2ctl-journal"
 JOURNAL_FORMAT_VERSION = 2
@@ -128,11 +130,24 @@ def _crc(entry: Mapping[str, JSONable]) -> str:
     return f"{zlib.crc32(canonical_json(entry).encode('utf-8')):08x}"
 
 
-def encode_line(entry: Mapping[str, JSONable]) -> bytes:
-    """One journal line: canonical JSON of ``entry`` plus its CRC, newline-terminated."""
+def encode_line(entry: Mapping[str, JSONable], *, substitute: tuple[str, str] | None = None) -> bytes:
+    """One journal line: canonical JSON of ``entry`` plus its CRC, newline-terminated.
+
+    The entry is encoded once: canonical JSON lists the keys in order, so the fields sorting before and after
+    ``crc32`` are encoded apart and joined around it, which gives both the text the CRC covers and the line.
+    ``substitute``: ``(placeholder, json)`` puts text encoded beforehand where the string ``placeholder``
+    is (the header's plan, whose canonical JSON was already made for its digest)."""
     if "crc32" in entry:
         raise ValueError("entry must not carry its own crc32")
-    return (canonical_json({**entry, "crc32": _crc(entry)}) + "\n").encode("utf-8")
+    head = canonical_json({k: v for k, v in entry.items() if k < "crc32"})[1:-1]
+    tail = canonical_json({k: v for k, v in entry.items() if k > "crc32"})[1:-1]
+    if substitute is not None:
+        placeholder, text = substitute
+        quoted = json.dumps(placeholder)
+        head, tail = head.replace(quoted, text, 1), tail.replace(quoted, text, 1)
+    body = "{" + head + ("," if head and tail else "") + tail + "}"
+    crc = f'"crc32":"{zlib.crc32(body.encode("utf-8")):08x}"'
+    return ("{" + head + ("," if head else "") + crc + ("," if tail else "") + tail + "}\n").encode("utf-8")
 
 
 def decode_line(raw: bytes) -> dict[str, Any]:
@@ -346,7 +361,7 @@ class _Builder:
                 plan = plan_from_json(entry.get("plan"), source="journal header plan")
             except PlanError as exc:
                 raise self._err(entry, str(exc)) from exc
-            if plan_document_digest(plan) != entry.get("plan_sha256"):
+            if digest_of(entry.get("plan")) != entry.get("plan_sha256"):
                 raise self._err(entry, "the embedded plan does not match its recorded digest")
         self.header = dict(entry)
         self.plan = plan
@@ -613,8 +628,11 @@ class Journal:
         plan: Plan,
         *,
         plan_path: str | os.PathLike[str] | None = None,
+        document: Mapping[str, JSONable] | None = None,
     ) -> Journal:
-        """Start the journal of a new apply; refuses to overwrite an existing file."""
+        """Start the journal of a new apply; refuses to overwrite an existing file. ``document``: the plan's
+        JSON document as read from its file (``plans.serialize.read_plan``), embedded as it is instead of
+        encoding ``plan`` again; the journal records the digest of what it embeds."""
         p = Path(path)
         try:
             p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -624,7 +642,9 @@ class Journal:
         except OSError as exc:
             raise JournalError(f"{p}: cannot create journal: {exc.strerror or exc}") from exc
         journal = cls(path=p, _fd=fd, _builder=_Builder(p))
-        doc = plan_to_json(plan)
+        doc = plan_to_json(plan) if document is None else document
+        plan_json = canonical_json(doc)  # once: for its digest and inside the header line
+        placeholder = f"plan-{uuid.uuid4().hex}"
         try:
             journal._append(
                 {
@@ -633,15 +653,16 @@ class Journal:
                     "format_version": JOURNAL_FORMAT_VERSION,
                     "plan_id": plan.plan_id,
                     "plan_fingerprint": plan.fingerprint.digest,
-                    "plan_sha256": digest_of(doc),  # = plan_document_digest(plan), without encoding it twice
+                    "plan_sha256": hashlib.sha256(plan_json.encode("utf-8")).hexdigest(),  # = digest_of(doc)
                     "plan_path": None if plan_path is None else os.fspath(plan_path),
-                    "plan": doc,
+                    "plan": placeholder,
                     "started_at": _now(),
                     "host": socket.gethostname(),
                     "pid": os.getpid(),
                     "tool_version": tool_version(),
                 },
                 plan=plan,
+                substitute=(placeholder, plan_json),
             )
             _fsync_dir(p.parent)
         except BaseException:
@@ -694,11 +715,18 @@ class Journal:
         return self.path.parent / f"{self.path.stem}.{name}"
 
     # -- entries
-    def _append(self, fields: Mapping[str, JSONable], *, plan: Plan | None = None) -> None:
+    def _append(
+        self,
+        fields: Mapping[str, JSONable],
+        *,
+        plan: Plan | None = None,
+        substitute: tuple[str, str] | None = None,
+    ) -> None:
         if self._fd < 0:
             raise JournalError(f"{self.path}: the journal is closed (or a write to it failed)")
         entry = {"seq": self._builder.last_seq + 1, "at": _now(), **fields}
-        line = encode_line(entry)  # canonical JSON first: a non-JSON value fails before any state changes
+        # canonical JSON first: a non-JSON value fails before any state changes
+        line = encode_line(entry, substitute=substitute)
         self._builder.apply(entry, plan=plan)  # refuses an impossible transition before it reaches the disk
         self._write(line)
 
