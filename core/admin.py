@@ -144,12 +144,21 @@ def _retry_coordinator_errors(
     *,
     attempts: int = 8,
     backoff_s: float = 0.25,
+    budget_s: float | None = None,
 ) -> dict[str, R]:
-    """Run ``run`` over ``groups``; re-run the groups whose result ``failed`` with a coordinator error."""
+    """Run ``run`` over ``groups``; re-run the groups whose result ``failed`` with a coordinator error.
+
+    ``budget_s``: no retry starts later than this after the first attempt. A coordinator that is loading
+    answers at once; one that is gone makes each attempt wait out its request timeout, and eight of those
+    would hold an apply for minutes before it could say so."""
+    started = time.monotonic()
     results = run(groups)
     pending = [g for g in groups if failed(results[g])]
     for attempt in range(1, attempts):
         if not pending:
+            break
+        if budget_s is not None and time.monotonic() - started > budget_s:
+            log.info("not retrying %d group(s): the coordinator errors outlasted %.0fs", len(pending), budget_s)
             break
         log.info("retrying %d group(s) after a coordinator error (attempt %d)", len(pending), attempt + 1)
         time.sleep(min(backoff_s * 2**attempt, 2.0))
@@ -377,6 +386,7 @@ class KafkaAdmin:
             sorted(set(groups)),
             run,
             lambda r: r.error is not None and r.error.code in COORDINATOR_RETRY_CODES,
+            budget_s=self._timeout,
         )
 
     def alter_group_offsets(
@@ -430,6 +440,7 @@ class KafkaAdmin:
             sorted(offsets),
             run,
             lambda rs: any(r.error is not None and r.error.code in COORDINATOR_RETRY_CODES for r in rs),
+            budget_s=self._timeout,
         )
 
     def delete_group_offsets(self, group: str, partitions: Sequence[TP]) -> list[PartitionResult]:

@@ -131,6 +131,8 @@ class RunReport:
 
     lines: list[str] = field(default_factory=list)
     changes: int = 0
+    #: Offsets found moved forward since planning, up to the plan (MM2), and written over.
+    moved_forward: int = 0
 
 
 class BatchFailed(ApplyError):
@@ -184,8 +186,15 @@ class ConcurrentRun:
         todo = [s for s in self.steps if s.index not in self.completed]
         self._done = total - len(todo)
         count(self.ctx.progress, self.phase, self._done, total)
-        for start in range(0, len(todo), BATCH_GROUPS):
-            self._batch(todo[start : start + BATCH_GROUPS], fault)
+        try:
+            for start in range(0, len(todo), BATCH_GROUPS):
+                self._batch(todo[start : start + BATCH_GROUPS], fault)
+        finally:
+            if self.report.moved_forward:
+                self.ctx.progress(
+                    f"{self.report.moved_forward} offset(s) had moved forward since planning, at most to the planned "
+                    "position (MirrorMaker 2's group-offset sync): the planned offsets were written over them"
+                )
         return self.report
 
     # -- one batch
@@ -306,11 +315,7 @@ class ConcurrentRun:
                 if current.get((r.topic, r.partition)) != r.before_offset
                 and advanced_by_mm2(r.before_offset, current.get((r.topic, r.partition)), r.offset)
             )
-        if moved:
-            self.ctx.progress(
-                f"{moved} offset(s) moved forward since planning, at most to the planned position (MirrorMaker "
-                "2's group-offset sync): the planned offsets are written over them"
-            )
+        self.report.moved_forward += moved
         by_group = {_target(s).group: s for s in steps}
         done = [self._done]
 

@@ -4,6 +4,8 @@ Tests ask for ``lab`` and, when they need a non-default setup, mark themselves
 ``@pytest.mark.lab(version=..., policy=..., location=...)``. Collection groups the tests by lab, so each
 lab boots once per session and only one runs at a time (the previous one is stopped before the next
 starts). Every test uses unique topic and group names, so tests share a lab without seeing each other.
+Tests that break their lab (kill a broker or the Connect worker) mark themselves ``own="<name>"`` and get
+a lab of their own, which no other test shares.
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ class LabKey:
     version: str = DEFAULT_KAFKA_VERSION
     policy: str = "default"
     location: str = "source"
+    own: str = ""  # "": a shared lab; a name: a lab of its own, for tests that break it
 
     @property
     def slug(self) -> str:
-        return f"kafka-{self.version}-{self.policy}-{self.location}"
+        return f"kafka-{self.version}-{self.policy}-{self.location}" + (f"-{self.own}" if self.own else "")
 
 
 DEFAULT_KEY = LabKey()
@@ -44,6 +47,7 @@ def _key_of(item: pytest.Item) -> LabKey | None:
         version=marker.kwargs.get("version", DEFAULT_KAFKA_VERSION),
         policy=marker.kwargs.get("policy", "default"),
         location=marker.kwargs.get("location", "source"),
+        own=marker.kwargs.get("own", ""),
     )
 
 
@@ -56,7 +60,7 @@ def _order(key: LabKey | None) -> tuple[int, LabKey]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "lab(version, policy, location): which lab setup the test needs")
+    config.addinivalue_line("markers", "lab(version, policy, location, own): which lab setup the test needs")
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
