@@ -297,8 +297,11 @@ class ConcurrentRun:
         current = view.group_offsets(t.cluster, t.group)
         if step.kind is StepKind.GROUP_OFFSETS_WRITE:
             return {"exists": bool(current), "offsets": _offsets_json(current)}
+        # A read-back changes nothing rollback would restore (the write step's before-state covers a group it
+        # writes again), so it records how the group stood, not every offset a second time.
         wanted = _expected(step)
-        return {"offsets": _offsets_json({tp: o for tp, o in current.items() if tp in wanted})}
+        differ = sorted(tp for tp, o in wanted.items() if current.get(tp) != o)
+        return {"as_planned": len(wanted) - len(differ), "differ": [[t, p, current.get((t, p))] for t, p in differ]}
 
     # -- writes
 
