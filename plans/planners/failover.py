@@ -171,7 +171,8 @@ class _KafkaRecords:
         if end <= start:
             return []
         if start < self._lo or start > self._hi:
-            self._lo = self._hi = start
+            # A verification asks for the records after ``c``, then for the one before it: begin a window early.
+            self._lo = self._hi = max(0, start - DEFAULT_WINDOW) if start > self._hi else start
             self._recs, self._offsets = [], []
         if end > self._hi:
             stop = min(self._limit, max(end, self._hi + self._chunk))
@@ -582,6 +583,8 @@ def _write_steps(
             if r.target_offset is not None and r.method is not None
         )
         current = currents[group]
+        # One tuple for the range check and the read-back: the same offsets, built once.
+        planned = tuple(GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset) for r in payload_rows)
         pre = AllOf(
             conditions=(
                 GroupEmptyOrAbsent(cluster=dst, group=group),
@@ -592,12 +595,7 @@ def _write_steps(
                         GroupOffset(topic=r.topic, partition=r.partition, offset=r.before_offset) for r in payload_rows
                     ),
                 ),
-                GroupOffsetsInRange(
-                    cluster=dst,
-                    offsets=tuple(
-                        GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset) for r in payload_rows
-                    ),
-                ),
+                GroupOffsetsInRange(cluster=dst, offsets=planned),
             )
         )
         new_parts = [r for r in payload_rows if r.before_offset is None]
@@ -617,17 +615,12 @@ def _write_steps(
             after={"written_partitions": len(payload_rows)},
             description=f"write {len(payload_rows)} offset(s) of group {group} on {dst} in one call ({methods})",
         )
-        verifies.append((target, payload_rows))
-    for target, payload_rows in verifies:
+        verifies.append((target, planned))
+    for target, planned in verifies:
         b.add(
             StepKind.GROUP_OFFSETS_VERIFY,
             target,
-            GroupOffsetsVerify(
-                expected=tuple(
-                    GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset) for r in payload_rows
-                ),
-                settle_seconds=settle_seconds,
-            ),
+            GroupOffsetsVerify(expected=planned, settle_seconds=settle_seconds),
             NoPrecondition(),
             before=None,
             after=None,
