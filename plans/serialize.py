@@ -333,9 +333,10 @@ def _decode(tp: Any, data: Any, path: str) -> Any:
         if not isinstance(data, list):
             raise _DecodeError(_join(path, f"expected a list, got {_type_name(data)}"))
         items = []
+        one = _decode_dataclass if _shape(item)[0] == "dataclass" else _decode
         for i, v in enumerate(data):
             try:  # the element's path is spelled out only for an error: most plans are long lists
-                items.append(_decode(item, v, ""))
+                items.append(one(item, v, ""))
             except _DecodeError as exc:
                 raise _DecodeError(_join(f"{path}[{i}]", str(exc))) from exc
         return tuple(items) if origin is tuple else frozenset(items)
@@ -414,6 +415,11 @@ def _make_field_plan(cls: type[Any]) -> _FieldPlan:
     )
 
 
+@functools.cache
+def _enum_values(tp: Any) -> frozenset[str]:
+    return frozenset(str(m.value) for m in tp)
+
+
 def _fast_kind(tp: Any) -> str:
     """``int``, ``str``, ``int?`` or ``str?`` (optional) for the field types ``_decode_dataclass`` checks
     inline; ``""`` for the rest, which go through ``_decode``."""
@@ -422,6 +428,8 @@ def _fast_kind(tp: Any) -> str:
         return shape
     if shape == "union" and info[0] and len(info[1]) == 1 and info[1][0] in (int, str):
         return f"{info[1][0].__name__}?"
+    if shape == "enum":
+        return "enum"
     return ""
 
 
@@ -446,6 +454,9 @@ def _decode_dataclass(cls: type[Any], data: Any, path: str) -> Any:
             or (v is None and shape[-1:] == "?")
         ):
             kwargs[name] = v
+            continue
+        if shape == "enum" and type(v) is str and v in _enum_values(tp):
+            kwargs[name] = tp(v)
             continue
         if cls is Step and name == "payload":
             continue  # decoded below, once the kind is known
