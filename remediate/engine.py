@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,10 +144,11 @@ def dry_run(
     for done, step in enumerate(plan.steps):
         count(progress, DRY_RUN_PHASE, done, len(plan.steps))
         if done >= run_ends_at and step.kind in CONCURRENT_KINDS:
-            # A run of group steps: its groups are read in a few batched calls, then checked one by one.
+            # A run of group writes: its groups are read in a few batched calls, then checked one by one.
             run_ends_at = run_end(plan.steps, done)
             view.forget_groups()
-            _prefetch(view, plan.steps[done:run_ends_at], parallelism)
+            if step.kind is StepKind.GROUP_OFFSETS_WRITE:
+                _prefetch(view, plan.steps[done:run_ends_at], parallelism)
         elif done >= run_ends_at:
             view.forget_groups()
         require_step(step, view, what=f"step {step.index} ({step.kind.value})")
@@ -160,9 +161,9 @@ def dry_run(
     return result
 
 
-def _prefetch(view: StateView, steps: Mapping[int, Step] | list[Step] | tuple[Step, ...], parallelism: int) -> None:
+def _prefetch(view: StateView, steps: Sequence[Step], parallelism: int) -> None:
     by_cluster: dict[str, list[Step]] = {}
-    for step in steps if not isinstance(steps, Mapping) else steps.values():
+    for step in steps:
         cluster = getattr(step.target, "cluster", "")
         by_cluster.setdefault(cluster, []).append(step)
     for cluster, group_steps in by_cluster.items():
