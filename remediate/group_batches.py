@@ -56,7 +56,8 @@ VERIFY_PHASE = "groups verified"
 
 FAULT_KILL_AFTER_GROUPS_ENV = "MM2CTL_FAULT_KILL_AFTER_GROUPS"
 
-#: How often a settling read-back looks again, and how long past its window it may keep rewriting.
+#: The shortest pause of a settling read-back between two reads, and how long past its window it may keep
+#: rewriting.
 SETTLE_POLL_S = 0.5
 SETTLE_GRACE_FACTOR = 4.0
 
@@ -390,7 +391,10 @@ class ConcurrentRun:
                         "consumer or another tool committing them?",
                     )
                 break
-            time.sleep(SETTLE_POLL_S)
+            # MM2 puts a group back at most once, within the window after our write, and nothing writes the plan
+            # but us: so one read when the pending groups' windows have ended tells, not a poll throughout.
+            ends = max(self.ctx.written_at.get((cluster, g), started) + settle for g in pending)
+            time.sleep(min(max(ends - time.monotonic(), SETTLE_POLL_S), max(deadline - time.monotonic(), 0.0)))
             current.update(self.ctx.live.many_group_offsets(cluster, list(pending), concurrency=self.parallelism))
         if rewritten:
             self.ctx.progress(
