@@ -446,3 +446,18 @@ def test_parallelism_is_bounded() -> None:
     with pytest.raises(ConfigError, match="between 1 and 256"):
         engine.check_parallelism(0)
     assert engine.check_parallelism(1) == 1
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ("", 0.0),  # MM2 does not sync group offsets by default
+        ("A->B.sync.group.offsets.enabled = true\n", 2 * 60 + 2.0),  # every 60 s by default
+        ("sync.group.offsets.enabled = true\nsync.group.offsets.interval.seconds = 1\n", 4.0),
+    ],
+)
+def test_a_read_back_settles_for_twice_the_flows_sync_interval(settings: str, expected: float) -> None:
+    from mm2ctl.plans.planners.failover import settle_window
+
+    flow = mm2_config_from_text(MM2 + settings).pair("A->B")
+    assert settle_window(flow) == expected
