@@ -13,6 +13,7 @@ when present): a plan file may come from anywhere and must never construct Pytho
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import enum
 import functools
@@ -31,6 +32,7 @@ import yaml
 from mm2ctl.core.errors import PlanError
 from mm2ctl.plans.document import SCHEMA_VERSION, Plan
 from mm2ctl.plans.fingerprint import JSONable, digest_of, freeze_json
+from mm2ctl.plans.offsets import GroupOffset
 from mm2ctl.plans.steps import PAYLOAD_TYPES, Step, StepKind
 
 #: Field order in the written document, chosen for a reviewer reading top to bottom (what and why first,
@@ -433,9 +435,36 @@ def _fast_kind(tp: Any) -> str:
     return ""
 
 
+#: Model classes that are plain values (frozen, every field a scalar): one object serves every occurrence of
+#: the same value in a plan. A failover plan names each group partition's offset in its write, its range check
+#: and its read-back, and a group new to the target has the same "no offset" for every partition.
+_VALUE_CLASSES: frozenset[type[Any]] = frozenset({GroupOffset})
+_interned: contextvars.ContextVar[dict[tuple[Any, ...], Any] | None] = contextvars.ContextVar(
+    "mm2ctl_plan_values", default=None
+)
+
+
 def _decode_dataclass(cls: type[Any], data: Any, path: str) -> Any:
     if not isinstance(data, dict):
         raise _DecodeError(_join(path, f"expected a mapping, got {_type_name(data)}"))
+    if cls in _VALUE_CLASSES:
+        seen = _interned.get()
+        if seen is not None:
+            try:
+                key = (cls, *((k, type(v), v) for k, v in sorted(data.items())))
+                got = seen.get(key)
+            except TypeError:  # an unhashable value: decoded (and refused) the long way
+                key, got = None, None
+            if got is not None:
+                return got
+            obj = _decode_fields(cls, data, path)
+            if key is not None:
+                seen[key] = obj
+            return obj
+    return _decode_fields(cls, data, path)
+
+
+def _decode_fields(cls: type[Any], data: dict[str, Any], path: str) -> Any:
     names, plan = _field_plan(cls)
     if not names.issuperset(data):
         unknown = sorted(str(k) for k in data if k not in names)
@@ -490,10 +519,13 @@ def plan_from_json(doc: Any, *, source: str = "plan") -> Plan:
             f"{source}: schema_version: {version} is newer than this mm2ctl understands "
             f"(it reads version {SCHEMA_VERSION}); upgrade mm2ctl"
         )
+    token = _interned.set({})
     try:
         plan = _decode_dataclass(Plan, doc, "")
     except PlanError as exc:
         raise PlanError(f"{source}: {exc}") from exc
+    finally:
+        _interned.reset(token)
     assert isinstance(plan, Plan)
     return plan
 

@@ -345,3 +345,26 @@ def test_a_large_plan_is_written_in_flow_syntax_that_is_still_yaml(monkeypatch: 
 def test_flow_syntax_that_is_not_strict_json_is_read_as_yaml() -> None:
     text = dump_plan_json(sample_plan()).replace('"schema_version": 1', "schema_version: 1", 1)
     assert load_plan(text) == sample_plan()
+
+
+def test_a_value_repeated_in_a_plan_decodes_to_one_object_and_is_still_checked_each_time() -> None:
+    from mm2ctl.plans.offsets import GroupOffset
+    from mm2ctl.plans.preconditions import iter_preconditions
+
+    plan = load_plan(dump_plan(sample_plan()))
+    offsets = [
+        o
+        for s in plan.steps
+        for pre in iter_preconditions(s.precondition)
+        for o in getattr(pre, "expected", ()) + getattr(pre, "offsets", ())
+        if isinstance(o, GroupOffset)
+    ]
+    assert offsets
+    by_value: dict[GroupOffset, GroupOffset] = {}
+    for o in offsets:
+        assert by_value.setdefault(o, o) is o  # equal values are the same object
+    doc = plan_to_json(sample_plan())
+    step = next(s for s in doc["steps"] if s["kind"] == "group_offsets_verify")
+    step["payload"]["expected"].append({**step["payload"]["expected"][0], "partition": True})
+    with pytest.raises(PlanError, match=r"payload\.expected\[\d+\]\.partition: expected an integer, got boolean"):
+        plan_from_json(doc)
