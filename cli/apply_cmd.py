@@ -45,10 +45,18 @@ from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.core.properties import load_properties
 from mm2ctl.plans.document import Plan
 from mm2ctl.plans.live_state import LiveState
-from mm2ctl.plans.serialize import dump_plan_json, load_plan
+from mm2ctl.plans.serialize import dump_plan_json, load_plan, load_plan_document
 from mm2ctl.remediate import engine
 
 _AUTO_APPROVE = typer.Option(False, "--auto-approve", help="Do not ask for confirmation (scripts, CI).")
+_PARALLELISM = typer.Option(
+    engine.DEFAULT_PARALLELISM,
+    "--parallelism",
+    min=1,
+    max=engine.MAX_PARALLELISM,
+    help="Consumer-group requests in flight at once when writing and reading back a failover's groups "
+    f"(1-{engine.MAX_PARALLELISM}; 1 writes one group at a time).",
+)
 _SECRETS = typer.Option(
     None,
     "--secrets-file",
@@ -119,6 +127,7 @@ def apply(
         help="Apply a failover or failback plan that leaves group partitions untranslatable (their consumers "
         "resume at auto.offset.reset).",
     ),
+    parallelism: int = _PARALLELISM,
     mm2_config: MM2ConfigOverride = None,
     from_connect: FromConnect = None,
     secrets: Secrets = None,
@@ -142,7 +151,9 @@ def apply(
         live = _live(plan, SetupOptions.of(mm2_config, from_connect, secrets, policy_naming), c)
         _confirm(f"Resume applying plan {plan.plan_id}?", auto_approve)
         with progress:
-            result = engine.resume_apply(resume, live, progress=progress, operator_secrets=_secrets(secrets_file))
+            result = engine.resume_apply(
+                resume, live, progress=progress, operator_secrets=_secrets(secrets_file), parallelism=parallelism
+            )
         if as_json:
             typer.echo(result_json(run_fields("apply", result, plan, resumed=True)))
         else:
@@ -150,12 +161,14 @@ def apply(
         return
     if plan_file is None:
         raise ConfigError("give a plan file, or --resume JOURNAL")
-    plan = load_plan(plan_file)
+    plan, document = load_plan_document(plan_file)
     plan.check_untranslatable(allowed=allow_untranslatable)
     live = _live(plan, SetupOptions.of(mm2_config, from_connect, secrets, policy_naming), c)
     if dry_run:
         with progress:
-            result = engine.dry_run(plan, live, progress=progress, allow_untranslatable=allow_untranslatable)
+            result = engine.dry_run(
+                plan, live, progress=progress, allow_untranslatable=allow_untranslatable, parallelism=parallelism
+            )
         code = ExitCode.CHANGES_PRESENT if detailed and result.changes else ExitCode.OK
         if as_json:
             typer.echo(result_json(run_fields("apply", result, plan, plan_file=str(plan_file)), code))
@@ -182,6 +195,8 @@ def apply(
             progress=progress,
             operator_secrets=_secrets(secrets_file),
             allow_untranslatable=allow_untranslatable,
+            parallelism=parallelism,
+            plan_document=document,
         )
     if as_json:
         typer.echo(

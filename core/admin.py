@@ -144,12 +144,21 @@ def _retry_coordinator_errors(
     *,
     attempts: int = 8,
     backoff_s: float = 0.25,
+    budget_s: float | None = None,
 ) -> dict[str, R]:
-    """Run ``run`` over ``groups``; re-run the groups whose result ``failed`` with a coordinator error."""
+    """Run ``run`` over ``groups``; re-run the groups whose result ``failed`` with a coordinator error.
+
+    ``budget_s``: no retry starts later than this after the first attempt. A coordinator that is loading
+    answers at once; one that is gone makes each attempt wait out its request timeout, and eight of those
+    would hold an apply for minutes before it could say so."""
+    started = time.monotonic()
     results = run(groups)
     pending = [g for g in groups if failed(results[g])]
     for attempt in range(1, attempts):
         if not pending:
+            break
+        if budget_s is not None and time.monotonic() - started > budget_s:
+            log.info("not retrying %d group(s): the coordinator errors outlasted %.0fs", len(pending), budget_s)
             break
         log.info("retrying %d group(s) after a coordinator error (attempt %d)", len(pending), attempt + 1)
         time.sleep(min(backoff_s * 2**attempt, 2.0))
@@ -430,15 +439,21 @@ class KafkaAdmin:
             sorted(set(groups)),
             run,
             lambda r: r.error is not None and r.error.code in COORDINATOR_RETRY_CODES,
+            budget_s=self._timeout,
         )
 
     def alter_group_offsets(
-        self, offsets: Mapping[str, Mapping[TP, int]], *, concurrency: int = 32
+        self,
+        offsets: Mapping[str, Mapping[TP, int]],
+        *,
+        concurrency: int = 32,
+        on_done: Callable[[str, list[PartitionResult]], None] | None = None,
     ) -> dict[str, list[PartitionResult]]:
         """Set committed offsets: group → {(topic, partition): offset}; one request per group, concurrent.
 
         Kafka refuses (UNKNOWN_MEMBER_ID / group not empty) when the group has active members; that comes
-        back per partition as data.
+        back per partition as data. ``on_done`` hears each group's answer as it is collected (progress), in
+        the calling thread; a group retried after a coordinator error is heard again.
         """
 
         def submit(group: str) -> Future[Any]:
@@ -456,16 +471,20 @@ class KafkaAdmin:
                 res = fut.result()
             except Exception as exc:
                 err = item_error(exc)
-                return group, [PartitionResult(t, p, o, err) for (t, p), o in sorted(offsets[group].items())]
-            return group, [
-                PartitionResult(
-                    tp.topic,
-                    tp.partition,
-                    int(tp.offset),
-                    ItemError(tp.error.name(), tp.error.str()) if tp.error is not None else None,
-                )
-                for tp in res.topic_partitions
-            ]
+                got = [PartitionResult(t, p, o, err) for (t, p), o in sorted(offsets[group].items())]
+            else:
+                got = [
+                    PartitionResult(
+                        tp.topic,
+                        tp.partition,
+                        int(tp.offset),
+                        ItemError(tp.error.name(), tp.error.str()) if tp.error is not None else None,
+                    )
+                    for tp in res.topic_partitions
+                ]
+            if on_done is not None:
+                on_done(group, got)
+            return group, got
 
         def run(batch: Sequence[str]) -> dict[str, list[PartitionResult]]:
             return dict(_drain(batch, submit, collect, concurrency))
@@ -474,6 +493,7 @@ class KafkaAdmin:
             sorted(offsets),
             run,
             lambda rs: any(r.error is not None and r.error.code in COORDINATOR_RETRY_CODES for r in rs),
+            budget_s=self._timeout,
         )
 
     def delete_group_offsets(self, group: str, partitions: Sequence[TP]) -> list[PartitionResult]:

@@ -126,6 +126,81 @@ def read_partitions(
         consumer.close()
 
 
+class PartitionReader:
+    """Reads offset ranges of single partitions of one cluster through one consumer, kept open.
+
+    ``read_partitions`` starts a consumer (and a metadata request) per call, which is right for reading a
+    topic once. A planner that verifies positions reads a range of each of hundreds of partitions, where that
+    start-up was most of the time; this reader re-assigns its one consumer instead. Close it (or use it as
+    a context manager) when done.
+    """
+
+    def __init__(self, config: Mapping[str, str], *, timeout_s: float = 60.0) -> None:
+        self._config = dict(config)
+        self._timeout = timeout_s
+        self._consumer: Consumer | None = None
+
+    def _open(self) -> Consumer:
+        if self._consumer is None:
+            # A fetch for the previous partition, parked at its end, would hold the next one back for the
+            # broker's whole long-poll wait (500 ms by default): keep that wait short.
+            self._consumer = _consumer({"fetch.wait.max.ms": "10", **self._config})
+        return self._consumer
+
+    def read(self, topic: str, partition: int, start: int, end: int) -> Iterator[RawRecord]:
+        """Yield the records of ``topic``/``partition`` with offsets in ``[start, end)``; ``end`` must not lie
+        past the partition's end (the read would wait for records that do not exist)."""
+        if end <= start:
+            return
+        consumer = self._open()
+        consumer.assign([TopicPartition(topic, partition, start)])
+        deadline = time.monotonic() + self._timeout
+        while True:
+            if time.monotonic() > deadline:
+                raise KafkaClusterError(f"reading {topic}-{partition} [{start}, {end}) timed out")
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            err = msg.error()
+            off = msg.offset()
+            if msg.topic() != topic or msg.partition() != partition or off is None:
+                continue  # left over from the previous assignment
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    if off >= end:
+                        return  # a trailing transaction marker is never delivered
+                    continue
+                raise KafkaClusterError(f"reading {topic}: {err.str()}", code=err.name())
+            if off < start:
+                continue
+            if off >= end:
+                return
+            _ts_type, ts = msg.timestamp()
+            yield RawRecord(
+                topic=topic,
+                partition=partition,
+                offset=off,
+                timestamp_ms=int(ts),
+                key=_as_bytes(msg.key()),
+                value=_as_bytes(msg.value()),
+                headers=_headers(msg.headers()),
+            )
+            if off + 1 >= end:
+                return
+            deadline = time.monotonic() + self._timeout
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+    def __enter__(self) -> PartitionReader:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
 def _high_watermark(consumer: Consumer, topic: str, partition: int, timeout_s: float) -> int:
     """The partition's end offset; retries while a new topic's leader is still being elected."""
     deadline = time.monotonic() + timeout_s

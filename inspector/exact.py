@@ -19,6 +19,7 @@ import pyarrow as pa
 from mm2ctl.core.admin import TP, KafkaAdmin
 from mm2ctl.core.config import MM2Config, PairConfig
 from mm2ctl.core.progress import Progress, count, no_progress
+from mm2ctl.core.records import PartitionReader
 from mm2ctl.inspector.admin_state import PairState
 from mm2ctl.plans.kafka_records import KafkaRecords, OffsetsForTimes
 from mm2ctl.plans.positions import Fallback, Sides, locate
@@ -81,29 +82,31 @@ def exact_positions(
     dst_admin = KafkaAdmin.connect(dst_conf, name=pair.target)
     src_admin = KafkaAdmin.connect(src_conf, name=pair.source)
     out: list[ExactPosition] = []
-    for done, ((topic, p), group_rows) in enumerate(sorted(by_partition.items())):
-        count(progress, EXACT_PHASE, done, len(by_partition))
-        r_topic = remote.get(topic)
-        sb, tb = source_bounds.get((topic, p)), target_bounds.get((r_topic or "", p))
-        if r_topic is None or sb is None or tb is None:
-            continue
-        sides = Sides(
-            source=KafkaRecords(src_conf, topic, p, sb.end),
-            target=KafkaRecords(dst_conf, r_topic, p, tb.end),
-            source_bounds=sb,
-            target_bounds=tb,
-            offset_for_time=OffsetsForTimes(dst_admin, r_topic, p),
-            source_offset_for_time=OffsetsForTimes(src_admin, topic, p),
-        )
-        for r in sorted(group_rows, key=lambda x: x.committed):
-            syncs = (
-                []
-                if r.sync_upstream is None or r.sync_downstream is None
-                else [Sync(r.sync_upstream, r.sync_downstream)]
+    # One consumer per cluster, re-assigned from partition to partition.
+    with PartitionReader(src_conf) as src_reader, PartitionReader(dst_conf) as dst_reader:
+        for done, ((topic, p), group_rows) in enumerate(sorted(by_partition.items())):
+            count(progress, EXACT_PHASE, done, len(by_partition))
+            r_topic = remote.get(topic)
+            sb, tb = source_bounds.get((topic, p)), target_bounds.get((r_topic or "", p))
+            if r_topic is None or sb is None or tb is None:
+                continue
+            sides = Sides(
+                source=KafkaRecords(src_reader, topic, p, sb.end),
+                target=KafkaRecords(dst_reader, r_topic, p, tb.end),
+                source_bounds=sb,
+                target_bounds=tb,
+                offset_for_time=OffsetsForTimes(dst_admin, r_topic, p),
+                source_offset_for_time=OffsetsForTimes(src_admin, topic, p),
             )
-            tr, _why = locate(syncs, r.committed, sides, Fallback.TIMESTAMP)
-            if tr is not None:
-                out.append(ExactPosition(r.group, topic, p, tr.offset, tr.method.value))
+            for r in sorted(group_rows, key=lambda x: x.committed):
+                syncs = (
+                    []
+                    if r.sync_upstream is None or r.sync_downstream is None
+                    else [Sync(r.sync_upstream, r.sync_downstream)]
+                )
+                tr, _why = locate(syncs, r.committed, sides, Fallback.TIMESTAMP)
+                if tr is not None:
+                    out.append(ExactPosition(r.group, topic, p, tr.offset, tr.method.value))
     count(progress, EXACT_PHASE, len(by_partition), len(by_partition))
     return out
 

@@ -15,9 +15,9 @@ from mm2ctl.core.admin import TP, ItemError, KafkaAdmin
 from mm2ctl.core.codecs import RecordDecodeError, decode_offset_sync, decode_offset_sync_key
 from mm2ctl.core.config import PairConfig
 from mm2ctl.core.errors import KafkaClusterError, PlanError
-from mm2ctl.core.records import RawRecord, read_partitions
+from mm2ctl.core.records import PartitionReader, RawRecord, read_partitions
 from mm2ctl.plans.live_state import LiveState
-from mm2ctl.plans.translation import Digested, Sync, normalize_syncs, record_digest
+from mm2ctl.plans.translation import DEFAULT_WINDOW, Digested, Sync, normalize_syncs, record_digest
 
 #: Offsets one consumer read fetches ahead of a verification's window (see ``KafkaRecords``).
 READ_AHEAD = 5_000
@@ -35,12 +35,13 @@ class KafkaRecords:
     read of ``chunk`` offsets serves many groups; a request below what is held starts over. Records well below
     the newest request are dropped, so memory stays at about two chunks per partition. ``limit`` is the
     partition's end when planning began: nothing is read past it (a read there would wait for new records).
+    ``reader`` is the cluster's one consumer (``core.records.PartitionReader``), shared by its partitions.
     """
 
     def __init__(
-        self, conf: Mapping[str, str], topic: str, partition: int, limit: int, chunk: int = READ_AHEAD
+        self, reader: PartitionReader, topic: str, partition: int, limit: int, chunk: int = READ_AHEAD
     ) -> None:
-        self._conf, self._topic, self._partition = conf, topic, partition
+        self._reader, self._topic, self._partition = reader, topic, partition
         self._limit, self._chunk = limit, chunk
         self._lo = self._hi = 0  # the records held cover offsets [lo, hi)
         self._recs: list[Digested] = []
@@ -51,17 +52,12 @@ class KafkaRecords:
         if end <= start:
             return []
         if start < self._lo or start > self._hi:
-            self._lo = self._hi = start
+            # A verification asks for the records after ``c``, then for the one before it: begin a window early.
+            self._lo = self._hi = max(0, start - DEFAULT_WINDOW) if start > self._hi else start
             self._recs, self._offsets = [], []
         if end > self._hi:
             stop = min(self._limit, max(end, self._hi + self._chunk))
-            for r in read_partitions(
-                self._conf,
-                self._topic,
-                [self._partition],
-                start={self._partition: self._hi},
-                end={self._partition: stop},
-            ):
+            for r in self._reader.read(self._topic, self._partition, self._hi, stop):
                 self._recs.append(digested(r))
                 self._offsets.append(r.offset)
             self._hi = stop

@@ -216,10 +216,19 @@ class LiveState:
         """The group's committed offsets ({} for a group that has none or does not exist)."""
         return self.many_group_offsets(cluster, [group])[group]
 
-    def many_group_offsets(self, cluster: str, groups: Iterable[str]) -> dict[str, dict[tuple[str, int], int]]:
-        """``group_offsets`` of many groups, read concurrently (a failover plan names thousands)."""
+    def many_group_offsets(
+        self, cluster: str, groups: Iterable[str], *, concurrency: int | None = None
+    ) -> dict[str, dict[tuple[str, int], int]]:
+        """``group_offsets`` of many groups, read concurrently (a failover plan names thousands); at most
+        ``concurrency`` requests in flight (the admin facade's default when None)."""
         wanted = list(dict.fromkeys(groups))
-        got = self.admin(cluster).committed_offsets(wanted) if wanted else {}
+        admin = self.admin(cluster)
+        if not wanted:
+            got = {}
+        elif concurrency is None:
+            got = admin.committed_offsets(wanted)
+        else:
+            got = admin.committed_offsets(wanted, concurrency=concurrency)
         out = {}
         for group in wanted:
             r = got[group]

@@ -218,15 +218,29 @@ class GroupOffsetsWrite:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GroupOffsetsVerify:
-    """Read the group's offsets back and fail the apply unless they equal ``expected``."""
+    """Read the group's offsets back and fail the apply unless they equal ``expected``.
+
+    ``settle_seconds`` > 0: MirrorMaker 2 keeps syncing this group's offsets during the apply. Its sync
+    writes offsets it computed from a read of the target made up to one sync interval earlier, so it can
+    put an offset it read before ours back once, below ours. The read-back then watches the group until
+    ``settle_seconds`` have passed since the group was last written, writes ``expected`` again over any
+    offset found below it while the group has no members, and passes only when that window ends with the
+    offsets as planned. 0: one read, which must match.
+    """
 
     expected: tuple[GroupOffset, ...]
+    settle_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         freeze_tuple(self, "expected")
         if not self.expected:
             raise PlanError("expected: must list at least one partition")
         check_unique(((o.topic, o.partition) for o in self.expected), "expected")
+        if isinstance(self.settle_seconds, bool) or not isinstance(self.settle_seconds, (int, float)):
+            raise PlanError("settle_seconds: expected a number")
+        if self.settle_seconds < 0:
+            raise PlanError("settle_seconds: must be >= 0")
+        set_field(self, "settle_seconds", float(self.settle_seconds))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

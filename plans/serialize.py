@@ -13,6 +13,7 @@ when present): a plan file may come from anywhere and must never construct Pytho
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import enum
 import functools
@@ -31,6 +32,7 @@ import yaml
 from mm2ctl.core.errors import PlanError
 from mm2ctl.plans.document import SCHEMA_VERSION, Plan
 from mm2ctl.plans.fingerprint import JSONable, digest_of, freeze_json
+from mm2ctl.plans.offsets import GroupOffset
 from mm2ctl.plans.steps import PAYLOAD_TYPES, Step, StepKind
 
 #: Field order in the written document, chosen for a reviewer reading top to bottom (what and why first,
@@ -75,20 +77,40 @@ _OMITTED_WHEN_EMPTY: dict[type[Any], frozenset[str]] = {Plan: frozenset({"untran
 # ----------------------------------------------------------------------------------------------- encode
 
 
+#: Per model class: its tag (``KIND``) and its field names in written order, worked out once per class (a
+#: 100,000-row plan encodes half a million model values).
+_LAYOUTS: dict[type[Any], tuple[str | None, tuple[str, ...], frozenset[str]]] = {}
+_SCALARS = frozenset({str, int, bool, float, type(None)})
+
+
+def _layout(cls: type[Any]) -> tuple[str | None, tuple[str, ...], frozenset[str]]:
+    names = [f.name for f in dataclasses.fields(cls)]
+    order = _FIELD_ORDER.get(cls, ())
+    tag = getattr(cls, "KIND", None)
+    layout = (
+        tag if isinstance(tag, str) else None,
+        (*[n for n in order if n in names], *[n for n in names if n not in order]),
+        _OMITTED_WHEN_EMPTY.get(cls, frozenset()),
+    )
+    _LAYOUTS[cls] = layout
+    return layout
+
+
 def _encode(value: Any) -> JSONable:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out: dict[str, JSONable] = {}
-        tag = getattr(type(value), "KIND", None)
-        if isinstance(tag, str):
-            out[_TAG] = tag
-        names = [f.name for f in dataclasses.fields(value)]
-        order = _FIELD_ORDER.get(type(value), ())
-        omitted = _OMITTED_WHEN_EMPTY.get(type(value), frozenset())
-        for name in [*[n for n in order if n in names], *[n for n in names if n not in order]]:
-            field_value = getattr(value, name)
-            if name in omitted and not field_value:
+    cls = type(value)
+    if cls in _SCALARS:
+        return value
+    layout = _LAYOUTS.get(cls)
+    if layout is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
+        layout = _layout(cls)
+    if layout is not None:
+        tag, names, omitted = layout
+        out: dict[str, JSONable] = {} if tag is None else {_TAG: tag}
+        for name in names:
+            v = getattr(value, name)
+            if name in omitted and not v:
                 continue
-            out[name] = _encode(field_value)
+            out[name] = v if type(v) in _SCALARS else _encode(v)
         return out
     if isinstance(value, enum.Enum):
         return value.value
@@ -325,7 +347,13 @@ def _decode(tp: Any, data: Any, path: str) -> Any:
         item, origin = info
         if not isinstance(data, list):
             raise _DecodeError(_join(path, f"expected a list, got {_type_name(data)}"))
-        items = [_decode(item, v, f"{path}[{i}]") for i, v in enumerate(data)]
+        items = []
+        one = _decode_dataclass if _shape(item)[0] == "dataclass" else _decode
+        for i, v in enumerate(data):
+            try:  # the element's path is spelled out only for an error: most plans are long lists
+                items.append(one(item, v, ""))
+            except _DecodeError as exc:
+                raise _DecodeError(_join(f"{path}[{i}]", str(exc))) from exc
         return tuple(items) if origin is tuple else frozenset(items)
     if shape == "mapping":
         if not isinstance(data, dict):
@@ -376,28 +404,111 @@ def _decode_tagged(options: list[Any], data: Any, path: str) -> Any:
     return _decode_dataclass(cls, {k: v for k, v in data.items() if k != _TAG}, path)
 
 
+_FieldPlan = tuple[frozenset[str], tuple[tuple[str, Any, str, bool], ...]]
+_FIELD_PLANS: dict[type[Any], _FieldPlan] = {}
+
+
+def _field_plan(cls: type[Any]) -> _FieldPlan:
+    """A model class's field names, and per field: its type, ``_fast_kind``, and whether it is required."""
+    got = _FIELD_PLANS.get(cls)
+    if got is None:
+        got = _FIELD_PLANS[cls] = _make_field_plan(cls)
+    return got
+
+
+def _make_field_plan(cls: type[Any]) -> _FieldPlan:
+    hints = _hints(cls)
+    fields = _fields(cls)
+    return frozenset(fields), tuple(
+        (
+            name,
+            hints[name],
+            _fast_kind(hints[name]),
+            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+        )
+        for name, f in fields.items()
+    )
+
+
+@functools.cache
+def _enum_values(tp: Any) -> frozenset[str]:
+    return frozenset(str(m.value) for m in tp)
+
+
+def _fast_kind(tp: Any) -> str:
+    """``int``, ``str``, ``int?`` or ``str?`` (optional) for the field types ``_decode_dataclass`` checks
+    inline; ``""`` for the rest, which go through ``_decode``."""
+    shape, info = _shape(tp)
+    if shape in ("int", "str"):
+        return shape
+    if shape == "union" and info[0] and len(info[1]) == 1 and info[1][0] in (int, str):
+        return f"{info[1][0].__name__}?"
+    if shape == "enum":
+        return "enum"
+    return ""
+
+
+#: Model classes that are plain values (frozen, every field a scalar): one object serves every occurrence of
+#: the same value in a plan. A failover plan names each group partition's offset in its write, its range check
+#: and its read-back, and a group new to the target has the same "no offset" for every partition.
+_VALUE_CLASSES: frozenset[type[Any]] = frozenset({GroupOffset})
+_interned: contextvars.ContextVar[dict[tuple[Any, ...], Any] | None] = contextvars.ContextVar(
+    "mm2ctl_plan_values", default=None
+)
+
+
 def _decode_dataclass(cls: type[Any], data: Any, path: str) -> Any:
     if not isinstance(data, dict):
         raise _DecodeError(_join(path, f"expected a mapping, got {_type_name(data)}"))
-    hints = _hints(cls)
-    fields = _fields(cls)
-    unknown = sorted(str(k) for k in data if k not in fields)
-    if unknown:
+    if cls in _VALUE_CLASSES:
+        seen = _interned.get()
+        if seen is not None:
+            try:
+                key = (cls, *((k, type(v), v) for k, v in sorted(data.items())))
+                got = seen.get(key)
+            except TypeError:  # an unhashable value: decoded (and refused) the long way
+                key, got = None, None
+            if got is not None:
+                return got
+            obj = _decode_fields(cls, data, path)
+            if key is not None:
+                seen[key] = obj
+            return obj
+    return _decode_fields(cls, data, path)
+
+
+def _decode_fields(cls: type[Any], data: dict[str, Any], path: str) -> Any:
+    names, plan = _field_plan(cls)
+    if not names.issuperset(data):
+        unknown = sorted(str(k) for k in data if k not in names)
         raise _DecodeError(_join(path, f"unknown field(s) {', '.join(unknown)}"))
     kwargs: dict[str, Any] = {}
-    for name, f in fields.items():
-        sub = f"{path}.{name}" if path else name
+    for name, tp, shape, required in plan:
         if name not in data:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            if required:
                 raise _DecodeError(_join(path, f"missing field '{name}'"))
+            continue
+        v = data[name]
+        # Plain integers and strings (or nulls where allowed), most of a plan's values, skip the general decoder.
+        if shape and (
+            (type(v) is int and shape[:3] == "int")
+            or (type(v) is str and shape[:3] == "str")
+            or (v is None and shape[-1:] == "?")
+        ):
+            kwargs[name] = v
+            continue
+        if shape == "enum" and type(v) is str and v in _enum_values(tp):
+            kwargs[name] = tp(v)
             continue
         if cls is Step and name == "payload":
             continue  # decoded below, once the kind is known
-        kwargs[name] = _decode(hints[name], data[name], sub)
+        kwargs[name] = _decode(tp, v, f"{path}.{name}" if path else name)
     if cls is Step and "payload" in data:
         kind = kwargs["kind"]
         assert isinstance(kind, StepKind)
-        kwargs["payload"] = _decode_dataclass(PAYLOAD_TYPES[kind], data["payload"], f"{path}.payload")
+        kwargs["payload"] = _decode_dataclass(
+            PAYLOAD_TYPES[kind], data["payload"], f"{path}.payload" if path else "payload"
+        )
     try:
         return cls(**kwargs)
     except _DecodeError:
@@ -421,10 +532,13 @@ def plan_from_json(doc: Any, *, source: str = "plan") -> Plan:
             f"{source}: schema_version: {version} is newer than this mm2ctl understands "
             f"(it reads version {SCHEMA_VERSION}); upgrade mm2ctl"
         )
+    token = _interned.set({})
     try:
         plan = _decode_dataclass(Plan, doc, "")
     except PlanError as exc:
         raise PlanError(f"{source}: {exc}") from exc
+    finally:
+        _interned.reset(token)
     assert isinstance(plan, Plan)
     return plan
 
@@ -435,6 +549,12 @@ def load_plan(source: str | os.PathLike[str], *, name: str | None = None) -> Pla
     A ``str`` is always document text, never a path: guessing would make a file named like YAML text (or
     text that happens to name a file) load the wrong thing.
     """
+    return load_plan_document(source, name=name)[0]
+
+
+def load_plan_document(source: str | os.PathLike[str], *, name: str | None = None) -> tuple[Plan, dict[str, JSONable]]:
+    """``load_plan``, and the JSON document the plan was decoded from (apply embeds it in the journal as
+    read, rather than encoding the plan again)."""
     if isinstance(source, os.PathLike):
         label = name or os.fspath(source)
         try:
@@ -455,7 +575,7 @@ def load_plan(source: str | os.PathLike[str], *, name: str | None = None) -> Pla
         where = f"{label}:{mark.line + 1}:{mark.column + 1}" if mark is not None else label
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise PlanError(f"{where}: not valid YAML: {problem}") from exc
-    return plan_from_json(doc, source=label)
+    return plan_from_json(doc, source=label), doc
 
 
 def _flow_document(text: str) -> Any:

@@ -8,16 +8,24 @@ apply
   3. take the per-cluster lock; read configs of connectors a later step re-creates (memory only);
   4. for each step: check its precondition, journal its before-state (fsynced), run it, journal the
      outcome. The first failure is journaled and ends the apply with how to resume or roll back.
+     A run of independent group-offset steps (a failover's writes, then its read-backs) goes through
+     ``remediate.group_batches`` instead: the same four things per step, for a batch of groups at once,
+     with at most ``parallelism`` requests in flight.
 
 resume (``apply --resume JOURNAL``): the plan comes from the journal; only the foreign check runs (the
-state has moved by design). The step that was in progress when the process died is re-checked: if its
-effect is already present it is marked complete, otherwise its precondition is checked and it runs again.
+state has moved by design). Each step whose effect is uncertain (in progress when the process died, or
+failed) is re-checked: if its effect is already present it is marked complete, otherwise its precondition
+is checked and it runs again.
 
-rollback: completed steps (and a step in progress whose effect is present) are undone newest first, each
+rollback: completed steps (and uncertain ones whose effect is present) are undone newest first, each
 behind its executor's guard that the state is still what apply left.
 
-Fault injection for crash tests: ``MM2CTL_FAULT_KILL_AFTER_STEP=k`` makes apply SIGKILL itself right after
-step k's completion is journaled. It only ever kills this process.
+Fault injection for crash and fault tests (they only ever affect this process):
+``MM2CTL_FAULT_KILL_AFTER_STEP=k`` makes apply SIGKILL itself right after step k's completion is journaled
+(for a batch of group steps: its batch's outcomes); ``MM2CTL_FAULT_KILL_AFTER_GROUPS=n`` (see
+``group_batches``) in the middle of a batch; ``MM2CTL_FAULT_PAUSE_BEFORE_STEP=k`` makes apply, once step k's
+before-state is journaled and before its request is sent, create ``<journal>.paused`` and wait until that
+file is removed (a test breaks a broker or worker meanwhile).
 
 The engine never prints; it reports progress through the ``progress`` callback, and counts its steps there
 (``core.progress.count``) so a terminal can draw step i of n.
@@ -27,9 +35,11 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mm2ctl.core.errors import ApplyError, ForeignPlanError, JournalError, Mm2ctlError, PreconditionError
 from mm2ctl.core.progress import Progress, count, no_progress
@@ -42,11 +52,22 @@ from mm2ctl.plans.permissions import check_permissions, plan_permissions
 from mm2ctl.plans.steps import Step, StepKind
 from mm2ctl.plans.targets import ConnectorTarget
 from mm2ctl.remediate.executors import EXECUTORS, ExecContext, Executor, UndoContext
+from mm2ctl.remediate.group_batches import (
+    CONCURRENT_KINDS,
+    DEFAULT_PARALLELISM,
+    MAX_PARALLELISM,
+    BatchFailed,
+    ConcurrentRun,
+    run_end,
+)
 from mm2ctl.remediate.journal import Journal, JournalState, new_journal_path
 from mm2ctl.remediate.lock import lock_for_plan
-from mm2ctl.remediate.preconditions import StateView, failures, require
+from mm2ctl.remediate.preconditions import StateView, failures, require_step
 
 FAULT_ENV = "MM2CTL_FAULT_KILL_AFTER_STEP"
+FAULT_PAUSE_ENV = "MM2CTL_FAULT_PAUSE_BEFORE_STEP"
+PAUSE_SUFFIX = ".paused"
+PAUSE_LIMIT_S = 600.0
 
 #: The phases the engine counts its steps in (``core.progress.count``): done of the plan's steps, or of the
 #: steps a rollback undoes.
@@ -112,7 +133,12 @@ def _capture_live_configs(plan: Plan, live: LiveState) -> dict[str, dict[str, st
 
 
 def dry_run(
-    plan: Plan, live: LiveState, *, progress: Progress = no_progress, allow_untranslatable: bool = False
+    plan: Plan,
+    live: LiveState,
+    *,
+    progress: Progress = no_progress,
+    allow_untranslatable: bool = False,
+    parallelism: int = DEFAULT_PARALLELISM,
 ) -> RunResult:
     """Every read and check of an apply, and no write: preconditions run against simulated effects."""
     plan.check_untranslatable(allowed=allow_untranslatable)
@@ -122,15 +148,37 @@ def dry_run(
     check_permissions(live, plan_permissions(plan))
     view = StateView(live)
     result = RunResult(journal=None, dry_run=True)
+    run_ends_at = 0
     for done, step in enumerate(plan.steps):
         count(progress, DRY_RUN_PHASE, done, len(plan.steps))
-        require(step.precondition, view, what=f"step {step.index} ({step.kind.value})")
+        if done >= run_ends_at and step.kind in CONCURRENT_KINDS:
+            # A run of group writes: its groups are read in a few batched calls, then checked one by one.
+            run_ends_at = run_end(plan.steps, done)
+            view.forget_groups()
+            if step.kind is StepKind.GROUP_OFFSETS_WRITE:
+                _prefetch(view, plan.steps[done:run_ends_at], parallelism)
+        elif done >= run_ends_at:
+            view.forget_groups()
+        require_step(step, view, what=f"step {step.index} ({step.kind.value})")
         _executor(step).simulate(step, view)
         result.steps.append(f"would apply step {step.index}: {step.description or step.kind.value}")
-        progress(result.steps[-1])
+        if step.kind not in CONCURRENT_KINDS:
+            progress(result.steps[-1])
         result.changes += int(step.writes)
     count(progress, DRY_RUN_PHASE, len(plan.steps), len(plan.steps))
     return result
+
+
+def _prefetch(view: StateView, steps: Sequence[Step], parallelism: int) -> None:
+    by_cluster: dict[str, list[Step]] = {}
+    for step in steps:
+        cluster = getattr(step.target, "cluster", "")
+        by_cluster.setdefault(cluster, []).append(step)
+    for cluster, group_steps in by_cluster.items():
+        partitions = sorted({(r.topic, r.partition) for s in group_steps for r in getattr(s.payload, "rows", ())})
+        view.prefetch_groups(
+            cluster, [getattr(s.target, "group", "") for s in group_steps], partitions, concurrency=parallelism
+        )
 
 
 def _hint(journal: Path) -> str:
@@ -143,44 +191,118 @@ def _maybe_crash(index: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def _crash_after_any(indices: list[int]) -> None:
+    for index in indices:
+        _maybe_crash(index)
+
+
+def _maybe_pause(journal: Path, indices: list[int]) -> None:
+    """``MM2CTL_FAULT_PAUSE_BEFORE_STEP``: wait, with ``<journal>.paused`` present, until a test removes it."""
+    wanted = os.environ.get(FAULT_PAUSE_ENV, "").strip()
+    if not wanted.isdigit() or int(wanted) not in indices:
+        return
+    marker = journal.with_name(journal.name + PAUSE_SUFFIX)
+    marker.write_text(f"{os.getpid()}\n")
+    deadline = time.monotonic() + PAUSE_LIMIT_S
+    while marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _failed(journal: Journal, index: int, message: str, exc: Mm2ctlError, *, started: bool) -> ApplyError:
+    """Journal the end of a failed apply (naming the step, also one that never started) and build the
+    error the CLI reports: exit 8 for a precondition, 11 for a step that failed."""
+    if started:
+        journal.step_failed(index, error=str(exc))
+    journal.apply_finished(status="failed", step=index, error=message)
+    err = ApplyError(f"{message}. {_hint(journal.path)}")
+    if isinstance(exc, (PreconditionError, BatchFailed)):
+        err.exit_code = exc.exit_code
+    return err
+
+
 def _run_steps(
-    journal: Journal, plan: Plan, ctx: ExecContext, start: int, resumed_in_progress: int | None
+    journal: Journal,
+    plan: Plan,
+    ctx: ExecContext,
+    start: int,
+    uncertain: frozenset[int] = frozenset(),
+    in_progress: frozenset[int] = frozenset(),
+    parallelism: int = DEFAULT_PARALLELISM,
+    completed: frozenset[int] = frozenset(),
 ) -> RunResult:
+    """Apply ``plan.steps[start:]``. ``uncertain``: steps whose effect is unknown (resume), of which
+    ``in_progress`` were still in progress in the journal; ``completed``: steps an earlier attempt finished
+    (after the first one it did not, only in a run of group steps)."""
     result = RunResult(journal=journal.path, dry_run=False)
     total = len(plan.steps)
-    for done, step in enumerate(plan.steps[start:], start):
-        count(ctx.progress, APPLY_PHASE, done, total)
+    i = start
+    while i < total:
+        count(ctx.progress, APPLY_PHASE, i, total)
+        end = run_end(plan.steps, i)
+        if end > i:
+            run = ConcurrentRun(
+                journal=journal,
+                ctx=ctx,
+                steps=plan.steps[i:end],
+                unknown=frozenset(j for j in uncertain if i <= j < end),
+                in_progress={j for j in in_progress if i <= j < end},
+                completed=frozenset(j for j in completed if i <= j < end),
+                parallelism=parallelism,
+                before_send=lambda indices: _maybe_pause(journal.path, indices),
+                after_batch=_crash_after_any,
+            )
+            try:
+                report = run.apply()
+            except JournalError:
+                raise
+            except BatchFailed as exc:
+                raise _failed(journal, exc.index, str(exc), exc, started=False) from exc
+            result.steps += report.lines
+            result.changes += report.changes
+            i = end
+            continue
+        step = plan.steps[i]
         ex = _executor(step)
         what = f"step {step.index} ({step.kind.value})"
+        started = False
         try:
-            if step.index == resumed_in_progress and ex.is_done(step, ctx):
+            if step.index in uncertain and ex.is_done(step, ctx):
+                if step.index not in in_progress:  # failed before: its effect is there after all
+                    journal.step_started(step.index, before=ex.observe(step, ctx))
                 journal.step_completed(step.index, outcome="already_applied", after=ex.observe(step, ctx))
                 ctx.progress(f"{what}: its effect was already present; marked complete")
                 result.steps.append(f"{what}: already applied")
                 _maybe_crash(step.index)
+                i += 1
                 continue
-            require(step.precondition, ctx.view, what=what)
+            require_step(step, ctx.view, what=what)
             before = ex.observe(step, ctx)
             journal.step_started(step.index, before=before)
+            started = True
+            _maybe_pause(journal.path, [step.index])
             ctx.progress(f"{what}: {step.description or step.kind.value}")
             after = ex.run(step, ctx)
         except JournalError:
             raise
         except Mm2ctlError as exc:
-            state = journal.state
-            if state.in_progress_step == step.index:
-                journal.step_failed(step.index, error=str(exc))
-            journal.apply_finished(status="failed")
-            err = ApplyError(f"{what} failed: {exc}. {_hint(journal.path)}")
-            err.exit_code = exc.exit_code if isinstance(exc, PreconditionError) else err.exit_code
-            raise err from exc
+            raise _failed(journal, step.index, f"{what} failed: {exc}", exc, started=started) from exc
         journal.step_completed(step.index, outcome="applied", after=after)
         result.steps.append(f"{what}: applied")
         result.changes += int(step.writes)
         _maybe_crash(step.index)
+        i += 1
     count(ctx.progress, APPLY_PHASE, total, total)
     journal.apply_finished(status="succeeded")
     return result
+
+
+def check_parallelism(parallelism: int) -> int:
+    """``--parallelism``: 1 to ``MAX_PARALLELISM`` group requests in flight."""
+    from mm2ctl.core.errors import ConfigError
+
+    if not 1 <= parallelism <= MAX_PARALLELISM:
+        raise ConfigError(f"--parallelism must be between 1 and {MAX_PARALLELISM}, not {parallelism}")
+    return parallelism
 
 
 def apply_plan(
@@ -193,18 +315,24 @@ def apply_plan(
     operator_secrets: Mapping[str, str] | None = None,
     state_dir: Path | None = None,
     allow_untranslatable: bool = False,
+    parallelism: int = DEFAULT_PARALLELISM,
+    plan_document: Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Apply ``plan`` for real (see the module docstring for the order of checks and writes). A plan that
-    leaves group partitions untranslatable is refused unless ``allow_untranslatable``."""
+    leaves group partitions untranslatable is refused unless ``allow_untranslatable``. ``plan_document``: the
+    document ``plan`` was read from, which the journal embeds as it is."""
     plan.check_untranslatable(allowed=allow_untranslatable)
+    check_parallelism(parallelism)
     for step in plan.steps:
         _executor(step)
-    verify_against_live(plan, live)
+    verify_against_live(plan, live, stale_check=False)  # a plan for other clusters is refused before the lock
     check_permissions(live, plan_permissions(plan))  # a missing ACL stops the apply before its first write
     with lock_for_plan(plan, state_dir=state_dir, command="apply"):
-        verify_against_live(plan, live)  # again under the lock: another apply may have just finished
+        # Stale or not is decided under the lock: another apply may have just finished. (Once is enough: a
+        # failover plan's fingerprint holds every source group's offsets, thousands of reads.)
+        verify_against_live(plan, live)
         path = journal_path or new_journal_path(plan, state_dir)
-        with Journal.create(path, plan, plan_path=plan_path) as journal:
+        with Journal.create(path, plan, plan_path=plan_path, document=plan_document) as journal:
             ctx = ExecContext(
                 live=live,
                 artifact_path=journal.artifact_path,
@@ -212,7 +340,7 @@ def apply_plan(
                 live_configs=_capture_live_configs(plan, live),
                 operator_secrets=dict(operator_secrets or {}),
             )
-            return _run_steps(journal, plan, ctx, 0, None)
+            return _run_steps(journal, plan, ctx, 0, parallelism=parallelism)
 
 
 def resume_apply(
@@ -222,8 +350,10 @@ def resume_apply(
     progress: Progress = no_progress,
     operator_secrets: Mapping[str, str] | None = None,
     state_dir: Path | None = None,
+    parallelism: int = DEFAULT_PARALLELISM,
 ) -> RunResult:
     """Continue a killed or failed apply from its journal."""
+    check_parallelism(parallelism)
     with Journal.open(journal_path) as probe:
         state = probe.state
     plan = state.plan
@@ -248,12 +378,16 @@ def resume_apply(
             live_configs=_capture_live_configs(plan, live),
             operator_secrets=dict(operator_secrets or {}),
         )
-        unknown = (
-            state.in_progress_step
-            if state.in_progress_step is not None
-            else (start if start in state.failed_steps else None)
+        return _run_steps(
+            journal,
+            plan,
+            ctx,
+            start,
+            frozenset(state.uncertain_steps),
+            frozenset(state.in_progress_steps),
+            parallelism=parallelism,
+            completed=frozenset(state.completed_steps),
         )
-        return _run_steps(journal, plan, ctx, start, unknown)
 
 
 def _ran_later(plan: Plan, index: int, done: set[int]) -> bool:
@@ -315,6 +449,7 @@ def rollback(
     with lock_for_plan(plan, state_dir=state_dir, command="rollback"), Journal.open(journal_path) as journal:
         state = journal.state
         todo = state.steps_to_roll_back()
+        uncertain = set(state.uncertain_steps)
         journal.rollback_started(todo)
         for done, i in enumerate(todo):
             count(progress, ROLLBACK_PHASE, done, len(todo))
@@ -323,7 +458,7 @@ def rollback(
             what = f"rollback of step {i} ({step.kind.value})"
             undo = _undo_context(state, i)
             try:
-                if i == state.in_progress_step and not ex.is_done(step, ctx):
+                if i in uncertain and not ex.is_done(step, ctx):
                     journal.rollback_step_started(i, before=ex.observe(step, ctx))
                     journal.rollback_step_completed(i, outcome="never_applied")
                     result.steps.append(f"{what}: the step never took effect")
@@ -359,4 +494,17 @@ def _artifacts_of(journal_path: Path) -> Callable[[str], Path]:
     return path
 
 
-__all__ = ["FAULT_ENV", "RunResult", "apply_plan", "dry_run", "failures", "resume_apply", "rollback"]
+__all__ = [
+    "DEFAULT_PARALLELISM",
+    "FAULT_ENV",
+    "FAULT_PAUSE_ENV",
+    "MAX_PARALLELISM",
+    "PAUSE_SUFFIX",
+    "RunResult",
+    "apply_plan",
+    "check_parallelism",
+    "dry_run",
+    "failures",
+    "resume_apply",
+    "rollback",
+]

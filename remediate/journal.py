@@ -18,6 +18,13 @@ entry without it, and ``seq`` counts lines from 0. Durability: the file is opene
 is one ``write`` of a full line followed by ``os.fsync``; the directory is fsynced when the file is created.
 The executor must not touch a cluster until ``step_started`` has returned.
 
+Concurrent steps (format version 2): independent group-offset steps of one kind (``CONCURRENT_KINDS``) may
+be in progress together. ``steps_started`` appends a batch of ``step_started`` entries in one ``write`` and
+one ``fsync``, and returns only then: every write of the batch has its before-state on disk before any of
+them is sent. ``steps_finished`` records the batch's outcomes the same way, one entry per step. A process
+killed in between leaves every step of the batch in progress; resume and rollback check each one's effect.
+A version 1 journal (one step at a time) reads the same way.
+
 Reading: a torn *last* line (the process died mid-write) is ignored and reported (``JournalState.torn_tail``);
 ``Journal.open`` cuts it off, fsyncs, and records a ``torn_tail_discarded`` entry before appending. Any other
 unreadable line, a CRC mismatch, a gap in ``seq`` or an impossible transition is a ``JournalError``: a
@@ -33,9 +40,11 @@ produces (the offset-syncs backup) go beside it (``Journal.artifact_path``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
+import uuid
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -49,10 +58,15 @@ from mm2ctl.core.errors import JournalError, PlanError
 from mm2ctl.core.redaction import REDACTED, redact_json, redact_text
 from mm2ctl.plans.document import Plan, tool_version
 from mm2ctl.plans.fingerprint import FrozenJSON, JSONable, canonical_json, digest_of, freeze_json
-from mm2ctl.plans.serialize import plan_document_digest, plan_from_json, plan_to_json
+from mm2ctl.plans.serialize import plan_from_json, plan_to_json
 
 JOURNAL_FORMAT = "mm2ctl-journal"
-JOURNAL_FORMAT_VERSION = 1
+JOURNAL_FORMAT_VERSION = 2
+#: Versions this reader understands: 1 had one step in progress at a time; 2 adds concurrent batches.
+READABLE_FORMAT_VERSIONS = frozenset({1, 2})
+
+#: Step kinds whose steps may be in progress together (each acts on one consumer group of its own).
+CONCURRENT_KINDS = frozenset({"group_offsets_write", "group_offsets_verify"})
 
 
 class EntryType(StrEnum):
@@ -116,11 +130,24 @@ def _crc(entry: Mapping[str, JSONable]) -> str:
     return f"{zlib.crc32(canonical_json(entry).encode('utf-8')):08x}"
 
 
-def encode_line(entry: Mapping[str, JSONable]) -> bytes:
-    """One journal line: canonical JSON of ``entry`` plus its CRC, newline-terminated."""
+def encode_line(entry: Mapping[str, JSONable], *, substitute: tuple[str, str] | None = None) -> bytes:
+    """One journal line: canonical JSON of ``entry`` plus its CRC, newline-terminated.
+
+    The entry is encoded once: canonical JSON lists the keys in order, so the fields sorting before and after
+    ``crc32`` are encoded apart and joined around it, which gives both the text the CRC covers and the line.
+    ``substitute``: ``(placeholder, json)`` puts text encoded beforehand where the string ``placeholder``
+    is (the header's plan, whose canonical JSON was already made for its digest)."""
     if "crc32" in entry:
         raise ValueError("entry must not carry its own crc32")
-    return (canonical_json({**entry, "crc32": _crc(entry)}) + "\n").encode("utf-8")
+    head = canonical_json({k: v for k, v in entry.items() if k < "crc32"})[1:-1]
+    tail = canonical_json({k: v for k, v in entry.items() if k > "crc32"})[1:-1]
+    if substitute is not None:
+        placeholder, text = substitute
+        quoted = json.dumps(placeholder)
+        head, tail = head.replace(quoted, text, 1), tail.replace(quoted, text, 1)
+    body = "{" + head + ("," if head and tail else "") + tail + "}"
+    crc = f'"crc32":"{zlib.crc32(body.encode("utf-8")):08x}"'
+    return ("{" + head + ("," if head else "") + crc + ("," if tail else "") + tail + "}\n").encode("utf-8")
 
 
 def decode_line(raw: bytes) -> dict[str, Any]:
@@ -159,6 +186,16 @@ class StepRecord:
     attempts: int = 1
 
 
+@dataclass(frozen=True, slots=True)
+class StepOutcome:
+    """How one step of a concurrent batch ended: ``error`` None means completed with ``outcome``."""
+
+    index: int
+    outcome: str = "applied"
+    after: JSONable = None
+    error: str | None = None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RollbackRecord:
     """What the journal says about undoing one step."""
@@ -194,10 +231,14 @@ class JournalState:
     steps: Mapping[int, StepRecord]
     #: Step indices in the order they completed.
     completed_steps: tuple[int, ...]
-    #: A step started without an outcome: the process died mid-step (its effect is unknown).
-    in_progress_step: int | None
+    #: Steps started without an outcome, ascending: the process died mid-step (their effect is unknown).
+    #: More than one only for a concurrent batch (``CONCURRENT_KINDS``).
+    in_progress_steps: tuple[int, ...]
     apply_finished: bool
     apply_status: str | None
+    #: The step a failed apply stopped at, and why (its own failure, its precondition, or a read before it).
+    stopped_at: int | None
+    stop_reason: str | None
     rollback_started: bool
     rollback_steps: Mapping[int, RollbackRecord]
     rollback_in_progress_step: int | None
@@ -205,6 +246,11 @@ class JournalState:
     rollback_status: str | None
     torn_tail: TornTail | None = None
     resumes: int = 0
+
+    @property
+    def in_progress_step(self) -> int | None:
+        """The first step in progress (None: none); ``in_progress_steps`` has them all."""
+        return self.in_progress_steps[0] if self.in_progress_steps else None
 
     @property
     def failed_steps(self) -> tuple[int, ...]:
@@ -229,13 +275,17 @@ class JournalState:
                 return i
         return None
 
+    @property
+    def uncertain_steps(self) -> tuple[int, ...]:
+        """Steps whose effect the journal cannot tell: in progress when the process died, or failed (a
+        request that timed out may still have been carried out). Resume and rollback check each one."""
+        return tuple(sorted({*self.in_progress_steps, *self.failed_steps}))
+
     def steps_to_roll_back(self) -> tuple[int, ...]:
-        """Steps rollback must still undo, newest first: every completed step plus the one that was in
-        progress (its effect is unknown, so its own precondition check decides), minus those already
-        rolled back. Irreversible steps are included; the rollback executor reports them as such."""
-        candidates = set(self.completed_steps)
-        if self.in_progress_step is not None:
-            candidates.add(self.in_progress_step)
+        """Steps rollback must still undo, newest first: every completed step plus those whose effect is
+        uncertain (``uncertain_steps``: each one's own check decides), minus those already rolled back.
+        Irreversible steps are included; the rollback executor reports them as such."""
+        candidates = set(self.completed_steps) | set(self.uncertain_steps)
         return tuple(sorted(candidates - self.rolled_back_steps, reverse=True))
 
 
@@ -250,10 +300,15 @@ class _Builder:
         self.last_seq = -1
         self.steps: dict[int, StepRecord] = {}
         self.completed: list[int] = []
-        self.in_progress: int | None = None
-        self.resumed_since_start = False
+        self.completed_set: set[int] = set()
+        self._gap = 0  # no step below this index is neither completed nor in progress
+        self.in_progress: set[int] = set()
+        #: Steps that were in progress when the apply was resumed: each may be started again, once.
+        self.restartable: set[int] = set()
         self.apply_finished = False
         self.apply_status: str | None = None
+        self.stopped_at: int | None = None
+        self.stop_reason: str | None = None
         self.rollback_started = False
         self.rollback_planned: set[int] = set()
         self.rollback: dict[int, RollbackRecord] = {}
@@ -297,7 +352,7 @@ class _Builder:
             raise self._err(entry, "a second header")
         if entry.get("format") != JOURNAL_FORMAT:
             raise self._err(entry, "not an mm2ctl journal")
-        if entry.get("format_version") != JOURNAL_FORMAT_VERSION:
+        if entry.get("format_version") not in READABLE_FORMAT_VERSIONS:
             raise self._err(entry, f"journal format version {entry.get('format_version')!r} is not supported")
         if decoded is not None:
             plan = decoded
@@ -306,7 +361,7 @@ class _Builder:
                 plan = plan_from_json(entry.get("plan"), source="journal header plan")
             except PlanError as exc:
                 raise self._err(entry, str(exc)) from exc
-            if plan_document_digest(plan) != entry.get("plan_sha256"):
+            if digest_of(entry.get("plan")) != entry.get("plan_sha256"):
                 raise self._err(entry, "the embedded plan does not match its recorded digest")
         self.header = dict(entry)
         self.plan = plan
@@ -317,7 +372,9 @@ class _Builder:
         self.resumes += 1
         self.apply_finished = False
         self.apply_status = None
-        self.resumed_since_start = True
+        self.stopped_at = None
+        self.stop_reason = None
+        self.restartable = set(self.in_progress)
 
     def _on_step_started(self, entry: Mapping[str, Any]) -> None:
         i = self._index(entry)
@@ -325,27 +382,30 @@ class _Builder:
             raise self._err(entry, "a step started after rollback started")
         if self.apply_finished:
             raise self._err(entry, "a step started after the apply finished (resume first)")
-        if self.in_progress is not None and not (self.in_progress == i and self.resumed_since_start):
-            raise self._err(entry, f"step {i} started while step {self.in_progress} was still in progress")
+        assert self.plan is not None
+        kind = self.plan.steps[i].kind.value
+        if i in self.in_progress and i not in self.restartable:
+            raise self._err(entry, f"step {i} started while step {i} was still in progress")
+        others = sorted(self.in_progress - {i})
+        if others and (kind not in CONCURRENT_KINDS or any(self.plan.steps[j].kind.value != kind for j in others)):
+            raise self._err(entry, f"step {i} started while step {others[0]} was still in progress")
         prev = self.steps.get(i)
         if prev is not None and prev.status is StepStatus.COMPLETED:
             raise self._err(entry, f"step {i} started again after it completed")
-        missing = [j for j in range(i) if j not in self.completed]
-        if missing:
+        if self._first_gap() < i:
+            missing = [j for j in range(i) if j not in self.completed_set and j not in self.in_progress]
             raise self._err(entry, f"step {i} started before step(s) {missing} completed")
-        assert self.plan is not None
-        kind = self.plan.steps[i].kind.value
         if entry.get("kind") != kind:
             raise self._err(entry, f"step {i} is a {kind} step, the entry says {entry.get('kind')!r}")
         before = prev.before if prev is not None else freeze_json(entry.get("before"))
         attempts = prev.attempts + 1 if prev is not None else 1
         self.steps[i] = StepRecord(index=i, kind=kind, status=StepStatus.STARTED, before=before, attempts=attempts)
-        self.in_progress = i
-        self.resumed_since_start = False
+        self.in_progress.add(i)
+        self.restartable.discard(i)
 
     def _finish_step(self, entry: Mapping[str, Any], status: StepStatus) -> None:
         i = self._index(entry)
-        if self.in_progress != i:
+        if i not in self.in_progress:
             raise self._err(entry, f"step {i} has an outcome but was not in progress")
         prev = self.steps[i]
         self.steps[i] = StepRecord(
@@ -360,7 +420,18 @@ class _Builder:
         )
         if status is StepStatus.COMPLETED:
             self.completed.append(i)
-        self.in_progress = None
+            self.completed_set.add(i)
+        else:
+            self._gap = min(self._gap, i)
+        self.in_progress.discard(i)
+        self.restartable.discard(i)
+
+    def _first_gap(self) -> int:
+        """The lowest step index neither completed nor in progress (kept incrementally: a batch of 1,000
+        steps is checked in linear time)."""
+        while self._gap in self.completed_set or self._gap in self.in_progress:
+            self._gap += 1
+        return self._gap
 
     def _on_step_completed(self, entry: Mapping[str, Any]) -> None:
         self._finish_step(entry, StepStatus.COMPLETED)
@@ -371,20 +442,24 @@ class _Builder:
     def _on_apply_finished(self, entry: Mapping[str, Any]) -> None:
         if self.rollback_started:
             raise self._err(entry, "apply finished after rollback started")
-        if self.in_progress is not None:
-            raise self._err(entry, f"apply finished while step {self.in_progress} was in progress")
+        if self.in_progress:
+            raise self._err(entry, f"apply finished while step {min(self.in_progress)} was in progress")
         status = entry.get("status")
         assert self.plan is not None
         if status == "succeeded" and len(self.completed) != len(self.plan.steps):
             raise self._err(entry, "apply recorded as succeeded but not every step completed")
         self.apply_finished = True
         self.apply_status = str(status)
+        step = entry.get("step")
+        self.stopped_at = step if isinstance(step, int) and not isinstance(step, bool) else None
+        self.stop_reason = entry.get("error") if isinstance(entry.get("error"), str) else None
 
     def _on_rollback_started(self, entry: Mapping[str, Any]) -> None:
         steps = entry.get("steps")
         if not isinstance(steps, list):
             raise self._err(entry, "rollback_started without a list of steps")
-        allowed = set(self.completed) | ({self.in_progress} if self.in_progress is not None else set())
+        failed = {i for i, r in self.steps.items() if r.status is StepStatus.FAILED}
+        allowed = self.completed_set | self.in_progress | failed
         for i in steps:
             if i not in allowed:
                 raise self._err(entry, f"rollback of step {i!r}, which never started")
@@ -456,9 +531,11 @@ class _Builder:
             last_seq=self.last_seq,
             steps=MappingProxyType(dict(self.steps)),
             completed_steps=tuple(self.completed),
-            in_progress_step=self.in_progress,
+            in_progress_steps=tuple(sorted(self.in_progress)),
             apply_finished=self.apply_finished,
             apply_status=self.apply_status,
+            stopped_at=self.stopped_at,
+            stop_reason=self.stop_reason,
             rollback_started=self.rollback_started,
             rollback_steps=MappingProxyType(dict(self.rollback)),
             rollback_in_progress_step=self.rb_in_progress,
@@ -551,8 +628,11 @@ class Journal:
         plan: Plan,
         *,
         plan_path: str | os.PathLike[str] | None = None,
+        document: Mapping[str, JSONable] | None = None,
     ) -> Journal:
-        """Start the journal of a new apply; refuses to overwrite an existing file."""
+        """Start the journal of a new apply; refuses to overwrite an existing file. ``document``: the plan's
+        JSON document as read from its file (``plans.serialize.read_plan``), embedded as it is instead of
+        encoding ``plan`` again; the journal records the digest of what it embeds."""
         p = Path(path)
         try:
             p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -562,7 +642,9 @@ class Journal:
         except OSError as exc:
             raise JournalError(f"{p}: cannot create journal: {exc.strerror or exc}") from exc
         journal = cls(path=p, _fd=fd, _builder=_Builder(p))
-        doc = plan_to_json(plan)
+        doc = plan_to_json(plan) if document is None else document
+        plan_json = canonical_json(doc)  # once: for its digest and inside the header line
+        placeholder = f"plan-{uuid.uuid4().hex}"
         try:
             journal._append(
                 {
@@ -571,15 +653,16 @@ class Journal:
                     "format_version": JOURNAL_FORMAT_VERSION,
                     "plan_id": plan.plan_id,
                     "plan_fingerprint": plan.fingerprint.digest,
-                    "plan_sha256": digest_of(doc),  # = plan_document_digest(plan), without encoding it twice
+                    "plan_sha256": hashlib.sha256(plan_json.encode("utf-8")).hexdigest(),  # = digest_of(doc)
                     "plan_path": None if plan_path is None else os.fspath(plan_path),
-                    "plan": doc,
+                    "plan": placeholder,
                     "started_at": _now(),
                     "host": socket.gethostname(),
                     "pid": os.getpid(),
                     "tool_version": tool_version(),
                 },
                 plan=plan,
+                substitute=(placeholder, plan_json),
             )
             _fsync_dir(p.parent)
         except BaseException:
@@ -632,14 +715,43 @@ class Journal:
         return self.path.parent / f"{self.path.stem}.{name}"
 
     # -- entries
-    def _append(self, fields: Mapping[str, JSONable], *, plan: Plan | None = None) -> None:
+    def _append(
+        self,
+        fields: Mapping[str, JSONable],
+        *,
+        plan: Plan | None = None,
+        substitute: tuple[str, str] | None = None,
+    ) -> None:
         if self._fd < 0:
             raise JournalError(f"{self.path}: the journal is closed (or a write to it failed)")
         entry = {"seq": self._builder.last_seq + 1, "at": _now(), **fields}
-        line = encode_line(entry)  # canonical JSON first: a non-JSON value fails before any state changes
+        # canonical JSON first: a non-JSON value fails before any state changes
+        line = encode_line(entry, substitute=substitute)
         self._builder.apply(entry, plan=plan)  # refuses an impossible transition before it reaches the disk
+        self._write(line)
+
+    def _append_many(self, many: Iterable[Mapping[str, JSONable]]) -> None:
+        """Several entries in one ``write`` and one ``fsync`` (a concurrent batch). If one of them is an
+        impossible transition, nothing reaches the disk and this writer is closed: the entries before it
+        are already folded into the in-memory state, which must not be trusted any more."""
+        if self._fd < 0:
+            raise JournalError(f"{self.path}: the journal is closed (or a write to it failed)")
+        at = _now()
+        lines = []
         try:
-            _write_all(self._fd, line)
+            for fields in many:
+                entry = {"seq": self._builder.last_seq + 1, "at": at, **fields}
+                lines.append(encode_line(entry))
+                self._builder.apply(entry)
+        except BaseException:
+            self.close()
+            raise
+        if lines:
+            self._write(b"".join(lines))
+
+    def _write(self, data: bytes) -> None:
+        try:
+            _write_all(self._fd, data)
             os.fsync(self._fd)
         except OSError as exc:
             # The in-memory state is now ahead of the disk; this writer must never be used again.
@@ -658,6 +770,36 @@ class Journal:
         before = redact_json(before)
         self._append({"type": EntryType.STEP_STARTED.value, "index": index, "kind": kind, "before": before})
 
+    def steps_started(self, befores: Iterable[tuple[int, JSONable]]) -> None:
+        """``step_started`` of each ``(index, before)`` of a concurrent batch, durable together: returns
+        only once every before-state is on disk, so no write of the batch may be sent before it returns."""
+        plan = self._builder.plan
+        assert plan is not None
+        self._append_many(
+            {
+                "type": EntryType.STEP_STARTED.value,
+                "index": i,
+                "kind": plan.steps[i].kind.value if 0 <= i < len(plan.steps) else None,
+                "before": redact_json(before),
+            }
+            for i, before in befores
+        )
+
+    def steps_finished(self, outcomes: Iterable[StepOutcome]) -> None:
+        """The outcome of each step of a concurrent batch (completed, or failed with its error), durable
+        together, one entry per step."""
+        self._append_many(
+            {"type": EntryType.STEP_FAILED.value, "index": o.index, "error": redact_text(o.error, REDACTED)}
+            if o.error is not None
+            else {
+                "type": EntryType.STEP_COMPLETED.value,
+                "index": o.index,
+                "outcome": o.outcome,
+                "after": redact_json(o.after),
+            }
+            for o in outcomes
+        )
+
     def step_completed(self, index: int, *, outcome: str, after: JSONable = None) -> None:
         self._append(
             {
@@ -671,9 +813,15 @@ class Journal:
     def step_failed(self, index: int, *, error: str) -> None:
         self._append({"type": EntryType.STEP_FAILED.value, "index": index, "error": redact_text(error, REDACTED)})
 
-    def apply_finished(self, *, status: str) -> None:
-        """``status``: ``succeeded``, ``failed`` or ``aborted``."""
-        self._append({"type": EntryType.APPLY_FINISHED.value, "status": status})
+    def apply_finished(self, *, status: str, step: int | None = None, error: str | None = None) -> None:
+        """``status``: ``succeeded``, ``failed`` or ``aborted``. A failed apply names the ``step`` that ended
+        it and why, also when that step never started (its precondition, or the reads before it, failed)."""
+        fields: dict[str, JSONable] = {"type": EntryType.APPLY_FINISHED.value, "status": status}
+        if step is not None:
+            fields["step"] = step
+        if error is not None:
+            fields["error"] = redact_text(error, REDACTED)
+        self._append(fields)
 
     def rollback_started(self, steps: Iterable[int]) -> None:
         self._append({"type": EntryType.ROLLBACK_STARTED.value, "steps": list(steps)})

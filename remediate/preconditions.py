@@ -4,17 +4,30 @@ A precondition says what must hold *when its step runs*, given the steps before 
 requires the connector STOPPED, which the plan's earlier stop step brings about). A real apply checks it
 live, just before the step. A dry run writes nothing, so the earlier steps never happen; ``StateView``
 lets it overlay what they would have done (``simulate``) on top of live reads, and so check every step.
+
+A concurrent batch of group-offset steps reads its groups once for all of them (``StateView.prefetch_groups``:
+one describe, the committed offsets of every group with requests in flight side by side, one bounds read),
+then checks each step against those reads, as the planner reads them.
+
+MirrorMaker 2 moving a target group while a failover plan waits to be applied (``sync.group.offsets``) is
+not a change that invalidates a group-offset write: MM2 only moves an inactive group forward, and never
+past the exact translation. So a write step's "offsets unchanged" check accepts an offset that moved from
+the plan's before-offset up to, at most, the planned offset (``step_failures``); the group must still have
+no members (its own check). Anything else still refuses: an offset beyond the plan, one moved backwards.
 """
 
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mm2ctl.core.admin import TP, PartitionBounds
 from mm2ctl.core.errors import PreconditionError
 from mm2ctl.plans.fingerprint import canonical_json, thaw_json
 from mm2ctl.plans.live_state import LiveState, offsets_json, stored_json
+from mm2ctl.plans.payloads import GroupOffsetsWrite
 from mm2ctl.plans.preconditions import (
     AllOf,
     ConnectorAbsent,
@@ -30,6 +43,7 @@ from mm2ctl.plans.preconditions import (
     TopicEndOffsetEquals,
     WorkerGroupHasNoMembers,
 )
+from mm2ctl.plans.steps import Step
 
 ABSENT = None  # a connector state meaning "no such connector"
 
@@ -42,6 +56,10 @@ class StateView:
     states: dict[str, str | None] = field(default_factory=dict)
     offsets: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     tombstoned: set[tuple[str, str, str]] = field(default_factory=set)  # (cluster, topic, key_b64)
+    #: Reads made once for a batch of group steps (``prefetch_groups``); absent keys are read live.
+    members: dict[tuple[str, str], int] = field(default_factory=dict)
+    committed: dict[tuple[str, str], dict[TP, int]] = field(default_factory=dict)
+    bounds: dict[tuple[str, TP], PartitionBounds] = field(default_factory=dict)
 
     def connector_state(self, name: str) -> str | None:
         if name in self.states:
@@ -61,6 +79,50 @@ class StateView:
             out[(s["partition"], s["key_b64"])] = value
         return out
 
+    def group_members(self, cluster: str, group: str) -> int:
+        if (cluster, group) in self.members:
+            return self.members[(cluster, group)]
+        return self.live.group_members(cluster, group)
+
+    def group_offsets(self, cluster: str, group: str) -> dict[TP, int]:
+        if (cluster, group) in self.committed:
+            return self.committed[(cluster, group)]
+        return self.live.group_offsets(cluster, group)
+
+    def partition_bounds(self, cluster: str, tps: Iterable[TP]) -> dict[TP, PartitionBounds]:
+        wanted = list(tps)
+        missing = [tp for tp in wanted if (cluster, tp) not in self.bounds]
+        if missing:
+            for tp, b in self.live.admin(cluster).partition_bounds(missing).items():
+                self.bounds[(cluster, tp)] = b
+        return {tp: self.bounds[(cluster, tp)] for tp in wanted}
+
+    def prefetch_groups(
+        self, cluster: str, groups: Iterable[str], partitions: Iterable[TP] = (), *, concurrency: int | None = None
+    ) -> None:
+        """Read the members and committed offsets of ``groups`` and the bounds of ``partitions`` on
+        ``cluster`` in a few batched calls (at most ``concurrency`` offset requests in flight), for the checks
+        of a batch of group steps that follow."""
+        wanted = list(dict.fromkeys(groups))
+        if not wanted:
+            return
+        described = self.live.admin(cluster).describe_groups(wanted)
+        for g in wanted:
+            d = described.get(g)
+            # An error (a group of another protocol, a coordinator moving) is read again the careful way.
+            members = d.members if d is not None and d.error is None else self.live.group_members(cluster, g)
+            self.members[(cluster, g)] = members
+        for g, offsets in self.live.many_group_offsets(cluster, wanted, concurrency=concurrency).items():
+            self.committed[(cluster, g)] = offsets
+        self.bounds = {k: v for k, v in self.bounds.items() if k[0] != cluster}  # bounds move: read them anew
+        self.partition_bounds(cluster, sorted(set(partitions)))
+
+    def forget_groups(self) -> None:
+        """Drop the batch's reads (the next batch, or a step after it, reads live again)."""
+        self.members.clear()
+        self.committed.clear()
+        self.bounds.clear()
+
 
 def _key_connector(key_b64: str) -> str:
     import json
@@ -68,12 +130,21 @@ def _key_connector(key_b64: str) -> str:
     return str(json.loads(base64.b64decode(key_b64))[0])
 
 
-def failures(pre: Precondition, view: StateView) -> list[str]:
-    """What does not hold (empty: the precondition holds). Reads live state; never writes."""
+def advanced_by_mm2(before: int | None, now: int | None, planned: int | None) -> bool:
+    """Did the offset move only as MirrorMaker 2's group-offset sync moves it (forward from the plan's
+    ``before``, and not past the ``planned`` position)?"""
+    return now is not None and planned is not None and now <= planned and (before is None or now >= before)
+
+
+def failures(pre: Precondition, view: StateView, *, ceiling: Mapping[TP, int] | None = None) -> list[str]:
+    """What does not hold (empty: the precondition holds). Reads live state; never writes.
+
+    ``ceiling``: a group write's planned offsets; an offset that moved forward to at most its planned
+    value is accepted as MM2's own sync (see the module docstring)."""
     if isinstance(pre, NoPrecondition):
         return []
     if isinstance(pre, AllOf):
-        return [f for c in pre.conditions for f in failures(c, view)]
+        return [f for c in pre.conditions for f in failures(c, view, ceiling=ceiling)]
     if isinstance(pre, ConnectorStateIn):
         state = view.connector_state(pre.connector)
         wanted = sorted(s.value for s in pre.states)
@@ -111,16 +182,25 @@ def failures(pre: Precondition, view: StateView) -> list[str]:
                 "(records were written since)"
             ]
         return []
-    if isinstance(pre, (WorkerGroupHasNoMembers, GroupEmptyOrAbsent)):
+    if isinstance(pre, WorkerGroupHasNoMembers):
         members = view.live.group_members(pre.cluster, pre.group)
         return [] if members == 0 else [f"group {pre.group} on {pre.cluster} has {members} member(s)"]
+    if isinstance(pre, GroupEmptyOrAbsent):
+        members = view.group_members(pre.cluster, pre.group)
+        return [] if members == 0 else [f"group {pre.group} on {pre.cluster} has {members} member(s)"]
     if isinstance(pre, GroupOffsetsUnchanged):
-        current = view.live.admin(pre.cluster).committed_offsets([pre.group])[pre.group].offsets
-        changed = [o for o in pre.expected if current.get((o.topic, o.partition)) != o.offset]
+        current = view.group_offsets(pre.cluster, pre.group)
+        top = ceiling or {}
+        changed = [
+            o
+            for o in pre.expected
+            if current.get((o.topic, o.partition)) != o.offset
+            and not advanced_by_mm2(o.offset, current.get((o.topic, o.partition)), top.get((o.topic, o.partition)))
+        ]
         return [f"{len(changed)} committed offset(s) of {pre.group} changed"] if changed else []
     if isinstance(pre, GroupOffsetsInRange):
         tps = [(o.topic, o.partition) for o in pre.offsets]
-        bounds = view.live.admin(pre.cluster).partition_bounds(tps)
+        bounds = view.partition_bounds(pre.cluster, tps)
         out = []
         for o in pre.offsets:
             b = bounds[(o.topic, o.partition)]
@@ -138,5 +218,23 @@ def failures(pre: Precondition, view: StateView) -> list[str]:
 def require(pre: Precondition, view: StateView, *, what: str) -> None:
     """Raise ``PreconditionError`` naming every part of ``pre`` that does not hold."""
     problems = failures(pre, view)
+    if problems:
+        raise PreconditionError(f"{what}: precondition does not hold: " + "; ".join(problems))
+
+
+def planned_offsets(step: Step) -> dict[TP, int] | None:
+    """A group write's planned offsets (its ceiling for MM2's moves); None for every other step."""
+    p = step.payload
+    return {(r.topic, r.partition): r.offset for r in p.rows} if isinstance(p, GroupOffsetsWrite) else None
+
+
+def step_failures(step: Step, view: StateView) -> list[str]:
+    """``failures`` of the step's precondition, with a group write's planned offsets as the ceiling."""
+    return failures(step.precondition, view, ceiling=planned_offsets(step))
+
+
+def require_step(step: Step, view: StateView, *, what: str) -> None:
+    """Raise ``PreconditionError`` naming every part of the step's precondition that does not hold."""
+    problems = step_failures(step, view)
     if problems:
         raise PreconditionError(f"{what}: precondition does not hold: " + "; ".join(problems))

@@ -40,6 +40,7 @@ from mm2ctl.core.admin import TP
 from mm2ctl.core.config import PairConfig
 from mm2ctl.core.errors import ConfigError, PlanError, PreconditionError
 from mm2ctl.core.progress import Progress, count, no_progress
+from mm2ctl.core.records import PartitionReader
 from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.kafka_records import KafkaRecords, OffsetsForTimes, read_syncs
 from mm2ctl.plans.live_state import LiveState, part_group_offsets
@@ -189,13 +190,16 @@ def plan_failback(
     report = FailbackReport()
     current: _Partition | None = None
     done = 0
-    for (r, p), t, group in todo:
-        if current is None or (current.b_topic, current.partition) != (r, p):
-            if current is not None:
-                done += 1
-            count(progress, FAILBACK_PHASE, done, len(b_parts))
-            current = _open_partition(live, flow, rev, syncs, rev_syncs, r, p, a_of[r], a_bounds, b_bounds)
-        report.rows.append(_translate_back(current, group, t, flow, rev, opts.fallback))
+    # One consumer per cluster, re-assigned from partition to partition.
+    with PartitionReader(live.kafka_config(a)) as on_a, PartitionReader(live.kafka_config(bb)) as on_b:
+        readers = {a: on_a, bb: on_b}
+        for (r, p), t, group in todo:
+            if current is None or (current.b_topic, current.partition) != (r, p):
+                if current is not None:
+                    done += 1
+                count(progress, FAILBACK_PHASE, done, len(b_parts))
+                current = _open_partition(live, flow, rev, syncs, rev_syncs, r, p, a_of[r], a_bounds, b_bounds, readers)
+            report.rows.append(_translate_back(current, group, t, flow, rev, opts.fallback))
     count(progress, FAILBACK_PHASE, len(b_parts), len(b_parts))
     report.rows.sort(key=lambda row: (row.group, row.source_topic, row.partition))
 
@@ -274,6 +278,7 @@ def _open_partition(
     a_topic: str,
     a_bounds: Mapping[TP, Bounds],
     b_bounds: Mapping[TP, Bounds],
+    readers: Mapping[str, PartitionReader],
 ) -> _Partition:
     a, bb = flow.source, flow.target
     forward_syncs = syncs.get((a_topic, p), [])
@@ -281,8 +286,8 @@ def _open_partition(
     ab, bbd = a_bounds.get((a_topic, p)), b_bounds.get((b_topic, p))
     if ab is None or bbd is None:
         return part
-    a_records = KafkaRecords(live.kafka_config(a), a_topic, p, ab.end)
-    b_records = KafkaRecords(live.kafka_config(bb), b_topic, p, bbd.end)
+    a_records = KafkaRecords(readers[a], a_topic, p, ab.end)
+    b_records = KafkaRecords(readers[bb], b_topic, p, bbd.end)
     on_a, on_b = OffsetsForTimes(live.admin(a), a_topic, p), OffsetsForTimes(live.admin(bb), b_topic, p)
     part.back = Sides(b_records, a_records, bbd, ab, on_a, on_b)
     part.there = Sides(a_records, b_records, ab, bbd, on_b, on_a)
@@ -293,8 +298,8 @@ def _open_partition(
             part.forward_topic = f_topic
             part.forward_syncs = rev_syncs.get((b_topic, p), [])
             part.forward = Sides(
-                KafkaRecords(live.kafka_config(bb), b_topic, p, bbd.end),
-                KafkaRecords(live.kafka_config(a), f_topic, p, fb.end),
+                KafkaRecords(readers[bb], b_topic, p, bbd.end),
+                KafkaRecords(readers[a], f_topic, p, fb.end),
                 bbd,
                 fb,
                 OffsetsForTimes(live.admin(a), f_topic, p),

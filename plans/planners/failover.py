@@ -25,6 +25,13 @@ values); every offset lies within the target partition's [earliest, latest]. The
 rewind an existing target offset unless ``allow_rewind``. The source group's committed offsets are part of the
 fingerprint: if the source consumers moved after planning, the translation is outdated and apply refuses.
 
+With MirrorMaker 2 still running (no ``--stop-mirroring``) and syncing group offsets, MM2 may move a target
+group between planning and apply: apply accepts an offset moved forward up to the planned one while the
+group has no members (``remediate.preconditions``), and each read-back watches its group for
+``settle_window`` after the write, writing the plan again over anything MM2's next sync round puts back below
+it. ``--stop-mirroring`` stops the checkpoint connector (with the others) after the catch-up wait and before
+the first write, so nothing moves and no read-back waits.
+
 Rollback restores the previous offsets. Partitions that had no offset before can only be removed by deleting
 the whole group (confluent-kafka has no OffsetDelete): done when the group had no offsets at all before,
 otherwise left in place and reported (``NEW_PARTITIONS_NOTE``).
@@ -32,7 +39,6 @@ otherwise left in place and reported (``NEW_PARTITIONS_NOTE``).
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +50,7 @@ from mm2ctl.core.codecs import RecordDecodeError, decode_checkpoint
 from mm2ctl.core.config import PairConfig
 from mm2ctl.core.errors import ConfigError, PlanError, PreconditionError
 from mm2ctl.core.progress import Progress, count, no_progress
-from mm2ctl.core.records import read_partitions
+from mm2ctl.core.records import PartitionReader, read_partitions
 from mm2ctl.plans.document import Plan, PlanKind, UntranslatablePartition
 from mm2ctl.plans.kafka_records import KafkaRecords, OffsetsForTimes, read_syncs
 from mm2ctl.plans.live_state import LiveState, part_group_offsets
@@ -165,9 +171,9 @@ def _regex(value: str, option: str) -> re.Pattern[str]:
         raise ConfigError(f"{option} {value!r}: not a valid regular expression ({exc})") from exc
 
 
-def _last_record_offset(conf: Mapping[str, str], topic: str, partition: int, bounds: Bounds) -> int | None:
+def _last_record_offset(reader: PartitionReader, topic: str, partition: int, bounds: Bounds) -> int | None:
     """Offset of the partition's last readable record (the end may be a transaction marker)."""
-    got = KafkaRecords(conf, topic, partition, bounds.end).read(
+    got = KafkaRecords(reader, topic, partition, bounds.end).read(
         max(bounds.start, bounds.end - DEFAULT_WINDOW), bounds.end
     )
     return got[-1].offset if got else None
@@ -234,6 +240,8 @@ def plan_failover(
     partitions = len({tp for tp, _c, _g in todo})
     progress(f"translating {len(todo)} group partition(s) on {partitions} source partition(s)")
     sides: Sides | None = None
+    # One consumer per cluster, re-assigned from partition to partition.
+    src_reader, dst_reader = PartitionReader(live.kafka_config(src)), PartitionReader(live.kafka_config(dst))
     current: TP | None = None
     translated = 0
     for (topic, p), c, group in todo:
@@ -245,8 +253,8 @@ def plan_failover(
             current, sides = (topic, p), None
             if (remote, p) in t_bounds and (topic, p) in s_bounds:
                 sides = Sides(
-                    source=KafkaRecords(live.kafka_config(src), topic, p, s_bounds[(topic, p)].end),
-                    target=KafkaRecords(live.kafka_config(dst), remote, p, t_bounds[(remote, p)].end),
+                    source=KafkaRecords(src_reader, topic, p, s_bounds[(topic, p)].end),
+                    target=KafkaRecords(dst_reader, remote, p, t_bounds[(remote, p)].end),
                     source_bounds=s_bounds[(topic, p)],
                     target_bounds=t_bounds[(remote, p)],
                     offset_for_time=OffsetsForTimes(live.admin(dst), remote, p),
@@ -284,6 +292,8 @@ def plan_failover(
                 delta_candidate=None if tr is None else tr.delta_candidate,
             )
         )
+    src_reader.close()
+    dst_reader.close()
     count(progress, TRANSLATE_PHASE, partitions, partitions)
     report.rows.sort(key=lambda r: (r.group, r.source_topic, r.partition))
     if not report.rows:
@@ -298,9 +308,8 @@ def plan_failover(
     for r in report.rows:  # sorted by group: each group's rows in one pass
         if r.target_offset is not None and r.target_offset != r.before_offset:
             writes.setdefault(r.group, []).append(r)
-    if opts.stop_mirroring:
-        _stop_mirroring(b, flow, opts, writes, s_bounds)
-    write_group_offsets(b, dst, writes)
+    stops_checkpoints = opts.stop_mirroring and _stop_mirroring(b, flow, opts, writes, s_bounds)
+    write_group_offsets(b, dst, writes, settle_seconds=settle_window(flow) if not stops_checkpoints else 0.0)
     note_untranslatable(b, report.untranslatable)
     unchanged = sum(1 for r in report.rows if r.target_offset is not None and r.target_offset == r.before_offset)
     if unchanged:
@@ -406,7 +415,10 @@ def _with_target_state(
             )
     for r in rows:
         before = current[r.group].get((r.target_topic, r.partition))
-        r = dataclasses.replace(r, before_offset=before)
+        r = FailoverRow(  # positional, not ``dataclasses.replace``: a 100,000-row failover does this per row
+            r.group, r.source_topic, r.target_topic, r.partition, r.source_offset, r.target_offset, before, r.method,
+            r.detail, r.delta_candidate,
+        )  # fmt: skip
         out.append(r)
         if r.target_offset is None or r.target_offset == before:
             continue
@@ -432,9 +444,10 @@ def _stop_mirroring(
     opts: FailoverOptions,
     writes: Mapping[str, Sequence[FailoverRow]],
     s_bounds: Mapping[TP, Bounds],
-) -> None:
+) -> bool:
     """Wait for the target to hold what the source holds now (source readable), then stop every MM2
-    connector of the pair, so neither replication nor MM2's own offset sync moves what we write."""
+    connector of the pair, so neither replication nor MM2's own offset sync moves what we write. Returns
+    whether the plan stops the checkpoint connector (the one that syncs group offsets)."""
     found = find_pair_connectors(b.live, flow.source, flow.target, ALL_ROLES)
     if not found:
         raise PlanError(f"--stop-mirroring: no MM2 connectors of {opts.pair} on the Connect worker")
@@ -443,10 +456,12 @@ def _stop_mirroring(
     if not opts.source_unavailable and source_connector is not None and writes:
         tps = sorted({(r.source_topic, r.partition) for rows in writes.values() for r in rows})
         targets = []
+        reader = PartitionReader(b.live.kafka_config(flow.source))
         for t, p in tps:
-            last = _last_record_offset(b.live.kafka_config(flow.source), t, p, s_bounds[(t, p)])
+            last = _last_record_offset(reader, t, p, s_bounds[(t, p)])
             if last is not None:
                 targets.append(CatchUpTarget(topic=t, partition=p, upstream_offset=last))
+        reader.close()
         if targets:
             b.add(
                 StepKind.WAIT_FOR_CATCH_UP,
@@ -464,11 +479,30 @@ def _stop_mirroring(
         name = found.get(role)
         if name is not None:
             lifecycle_step(b, name, Action.STOP, states[name])
+    return "checkpoint" in found
 
 
-def write_group_offsets(b: PlanBuilder, dst: str, writes: Mapping[str, Sequence[FailoverRow]]) -> None:
+#: Added to twice MM2's ``sync.group.offsets.interval.seconds``: the time its sync takes to read and write
+#: the groups of one round on a loaded worker.
+SETTLE_MARGIN_S = 2.0
+
+
+def settle_window(flow: PairConfig) -> float:
+    """How long a read-back watches a group MM2 may still sync (``GroupOffsetsVerify.settle_seconds``).
+
+    MM2 reads the idle target groups' offsets in one scheduled round and writes what they lack in the next,
+    one sync interval later; a round that read a group before our write can still write it after, once.
+    0 when the flow does not sync group offsets."""
+    if not flow.sync_group_offsets_enabled:
+        return 0.0
+    return 2 * flow.sync_group_offsets_interval_seconds + SETTLE_MARGIN_S
+
+
+def write_group_offsets(
+    b: PlanBuilder, dst: str, writes: Mapping[str, Sequence[FailoverRow]], *, settle_seconds: float = 0.0
+) -> None:
     """A write step per group on ``dst`` (its rows' translated offsets, guarded), then a read-back step per
-    group; ``plan failback`` writes its groups the same way."""
+    group, watching ``settle_seconds`` for MM2's own sync; ``plan failback`` writes its groups the same way."""
     verifies = []
     currents = b.live.many_group_offsets(dst, writes)
     for group, rows in writes.items():
@@ -486,6 +520,8 @@ def write_group_offsets(b: PlanBuilder, dst: str, writes: Mapping[str, Sequence[
             if r.target_offset is not None and r.method is not None
         )
         current = currents[group]
+        # One tuple for the range check and the read-back: the same offsets, built once.
+        planned = tuple(GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset) for r in payload_rows)
         pre = AllOf(
             conditions=(
                 GroupEmptyOrAbsent(cluster=dst, group=group),
@@ -496,12 +532,7 @@ def write_group_offsets(b: PlanBuilder, dst: str, writes: Mapping[str, Sequence[
                         GroupOffset(topic=r.topic, partition=r.partition, offset=r.before_offset) for r in payload_rows
                     ),
                 ),
-                GroupOffsetsInRange(
-                    cluster=dst,
-                    offsets=tuple(
-                        GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset) for r in payload_rows
-                    ),
-                ),
+                GroupOffsetsInRange(cluster=dst, offsets=planned),
             )
         )
         new_parts = [r for r in payload_rows if r.before_offset is None]
@@ -521,18 +552,17 @@ def write_group_offsets(b: PlanBuilder, dst: str, writes: Mapping[str, Sequence[
             after={"written_partitions": len(payload_rows)},
             description=f"write {len(payload_rows)} offset(s) of group {group} on {dst} in one call ({methods})",
         )
-        verifies.append((target, payload_rows))
-    for target, payload_rows in verifies:
+        verifies.append((target, planned))
+    for target, planned in verifies:
         b.add(
             StepKind.GROUP_OFFSETS_VERIFY,
             target,
-            GroupOffsetsVerify(
-                expected=tuple(GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset) for r in payload_rows)
-            ),
+            GroupOffsetsVerify(expected=planned, settle_seconds=settle_seconds),
             NoPrecondition(),
             before=None,
             after=None,
-            description=f"read the offsets of group {target.group} back and compare",
+            description=f"read the offsets of group {target.group} back and compare"
+            + (f", for {settle_seconds:g}s while MM2 may still sync it" if settle_seconds else ""),
         )
 
 

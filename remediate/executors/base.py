@@ -34,6 +34,9 @@ class ExecContext:
     #: Secret values an operator supplied (``--secrets-file``), keyed by config key.
     operator_secrets: Mapping[str, str] = field(default_factory=dict)
     wait_timeout_s: float = 180.0
+    #: When this process last wrote each (cluster, group) (``time.monotonic``): a settling read-back
+    #: (``GroupOffsetsVerify.settle_seconds``) counts its window from there.
+    written_at: dict[tuple[str, str], float] = field(default_factory=dict)
 
     @property
     def view(self) -> StateView:

@@ -5,6 +5,8 @@ Tests ask for ``lab`` and, when they need a non-default setup, mark themselves
 ``@pytest.mark.lab(version=..., policy=..., location=..., security=...)``. Collection groups the tests by lab, so each
 lab boots once per session and only one runs at a time (the previous one is stopped before the next
 starts). Every test uses unique topic and group names, so tests share a lab without seeing each other.
+Tests that break their lab (kill a broker or the Connect worker) mark themselves ``own="<name>"`` and get
+a lab of their own, which no other test shares.
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ class LabKey:
     policy: str = "default"
     location: str = "source"
     security: str = "none"
+    own: str = ""  # "": a shared lab; a name: a lab of its own, for tests that break it
 
     @property
     def slug(self) -> str:
         secured = "" if self.security == "none" else f"-{self.security}"
-        return f"kafka-{self.version}-{self.policy}-{self.location}{secured}"
+        return f"kafka-{self.version}-{self.policy}-{self.location}{secured}" + (f"-{self.own}" if self.own else "")
 
 
 DEFAULT_KEY = LabKey()
@@ -48,6 +51,7 @@ def _key_of(item: pytest.Item) -> LabKey | None:
         policy=marker.kwargs.get("policy", "default"),
         location=marker.kwargs.get("location", "source"),
         security=marker.kwargs.get("security", "none"),
+        own=marker.kwargs.get("own", ""),
     )
 
 
@@ -60,7 +64,7 @@ def _order(key: LabKey | None) -> tuple[int, LabKey]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "lab(version, policy, location, security): which lab setup the test needs")
+    config.addinivalue_line("markers", "lab(version, policy, location, security, own): which lab setup the test needs")
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -250,13 +250,29 @@ def test_every_precondition_refusal_and_rollback_to_previous_offsets(lab: LabInf
     finally:
         c.close()
 
-    # A target offset that changed since the plan.
+    # A target offset that changed since the plan, beyond the planned position: refused.
     changed = state_dir / "changed.yaml"
     assert _plan(lab, flow, changed, state_dir, "--groups", g["changed"]).returncode == 0
-    tadmin.alter_group_offsets({g["changed"]: {(remote, 0): 3}})
+    tadmin.alter_group_offsets({g["changed"]: {(remote, 0): 25}})
     r = mm2ctl("apply", str(changed), "--auto-approve", state=state_dir)
     assert r.returncode == 8 and "changed" in r.stderr, r.stderr
-    assert _group_offsets(lab.target.bootstrap, g["changed"]) == {(remote, 0): 3}
+    assert _group_offsets(lab.target.bootstrap, g["changed"]) == {(remote, 0): 25}
+    # Moved forward to at most the planned position, the group inactive: what MM2's own group-offset sync
+    # does, so the plan is written over it, and rollback restores what apply found.
+    assert _plan(lab, flow, changed, state_dir, "--groups", g["changed"], "--allow-rewind").returncode == 0
+    tadmin.alter_group_offsets({g["changed"]: {(remote, 0): 21}})  # lower than the plan saw, but below 25
+    r = mm2ctl("apply", str(changed), "--auto-approve", state=state_dir)
+    assert r.returncode == 8 and "changed" in r.stderr, r.stderr  # backwards from what the plan saw
+    fwd = state_dir / "forward.yaml"
+    tadmin.alter_group_offsets({g["changed"]: {(remote, 0): 3}})
+    assert _plan(lab, flow, fwd, state_dir, "--groups", g["changed"]).returncode == 0
+    tadmin.alter_group_offsets({g["changed"]: {(remote, 0): 15}})
+    journal = state_dir / "forward.jsonl"
+    r = mm2ctl("apply", str(fwd), "--auto-approve", "--journal", str(journal), state=state_dir)
+    assert r.returncode == 0 and "moved forward since planning" in r.stderr, r.stderr
+    assert _group_offsets(lab.target.bootstrap, g["changed"]) == {(remote, 0): 20}
+    assert mm2ctl("rollback", str(journal), "--auto-approve", state=state_dir).returncode == 0
+    assert _group_offsets(lab.target.bootstrap, g["changed"]) == {(remote, 0): 15}
 
     # Out of range: the target partition lost the planned position (retention, truncation) after planning.
     ranged = state_dir / "range.yaml"

@@ -337,3 +337,35 @@ def test_secret_values_never_reach_the_journal_file(tmp_path: Path) -> None:
     state = read_journal(path)
     assert state.before_state(0)["config"]["source.cluster.ssl.truststore.password"] == REDACTED  # type: ignore[index]
     assert json.dumps(state.steps[0].error).count(REDACTED) == 2
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"seq": 3, "type": "step_started", "index": 1, "before": {"a": [1, 2]}, "at": "t", "kind": "x"},
+        {"seq": 0, "at": "t", "type": "header", "plan": {"z": 1, "b": [{"y": None}]}},
+        {"seq": 1, "at": "t"},
+        {"after": None, "a": "é\u2028"},
+    ],
+)
+def test_a_line_is_the_canonical_json_of_its_entry_and_crc(entry: dict[str, Any]) -> None:
+    import zlib
+
+    from mm2ctl.plans.fingerprint import canonical_json
+    from mm2ctl.remediate.journal import encode_line
+
+    line = encode_line(entry)
+    crc = f"{zlib.crc32(canonical_json(entry).encode()):08x}"
+    assert line == (canonical_json({**entry, "crc32": crc}) + "\n").encode()
+    assert {k: v for k, v in json.loads(line).items() if k != "crc32"} == entry
+
+
+def test_the_header_embeds_the_plan_document_as_read(tmp_path: Path) -> None:
+    from mm2ctl.plans.serialize import dump_plan, load_plan_document
+
+    plan, document = load_plan_document(dump_plan(PLAN))
+    with Journal.create(tmp_path / "j.jsonl", plan, document=document) as j:
+        path = j.path
+    assert read_journal(path).plan == PLAN
+    header = json.loads(lines(path)[0])
+    assert header["plan"] == document

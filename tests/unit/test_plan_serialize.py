@@ -394,3 +394,26 @@ def test_untranslatable_partitions_round_trip_and_are_written_only_when_present(
     assert "g:A.t/3@150" in str(err.value) and "--allow-untranslatable" in str(err.value)
     again.check_untranslatable(allowed=True)
     plain.check_untranslatable(allowed=False)
+
+
+def test_a_value_repeated_in_a_plan_decodes_to_one_object_and_is_still_checked_each_time() -> None:
+    from mm2ctl.plans.offsets import GroupOffset
+    from mm2ctl.plans.preconditions import iter_preconditions
+
+    plan = load_plan(dump_plan(sample_plan()))
+    offsets = [
+        o
+        for s in plan.steps
+        for pre in iter_preconditions(s.precondition)
+        for o in getattr(pre, "expected", ()) + getattr(pre, "offsets", ())
+        if isinstance(o, GroupOffset)
+    ]
+    assert offsets
+    by_value: dict[GroupOffset, GroupOffset] = {}
+    for o in offsets:
+        assert by_value.setdefault(o, o) is o  # equal values are the same object
+    doc = plan_to_json(sample_plan())
+    step = next(s for s in doc["steps"] if s["kind"] == "group_offsets_verify")
+    step["payload"]["expected"].append({**step["payload"]["expected"][0], "partition": True})
+    with pytest.raises(PlanError, match=r"payload\.expected\[\d+\]\.partition: expected an integer, got boolean"):
+        plan_from_json(doc)

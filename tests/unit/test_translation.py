@@ -247,25 +247,20 @@ def test_verified_matches_the_reference_on_random_gapped_topics(seed: int) -> No
 # --- the planner's read-ahead record source ---
 
 
-def test_read_ahead_serves_increasing_windows_from_few_reads_and_never_reads_past_the_limit(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_read_ahead_serves_increasing_windows_from_few_reads_and_never_reads_past_the_limit() -> None:
     from mm2ctl.core.records import RawRecord
     from mm2ctl.plans import kafka_records
 
     present = [o for o in range(0, 30_000) if o % 7 != 3]  # gaps, as compaction and markers leave
     calls: list[tuple[int, int]] = []
 
-    def fake_read(
-        conf: object, topic: str, partitions: list[int], *, start: dict[int, int], end: dict[int, int]
-    ) -> list[RawRecord]:
-        lo, hi = start[partitions[0]], end[partitions[0]]
-        calls.append((lo, hi))
-        return [RawRecord(topic, partitions[0], o, o, b"k", b"v%d" % o) for o in present if lo <= o < hi]
+    class FakeReader:
+        def read(self, topic: str, partition: int, lo: int, hi: int) -> list[RawRecord]:
+            calls.append((lo, hi))
+            return [RawRecord(topic, partition, o, o, b"k", b"v%d" % o) for o in present if lo <= o < hi]
 
-    monkeypatch.setattr(kafka_records, "read_partitions", fake_read)
     limit = 25_000
-    source = kafka_records.KafkaRecords({}, "t", 0, limit, chunk=5_000)
+    source = kafka_records.KafkaRecords(FakeReader(), "t", 0, limit, chunk=5_000)  # type: ignore[arg-type]
     rng = random.Random(7)
     starts = sorted(rng.randrange(0, limit) for _ in range(300))
     for s in starts:
