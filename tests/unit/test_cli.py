@@ -318,11 +318,11 @@ def test_inspect_and_exporter_take_the_monitoring_options() -> None:
 
 
 def test_the_lag_threshold_defaults_to_the_inspectors() -> None:
+    import inspect as pyinspect
+
     from mm2ctl.cli.exporter_cmd import exporter
     from mm2ctl.cli.inspect_cmd import inspect
     from mm2ctl.inspector.replication_health import DEFAULT_LAG_THRESHOLD
-
-    import inspect as pyinspect
 
     for command in (inspect, exporter):
         default = pyinspect.signature(command).parameters["lag_threshold"].default
