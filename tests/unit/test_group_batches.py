@@ -54,6 +54,10 @@ class FakeCluster:
     def cluster_id(self) -> str:
         return "cid-B"
 
+    def authorized_operations(self, *, topics: Any = (), groups: Any = ()) -> dict[tuple[str, str], None]:
+        # A cluster without an authorizer says nothing about operations: nothing is refused.
+        return {**{("topic", t): None for t in topics}, **{("group", g): None for g in groups}}
+
     def describe_groups(self, groups: Any, **_kw: Any) -> dict[str, GroupDescription]:
         return {g: GroupDescription(g, "Empty", self.members.get(g, 0)) for g in groups}
 
