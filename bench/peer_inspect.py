@@ -203,6 +203,11 @@ def grow(info: LabInfo, spec: LoadSpec) -> None:
     commit_group_offsets(info.source.bootstrap, spec, None)
     commit_group_offsets(info.target.bootstrap, spec, remote_prefix)
     load_checkpoints(info.target.bootstrap, pair.checkpoints_topic, spec, remote_prefix)
+    _record_load(info, spec)
+
+
+def _record_load(info: LabInfo, spec: LoadSpec) -> None:
+    """What the lab holds, where ``inspect_scale.py --skip-load`` reads it (for a lab kept with --keep-lab)."""
     (Path(info.dir) / LOAD_FILE).write_text(json.dumps({"spec": asdict(spec), "figures": {}}) + "\n")
 
 
@@ -218,6 +223,7 @@ def small_sizes(args: argparse.Namespace, sizes: list[str], work: Path) -> dict[
         spec = _small_spec(SMALL_GROUPS[first], args.syncs_per_partition)
         say(f"loading {spec.total_syncs:,} offset syncs and {spec.group_partitions:,} group partitions")
         figures["load"] = load(info, spec, pair)
+        _record_load(info, spec)
         bench = Bench(info, mm2_file, work, args.aiven_launcher, args.aiven_timeout)
         for size in sizes:
             if SMALL_GROUPS[size] != spec.groups:

@@ -39,7 +39,8 @@ pytestmark = pytest.mark.integration
 #: The one column that depends on when the admin state was read rather than on the state: the age of the
 #: group's newest checkpoint as of that moment. The two runs read the same frozen state seconds apart, so it
 #: differs between them by those seconds. Every other column (the checkpoint's own timestamp included) is
-#: the state's.
+#: the state's. (A status also reads the clock, but only within two checkpoint intervals, 2 s in the lab, of
+#: MM2's last checkpoint: the checkpoint connector is stopped before either run reads anything.)
 READ_TIME_COLUMNS = ("group_checkpoint_age_seconds",)
 
 
