@@ -55,16 +55,17 @@ def stage_kind(stage: dict[str, Any]) -> str:
         scope = rdd.get("Scope")
         if scope:
             scopes.add(json.loads(scope).get("name", ""))
-        scopes.add(rdd.get("Name", ""))
-    text = " ".join(scopes).lower()
-    if "writefiles" in text or "insertintohadoopfsrelation" in text:
+    text = " ".join(scopes)
+    if "WriteFiles" in text:
         return "output (Parquet write)"
-    if "kafka" in text:
-        return "MM2's topics read (Kafka source)"
-    if "exchange" in text or "shuffle" in text or "sort" in text or "window" in text or "join" in text:
-        return "shuffle, sort, windows, joins"
-    if "existingrdd" in text or "arrow" in text or "parallelcollection" in text:
-        return "admin state tables (from the driver)"
+    if "KafkaTable" in text:
+        return "MM2's topics read (Kafka source) and their shuffle write"
+    if "Scan parquet" in text or "InMemoryTableScan" in text:
+        return "summary and partition rows (read back, cached)"
+    if "Window" in text or "AQEShuffleRead" in text or "SortMergeJoin" in text:
+        return "shuffle read, sort, window passes, joins"
+    if "LocalTableScan" in text or "ExistingRDD" in text:
+        return "admin state tables (from the driver), broadcast or shuffled"
     return "other: " + ", ".join(sorted(s for s in scopes if s))[:80]
 
 
@@ -145,13 +146,14 @@ def submit(cluster: cluster_core.SparkCluster, mm2_file: Path, work: Path) -> di
     lines: list[tuple[float, str]] = []
     log = (work / "spark-submit.log").open("w")
     started_epoch, t0 = time.time() * 1000, time.monotonic()
+    # spark-submit passes the Python driver's output on to its own stdout; Spark logs to stderr. Both are read.
     proc = subprocess.Popen(
-        command, stdout=log, stderr=subprocess.PIPE, text=True, env=cluster_core.submit_environment()
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=cluster_core.submit_environment()
     )
 
     def read() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
+        assert proc.stdout is not None
+        for line in proc.stdout:
             lines.append((time.monotonic() - t0, line.rstrip("\n")))
             log.write(line)
 
@@ -163,7 +165,7 @@ def submit(cluster: cluster_core.SparkCluster, mm2_file: Path, work: Path) -> di
     log.close()
     if code not in (0, 10):
         raise SystemExit(f"spark-submit exited {code} (log {work / 'spark-submit.log'})")
-    # The job's own progress lines, among Spark's log lines on the same stderr.
+    # The job's own progress lines, among Spark's log lines.
     progress = [(round(t, 2), text) for t, text in lines if text.startswith(PROGRESS_LINES)]
     event_log = next(f for f in events.iterdir() if f.is_file())
     events_list = [json.loads(line) for line in event_log.read_text().splitlines() if line.strip()]
