@@ -71,8 +71,8 @@ DATA_TOPIC_CONFIG = {"retention.ms": "-1", "retention.bytes": "-1"}
 
 #: Records the source partitions hold after their newest sync (MM2 syncs trail the log end a little).
 TAIL_RECORDS = 20
-#: The target falls one offset further behind every this many upstream offsets (transaction markers on the
-#: source are not replicated, so downstream offsets run a little below upstream ones).
+#: Every this many upstream offsets, one is a transaction marker: MM2 does not replicate it and writes no sync
+#: for it, so the target falls one offset further behind (downstream offsets run a little below upstream ones).
 DRIFT_EVERY = 1000
 
 _OFFSET_SYNC_VALUE = struct.Struct(">qq")
@@ -117,8 +117,14 @@ class LoadSpec:
         return self.syncs_per_partition + TAIL_RECORDS
 
     @property
+    def sync_upstreams(self) -> range:
+        """Every upstream offset the load writes a sync for (one per record, none for a marker)."""
+        return range(self.syncs_per_partition)
+
+    @property
     def last_sync_upstream(self) -> int:
-        return self.syncs_per_partition - 1
+        last = self.syncs_per_partition - 1
+        return last - 1 if is_marker(last) else last
 
     @property
     def target_records(self) -> int:
@@ -127,20 +133,30 @@ class LoadSpec:
 
     @property
     def total_syncs(self) -> int:
-        return self.syncs_per_partition * len(self.partitions)
+        synced = sum(1 for u in self.sync_upstreams if not is_marker(u))
+        return synced * len(self.partitions)
 
     @property
     def group_partitions(self) -> int:
         return self.groups * len(self.partitions)
 
 
+def is_marker(upstream: int) -> bool:
+    """Whether the source record at ``upstream`` is a transaction marker (never replicated, never synced)."""
+    return upstream % DRIFT_EVERY == DRIFT_EVERY - 1
+
+
 def downstream(upstream: int) -> int:
+    """Where the record at ``upstream`` (not a marker) lands on the target: each earlier marker is one less.
+    Distinct records land at distinct offsets, as MM2 copies them."""
     return upstream - upstream // DRIFT_EVERY
 
 
 def translate(spec: LoadSpec, committed: int) -> int:
     """DESIGN §5 against the loaded syncs (one per upstream offset 0..last): the reference answer."""
     upstream = min(committed, spec.last_sync_upstream)
+    if is_marker(upstream):
+        upstream -= 1  # the newest sync at or below it
     return downstream(upstream) if upstream == committed else downstream(upstream) + 1
 
 
@@ -234,7 +250,9 @@ def load_offset_syncs(bootstrap: str, topic: str, spec: LoadSpec) -> int:
     pack = _OFFSET_SYNC_VALUE.pack
 
     def records() -> Iterator[tuple[str, int, bytes | None, bytes | None]]:
-        for upstream in range(spec.syncs_per_partition):
+        for upstream in spec.sync_upstreams:
+            if is_marker(upstream):
+                continue
             value = pack(upstream, downstream(upstream))
             for key in keys:
                 yield topic, 0, key, value

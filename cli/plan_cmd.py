@@ -84,6 +84,11 @@ def _exit(plan: Plan, detailed: bool) -> None:
         raise typer.Exit(int(ExitCode.CHANGES_PRESENT))
 
 
+_EXPORT_CSV = typer.Option(
+    None,
+    "--export-csv",
+    help="Also write group,topic,partition,offset (kafka-consumer-groups --reset-offsets --from-file).",
+)
 _FALLBACK = typer.Option(
     "timestamp",
     "--fallback",
@@ -282,11 +287,7 @@ def plan_failover_cmd(
         300.0, "--catch-up-timeout", help="Seconds to wait for MM2 to catch up (with --stop-mirroring)."
     ),
     fallback: str = _FALLBACK,
-    export_csv: Path | None = typer.Option(
-        None,
-        "--export-csv",
-        help="Also write group,topic,partition,offset (kafka-consumer-groups --reset-offsets --from-file).",
-    ),
+    export_csv: Path | None = _EXPORT_CSV,
     connect_url: ConnectUrls = None,
     connect_user: ConnectUser = None,
     connect_password: ConnectPassword = None,
@@ -351,11 +352,7 @@ def plan_failback_cmd(
         False, "--allow-rewind", help="Also write group partitions whose offset on A would move backwards."
     ),
     fallback: str = _FALLBACK,
-    export_csv: Path | None = typer.Option(
-        None,
-        "--export-csv",
-        help="Also write group,topic,partition,offset (kafka-consumer-groups --reset-offsets --from-file).",
-    ),
+    export_csv: Path | None = _EXPORT_CSV,
     connect_url: ConnectUrls = None,
     connect_user: ConnectUser = None,
     connect_password: ConnectPassword = None,

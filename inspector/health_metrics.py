@@ -62,8 +62,10 @@ def inspection_metrics(result: InspectResult, config: MM2Config) -> InspectionMe
         result.rows.groupBy("cluster_pair", "group", "status")
         .agg(
             F.count(F.lit(1)).alias("partitions"),
-            F.sum("replay_if_failover_now").alias("replay"),
-            F.sum("skip_if_failover_now").alias("skip"),
+            # The true count where inspect knows it (an exact translation, or --exact), else the bound every
+            # translated row has: replay at least, skip at most.
+            F.sum(F.coalesce("replay_if_failover_now", "replay_if_failover_now_at_least")).alias("replay"),
+            F.sum(F.coalesce("skip_if_failover_now", "skip_if_failover_now_at_most")).alias("skip"),
             F.min(GROUP_CHECKPOINT_AGE).alias("age"),
         )
         .collect()

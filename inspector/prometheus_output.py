@@ -136,12 +136,14 @@ def metric_families(m: InspectionMetrics) -> Iterator[Metric]:
     )
     replay = GaugeMetricFamily(
         "mm2ctl_failover_replay_messages",
-        "Messages the group's consumers would read twice if they failed over to the target now.",
+        "Messages the group's consumers would read twice if they failed over to the target now "
+        "(the true count where inspect knows it, else at least this many).",
         labels=GROUP_LABELS,
     )
     skip = GaugeMetricFamily(
         "mm2ctl_failover_skip_messages",
-        "Messages the group's consumers would never see if they failed over to the target now.",
+        "Messages the group's consumers would never see if they failed over to the target now "
+        "(the true count where inspect knows it, else at most this many).",
         labels=GROUP_LABELS,
     )
     for g in m.groups:

@@ -503,11 +503,13 @@ class LabStatus:
 
     @property
     def healthy(self) -> bool:
+        """Both clusters answer, the Connect worker answers, the lab's own connectors run, and no connector
+        failed. A connector of another flow may be stopped or paused: a failover plan stops its flow."""
         return (
             all(c.reachable for c in self.clusters)
             and self.connect_alive
-            and len(self.connectors) >= len(self.info.connectors)
-            and all(c["state"] == "RUNNING" for c in self.connectors.values())
+            and all(self.connectors.get(name, {}).get("state") == "RUNNING" for name in self.info.connectors.values())
+            and all(c["state"] in ("RUNNING", "PAUSED", "STOPPED") for c in self.connectors.values())
         )
 
 
