@@ -5,7 +5,7 @@ Run it as ``.venv/bin/python bench/inspect_breakdown.py --reuse-lab DIR [--runs 
 properties file, ``mm2-isobench.properties`` in the lab folder): the 1 M lab ``inspect_scale.py --keep-lab``
 leaves, or the 5 k/50 k lab ``peer_inspect.py --keep-lab`` leaves.
 
-Each run starts ``mm2ctl inspect --mm2-config F --format csv --output FILE`` (``--format parquet``: a folder)
+Each run starts ``mm2ctl inspect --mm2-config F --format csv --output FILE [--groups REGEX]`` (``--format parquet``: a folder)
 as a new process, with Spark's event log on (uncompressed, in a temporary folder) and a state folder of its
 own. It stamps every progress line the process prints on stderr with the seconds since it was started, and
 after it exited reads the event log: when the SparkContext started, and every stage's submission and
@@ -239,7 +239,7 @@ def _spark_conf(event_dir: Path) -> list[str]:
     return [arg for key, value in conf.items() for arg in ("--spark-conf", f"{key}={value}")]
 
 
-def run_inspect(mm2_file: Path, fmt: str, work: Path) -> tuple[float, list[Line], int, float]:
+def run_inspect(mm2_file: Path, fmt: str, work: Path, groups: str | None) -> tuple[float, list[Line], int, float]:
     """One cold ``mm2ctl inspect``: its start (epoch seconds), stamped progress lines, exit code, seconds."""
     events = work / "events"
     events.mkdir()
@@ -248,6 +248,7 @@ def run_inspect(mm2_file: Path, fmt: str, work: Path) -> tuple[float, list[Line]
     env.pop("MM2CTL_CONNECT_URL", None)
     argv = [str(Path(sys.executable).with_name("mm2ctl")), "inspect", "--mm2-config", str(mm2_file)]
     argv += ["--format", fmt, "--output", str(output), *_spark_conf(events)]
+    argv += ["--groups", groups] if groups else []
     t0 = time.time()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     assert proc.stderr is not None
@@ -533,9 +534,9 @@ def group_stages(stages: list[Stage], phases: dict[str, Phase]) -> dict[str, dic
     return out
 
 
-def measure_run(mm2_file: Path, fmt: str) -> RunFigures:
+def measure_run(mm2_file: Path, fmt: str, groups: str | None = None) -> RunFigures:
     with tempfile.TemporaryDirectory(prefix="mm2ctl-breakdown-") as tmp:
-        t0, lines, code, total = run_inspect(mm2_file, fmt, Path(tmp))
+        t0, lines, code, total = run_inspect(mm2_file, fmt, Path(tmp), groups)
         spark, stages = read_event_log(Path(tmp) / "events", t0)
     phases = phases_of(lines, spark, stages, total)
     for stage in stages:
@@ -647,6 +648,7 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--reuse-lab", metavar="DIR", required=True, help="a lab holding an inspect_scale load")
     parser.add_argument("--runs", type=int, default=3, help="processes, one after the other; medians (3)")
     parser.add_argument("--format", choices=["csv", "parquet"], default="csv", help="what mm2ctl writes (csv)")
+    parser.add_argument("--groups", metavar="REGEX", help="inspect these groups only (inspect --groups)")
     parser.add_argument("--json", action="store_true", help="one JSON line instead of the table")
     parser.add_argument("--timeline", action="store_true", help="also print each run's stamped progress lines")
     args = parser.parse_args(argv)
@@ -665,7 +667,7 @@ def main(argv: list[str] | None = None) -> int:
     say(f"{args.runs} cold run(s) of mm2ctl inspect --format {args.format} on {mm2_file}; load {loadavg()}")
     runs: list[RunFigures] = []
     for n in range(args.runs):
-        run = measure_run(mm2_file, args.format)
+        run = measure_run(mm2_file, args.format, args.groups)
         runs.append(run)
         say(f"run {n + 1}: {run.total_s:.1f}s, {run.rows} group partitions, exit {run.exit_code}; load {loadavg()}")
     typical = sorted(runs, key=lambda r: r.total_s)[(len(runs) - 1) // 2]
