@@ -1,4 +1,5 @@
-"""What the benchmark scripts share: timestamped progress on stderr, the load average, and their lab."""
+"""What the benchmark scripts share: timestamped progress on stderr, the load average, their lab, and the stock
+Kafka tool they compare with."""
 
 from __future__ import annotations
 
@@ -9,7 +10,26 @@ import time
 from pathlib import Path
 
 from mm2ctl.lab import lab
+from mm2ctl.lab.jars import kafka_classpath
 from mm2ctl.lab.lab import LabInfo
+
+#: Kafka's ``kafka-consumer-groups`` tool (``bin/kafka-consumer-groups.sh`` runs this class).
+STOCK_MAIN = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+#: What ``kafka-run-class.sh`` gives every tool by default, so a stock run costs what an operator's does.
+STOCK_JVM_OPTS = [
+    "-Xmx256M",
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true",
+]
+
+
+def stock_command(kafka_version: str, args: list[str]) -> list[str]:
+    """``kafka-consumer-groups.sh ARGS`` from the lab's jars of that Kafka release: one JVM."""
+    return ["java", *STOCK_JVM_OPTS, "-cp", kafka_classpath(kafka_version), STOCK_MAIN, *args]
 
 
 def say(message: str) -> None:

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_lab import loadavg, open_lab, say
+from bench_lab import loadavg, open_lab, say, stock_command
 from confluent_kafka import Producer
 
 from mm2ctl.core import records
@@ -52,22 +52,10 @@ from mm2ctl.core.admin import TP, KafkaAdmin
 from mm2ctl.core.codecs import decode_offset_sync
 from mm2ctl.core.polling import poll_until
 from mm2ctl.lab import lab
-from mm2ctl.lab.jars import kafka_classpath
 from mm2ctl.plans.serialize import load_plan
 from mm2ctl.plans.steps import StepKind
 
 DEFAULT_LAB_DIR = "/tmp/mm2ctl-failover-bench-lab"
-STOCK_MAIN = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
-#: What ``kafka-run-class.sh`` gives every tool by default, so a stock run costs what an operator's does.
-STOCK_JVM_OPTS = [
-    "-Xmx256M",
-    "-server",
-    "-XX:+UseG1GC",
-    "-XX:MaxGCPauseMillis=20",
-    "-XX:InitiatingHeapOccupancyPercent=35",
-    "-XX:+ExplicitGCInvokesConcurrent",
-    "-Djava.awt.headless=true",
-]
 TARGET_RATIO = 50.0
 TARGET_APPLY_S = 10.0
 #: Pause after each partition's share of a round, so MM2 syncs every partition (see ``produce_records``).
@@ -419,7 +407,6 @@ def measure_stock(info: lab.LabInfo, planned: Offsets, groups: list[str], work: 
     the group partitions read back wrong, and how many were checked."""
     target = KafkaAdmin.connect({"bootstrap.servers": info.target.bootstrap}, name="backup", timeout_s=120)
     delete_groups(target, groups)
-    classpath = kafka_classpath(info.kafka_version)
     times: list[float] = []
     log = work / "stock.log"
     for group in groups:
@@ -428,21 +415,8 @@ def measure_stock(info: lab.LabInfo, planned: Offsets, groups: list[str], work: 
             writer = csv.writer(fh, lineterminator="\n")
             for (topic, p), o in sorted(planned[group].items()):
                 writer.writerow((group, topic, p, o))
-        cmd = [
-            "java",
-            *STOCK_JVM_OPTS,
-            "-cp",
-            classpath,
-            STOCK_MAIN,
-            "--bootstrap-server",
-            info.target.bootstrap,
-            "--group",
-            group,
-            "--reset-offsets",
-            "--from-file",
-            str(path),
-            "--execute",
-        ]
+        reset = ["--reset-offsets", "--from-file", str(path), "--execute"]
+        cmd = stock_command(info.kafka_version, ["--bootstrap-server", info.target.bootstrap, "--group", group, *reset])
         t0 = time.monotonic()
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         seconds = time.monotonic() - t0

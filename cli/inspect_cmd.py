@@ -132,7 +132,9 @@ def inspect(
     from mm2ctl.cli import run_log
     from mm2ctl.cli.progress import terminal_progress
     from mm2ctl.inspector.admin_state import Selection, reach_clusters
-    from mm2ctl.inspector.job import InspectOptions, run_inspection, select_pairs
+    from mm2ctl.inspector.class_archive import class_archive
+    from mm2ctl.inspector.jars import spark_kafka_jars
+    from mm2ctl.inspector.job import InspectOptions, read_cluster_state, run_inspection, select_pairs
     from mm2ctl.inspector.report import (
         PARTITION_COLUMNS,
         PARTITION_ORDER,
@@ -140,7 +142,7 @@ def inspect(
         write_distributed,
         write_json_lines,
     )
-    from mm2ctl.inspector.session import build_session
+    from mm2ctl.inspector.session import SessionStart
 
     for name, regex in (("--groups", groups), ("--topics", topics)):
         if regex is not None:
@@ -165,11 +167,16 @@ def inspect(
     )
     by_partition = rows is Rows.partitions
     parquet_output = output if fmt is Format.parquet and not by_partition else None
+    connect_client = connect.client((from_connect,) if from_connect else ())
     with terminal_progress(quiet=quiet) as say:  # closed before any row reaches stdout
         say("reaching the clusters")
         reach_clusters(select_pairs(config, pair or []))
+        # Spark's driver JVM starts on a thread of its own while the clusters' admin state is read.
         say("starting Spark")
-        spark = build_session(spark_master, conf, jvm_log=run_log.jvm_log("inspect"))
+        archive = class_archive(spark_kafka_jars()) if spark_master is None else None
+        session = SessionStart(spark_master, conf, jvm_log=run_log.jvm_log("inspect"), class_archive=archive)
+        cluster_state = read_cluster_state(config, options, connect=connect_client, progress=say)
+        spark = session.result()
         started = time.monotonic()
         result = run_inspection(
             spark,
@@ -177,7 +184,8 @@ def inspect(
             options,
             progress=say,
             parquet_output=parquet_output,
-            connect=connect.client((from_connect,) if from_connect else ()),
+            connect=connect_client,
+            cluster_state=cluster_state,
         )
         if fmt is Format.prometheus:
             from mm2ctl.inspector.health_metrics import inspection_metrics
@@ -213,9 +221,11 @@ def inspect(
     for note in result.notes:
         if fmt is not Format.table:
             say(f"note: {note.cluster_pair}: {note.topic} on {note.cluster}: {note.message}")
+    replicated = result.partitions.count()
+    session.finish(say)  # the first embedded run: its JVM writes the class archive as it exits
     say(
         f"{result.group_partitions} group partition(s) inspected, {problems} problem(s); "
-        f"{result.partitions.count()} replicated partition(s), {partition_problems} problem(s)"
+        f"{replicated} replicated partition(s), {partition_problems} problem(s)"
     )
     if problems or partition_problems:
         raise typer.Exit(int(ExitCode.PROBLEMS_FOUND))

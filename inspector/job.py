@@ -438,6 +438,33 @@ def fresh_checkpoint_age(pair: PairConfig) -> dt.timedelta:
 CLASSIFY_PHASE = "Spark tasks"
 
 
+@dataclass(frozen=True, slots=True)
+class ClusterState:
+    """What the inspection reads on the driver before Spark runs: per selected pair, the clusters' admin state
+    and MM2's position (``read_cluster_state``)."""
+
+    pairs: tuple[tuple[PairConfig, PairState, ReplicationState], ...]
+
+
+def read_cluster_state(
+    config: MM2Config,
+    options: InspectOptions,
+    *,
+    connect: ConnectClient | None = None,
+    progress: Progress | None = None,
+) -> ClusterState:
+    """The admin state and MM2's position of every selected pair. It needs no Spark: a caller can read it
+    while the session starts (``inspector.session.SessionStart``) and hand it to ``run_inspection``."""
+    say = progress or (lambda _m: None)
+    read = []
+    for pair in select_pairs(config, options.pairs):
+        say(f"{pair.name}: reading admin state")
+        replication = collect_replication_state(config, pair, options.selection, connect, progress=say)
+        state = collect_pair_state(config, pair, options.selection, progress=say)
+        read.append((pair, state, replication))
+    return ClusterState(tuple(read))
+
+
 def run_inspection(
     spark: SparkSession,
     config: MM2Config,
@@ -446,6 +473,7 @@ def run_inspection(
     progress: Progress | None = None,
     parquet_output: str | None = None,
     connect: ConnectClient | None = None,
+    cluster_state: ClusterState | None = None,
 ) -> InspectResult:
     """Classify every group partition of the selected pairs.
 
@@ -453,18 +481,15 @@ def run_inspection(
     them there (Spark's writer, a folder of part files) and the result reads them back, so a large run is not
     also cached in memory; otherwise they are cached. Either way every writer and the summary reuse them
     without recomputing. ``connect`` is the Connect worker MM2's position is read from (``inspector.mm2_position``;
-    without it, dedicated-mode MM2's offsets topic); the replicated-partition rows are cached.
+    without it, dedicated-mode MM2's offsets topic); the replicated-partition rows are cached. ``cluster_state``
+    is the admin state when the caller read it already (``read_cluster_state``), else this reads it first.
     """
     say = progress or (lambda _m: None)
-    pairs = select_pairs(config, options.pairs)
-    runs: list[_PairRun] = []
-    positions: list[Mm2Position] = []
-    for pair in pairs:
-        say(f"{pair.name}: reading admin state")
-        replication = collect_replication_state(config, pair, options.selection, connect, progress=say)
-        positions.append(replication.position)
-        state = collect_pair_state(config, pair, options.selection, progress=say)
-        runs.append(_PairRun(pair, state, replication))
+    if cluster_state is None:
+        cluster_state = read_cluster_state(config, options, connect=connect, progress=progress)
+    runs = [_PairRun(pair, state, replication) for pair, state, replication in cluster_state.pairs]
+    pairs = [run.pair for run in runs]
+    positions = [run.replication.position for run in runs]
     group_partitions = sum(r.state.group_partitions for r in runs)
     attempt = 0
     while True:

@@ -1,10 +1,9 @@
 """Keep the embedded Spark driver JVM's output off the terminal: it goes to a log file instead.
 
-PySpark starts the driver JVM (``bin/spark-submit``, then ``java``) with ``Popen``, and the child inherits
-this process's file descriptors 1 and 2. The JVM writes there for its whole life: the launcher's own
-``WARNING: Using incubator modules``, log4j's lines, Spark's stage progress bar, and anything its Python
-workers print. So while the JVM starts, ``output_to`` points fds 1 and 2 at the log file; the JVM keeps
-them, and this process gets its own back as soon as the session exists.
+PySpark starts the driver JVM (``bin/spark-submit``, then ``java``) with ``Popen``; ``inspector.session``
+gives it the log file as its stdout and stderr, and the JVM writes there for its whole life: the launcher's
+own ``WARNING: Using incubator modules``, log4j's lines, Spark's stage progress bar, and anything its Python
+workers print.
 
 ``log4j_java_option`` points log4j2 at ``log4j2-driver.properties`` (shipped beside this module):
 warnings and errors with timestamps, on the JVM's stderr, that is the log file. A configuration of our own
@@ -13,11 +12,7 @@ also keeps Spark from printing ``Using Spark's default log4j profile`` and ``Set
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import sys
-from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
@@ -51,37 +46,4 @@ def log4j_java_option(java_options: str | None) -> str:
     return f"{options} {ours}" if options else ours
 
 
-@contextlib.contextmanager
-def output_to(log: Path) -> Iterator[None]:
-    """Point this process's fds 1 and 2 at ``log`` (appending) while the body runs, then restore them.
-
-    Python's own buffered writes made meanwhile land in the log too (they are flushed before the restore).
-    A closed fd stays closed.
-    """
-    _flush()
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    saved: dict[int, int] = {}
-    try:
-        for target in (1, 2):
-            try:
-                saved[target] = os.dup(target)
-            except OSError:
-                continue  # not open: nothing to redirect or restore
-            os.dup2(fd, target)
-        yield
-    finally:
-        _flush()
-        for target, copy in saved.items():
-            os.dup2(copy, target)
-            os.close(copy)
-        os.close(fd)
-
-
-def _flush() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            if stream is not None:
-                stream.flush()
-
-
-__all__ = ["LOG4J2_CONFIG", "log4j2_config_path", "log4j_java_option", "output_to"]
+__all__ = ["LOG4J2_CONFIG", "log4j2_config_path", "log4j_java_option"]

@@ -1,8 +1,11 @@
 """Write an inspection's rows: RFC 4180 CSV, JSON Lines, or Spark's own distributed writers.
 
-CSV and JSON stream the rows to one file (or stdout) through ``toLocalIterator``, so the driver never holds
-the whole report. Parquet is written by the job itself (``run_inspection(parquet_output=…)``) with
-``parquet_writer_options``: Spark's own writer, a folder of part files, for runs too large for one file.
+CSV and JSON write the rows to one file (or stdout): the driver collects them as one Arrow table (a Spark
+job, its rows sent in Arrow batches), sorts them there, and spells each column at once, never a Python object
+per value for CSV. The driver then holds the report, about 0.5 KB a row; a report too large for that is
+written with Parquet or Spark's distributed writers instead. Parquet is written by the job itself
+(``run_inspection(parquet_output=…)``) with ``parquet_writer_options``: Spark's own writer, a folder of part
+files, for runs too large for one file.
 Columns come in ``schemas.CLASSIFIED_SCHEMA`` order, Aiven's first, then ours, then the group's checkpoint
 age (``replication_health.GROUP_ROWS_SCHEMA``); ``--rows partitions`` writes ``PARTITION_COLUMNS`` instead.
 
@@ -12,13 +15,15 @@ the human table is the CLI's (``mm2ctl.cli.render``). The job imports this modul
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, TextIO
 
-from pyspark.sql import DataFrame, Row
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+from pyspark.sql import DataFrame
 
 from mm2ctl.inspector import replication_health
 
@@ -62,9 +67,10 @@ PARTITION_COLUMNS: tuple[str, ...] = replication_health.PARTITION_COLUMNS
 PARTITION_ORDER = ("cluster_pair", "topic", "partition")
 
 
-def _rows(frame: DataFrame, columns: Sequence[str], order: Sequence[str]) -> Iterator[Row]:
-    """The rows in report order (pair, group, topic, partition), streamed a partition at a time."""
-    return frame.select(*columns).orderBy(*order).toLocalIterator(prefetchPartitions=True)
+def _table(frame: DataFrame, columns: Sequence[str], order: Sequence[str]) -> pa.Table:
+    """The rows as one Arrow table in report order (Spark's ascending order: nulls first)."""
+    table = frame.select(*columns).toArrow()
+    return table.sort_by([(c, "ascending", "at_start") for c in order])
 
 
 def csv_text(value: Any) -> str:
@@ -77,27 +83,59 @@ def csv_text(value: Any) -> str:
     return str(value)
 
 
+def _timestamps_text(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """ISO-8601 UTC with milliseconds and ``Z``, as ``_cell`` spells a datetime (microseconds truncated)."""
+    millis = column.cast(pa.timestamp("ms", tz="UTC"), safe=False)
+    return pc.strftime(millis, format="%Y-%m-%dT%H:%M:%SZ")  # %S carries the unit's fraction: 05.123
+
+
+def _spelled(table: pa.Table, *, for_json: bool) -> pa.Table:
+    """Every column as ``csv_text`` spells its values (nulls stay null), or for JSON only the timestamps."""
+    spelled = []
+    for field, column in zip(table.schema, table.columns, strict=True):
+        if pa.types.is_timestamp(field.type):
+            column = _timestamps_text(column)
+        elif for_json:
+            pass
+        elif pa.types.is_floating(field.type):
+            # Python's shortest round trip (``5.0``, ``1e-05``); Arrow would write ``5``.
+            column = pa.chunked_array(
+                [pa.array([None if v is None else str(v) for v in column.to_pylist()], pa.string())]
+            )
+        elif not pa.types.is_string(field.type):
+            column = column.cast(pa.string())  # integers in decimal, booleans as true/false
+        spelled.append(column)
+    return pa.table(spelled, names=table.column_names)
+
+
+#: Rows spelled and written per slice: bounds the text held at once besides the table.
+_SLICE_ROWS = 65_536
+
+
 def write_csv(frame: DataFrame, out: TextIO, columns: Sequence[str] = COLUMNS, order: Sequence[str] = ORDER) -> int:
-    """RFC 4180: a header, CRLF line ends, every field quoted (so commas and quotes in messages survive)."""
-    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
-    writer.writerow(columns)
-    count = 0
-    for row in _rows(frame, columns, order):
-        writer.writerow([csv_text(v) for v in row])
-        count += 1
-    return count
+    """RFC 4180: a header, CRLF line ends, every field quoted (so commas and quotes in messages survive),
+    nulls as ``""``."""
+    table = _table(frame, columns, order)
+    options = {"eol": "\r\n", "quoting_style": "all_valid"}
+    out.write(",".join(f'"{c}"' for c in columns) + "\r\n")
+    for start in range(0, table.num_rows, _SLICE_ROWS):
+        part = _spelled(table.slice(start, _SLICE_ROWS), for_json=False)
+        part = pa.table([pc.fill_null(c, "") for c in part.columns], names=part.column_names)
+        sink = pa.BufferOutputStream()
+        pa_csv.write_csv(part, sink, pa_csv.WriteOptions(include_header=False, **options))
+        out.write(sink.getvalue().to_pybytes().decode("utf-8"))
+    return int(table.num_rows)
 
 
 def write_json_lines(
     frame: DataFrame, out: TextIO, columns: Sequence[str] = COLUMNS, order: Sequence[str] = ORDER
 ) -> int:
     """One JSON object per row and line, nulls as ``null``."""
-    count = 0
-    for row in _rows(frame, columns, order):
-        out.write(json.dumps({k: _cell(v) for k, v in zip(columns, row, strict=True)}, separators=(",", ":")))
-        out.write("\n")
-        count += 1
-    return count
+    table = _table(frame, columns, order)
+    for start in range(0, table.num_rows, _SLICE_ROWS):
+        part = _spelled(table.slice(start, _SLICE_ROWS), for_json=True)
+        out.writelines(json.dumps(row, separators=(",", ":")) + "\n" for row in part.to_pylist())
+    return int(table.num_rows)
 
 
 def write_distributed(frame: DataFrame, fmt: str, path: str, columns: Sequence[str] = COLUMNS) -> None:

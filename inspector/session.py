@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from collections.abc import Mapping, Sequence
-from contextlib import nullcontext
 from pathlib import Path
 
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 from mm2ctl.core.errors import InspectError
+from mm2ctl.core.progress import Progress
+from mm2ctl.inspector.class_archive import ClassArchive, chooses_sharing
 from mm2ctl.inspector.jars import spark_kafka_jars
-from mm2ctl.inspector.jvm_log import log4j_java_option, output_to
+from mm2ctl.inspector.jvm_log import log4j_java_option
 
 DEFAULT_MASTER = "local[*]"
+APP_NAME = "mm2ctl-inspect"
 
 _EMBEDDED_DEFAULTS = {
     "spark.ui.enabled": "false",
@@ -106,16 +109,21 @@ def embedded_settings(
 
 
 def build_session(
-    master: str | None = None, conf: Mapping[str, str] | None = None, *, jvm_log: Path | None = None
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    *,
+    jvm_log: Path | None = None,
+    class_archive: ClassArchive | None = None,
 ) -> SparkSession:
     """A session with Spark's Kafka source on the classpath; ``conf`` (``--spark-conf``) wins over defaults.
 
     With ``jvm_log``, an embedded driver JVM writes everything it prints to that file instead of this
-    process's stdout and stderr (``inspector.jvm_log``). Without it, the JVM shares the terminal and Spark's
-    log level is set to ERROR once the session exists. A JVM that dies while starting is an
-    ``InspectError``.
+    process's stdout and stderr. Without it, the JVM shares the terminal and Spark's log level is set to ERROR
+    once the session exists. An embedded driver this call starts maps ``class_archive`` (or writes it when
+    it exits: ``inspector.class_archive``), unless ``conf`` chooses its own Java options. A JVM that dies
+    while starting is an ``InspectError``.
     """
-    builder = SparkSession.builder.appName("mm2ctl-inspect")
+    builder = SparkSession.builder.appName(APP_NAME)
     if under_spark_submit():
         from pyspark import SparkConf
 
@@ -129,24 +137,121 @@ def build_session(
         return spark
     master = master or DEFAULT_MASTER
     settings = embedded_settings(master, conf, jars=spark_kafka_jars(), log_to_file=jvm_log is not None)
-    builder = builder.master(master)
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    with output_to(jvm_log) if jvm_log is not None else nullcontext():
-        try:
-            spark = builder.getOrCreate()
-        except PySparkRuntimeError as exc:
-            if exc.getCondition() != "JAVA_GATEWAY_EXITED":
-                raise
-            raise InspectError("Spark's driver JVM exited while starting (its own output says why)") from exc
+    if class_archive is not None and not chooses_sharing(settings.get(_DRIVER_JAVA_OPTIONS)):
+        settings[_DRIVER_JAVA_OPTIONS] = f"{settings.get(_DRIVER_JAVA_OPTIONS, '')} {class_archive.java_option()}"
+    try:
+        if not _driver_running():
+            _start_driver(master, settings, jvm_log)
+        builder = builder.master(master)
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
+    except PySparkRuntimeError as exc:
+        if exc.getCondition() != "JAVA_GATEWAY_EXITED":
+            raise
+        raise InspectError("Spark's driver JVM exited while starting (its own output says why)") from exc
     if jvm_log is None:
         spark.sparkContext.setLogLevel("ERROR")
     _read_kafka_through_v2(spark, conf)
     return spark
 
 
-def stop_session(spark: SparkSession, *, timeout_s: float = 20.0) -> None:
-    """Stop the session and, when this process started its driver JVM, wait for that JVM to exit.
+def _driver_running() -> bool:
+    """Whether this process already has a driver JVM (a session built before, stopped or not)."""
+    from pyspark import SparkContext
+
+    return SparkContext._gateway is not None
+
+
+def _start_driver(master: str, settings: Mapping[str, str], jvm_log: Path | None) -> None:
+    """Start the driver JVM and its SparkContext, the JVM's output going to ``jvm_log`` when given.
+
+    PySpark starts the JVM (``bin/spark-submit``, then ``java``) with ``Popen``; given the log file as the
+    child's stdout and stderr, the JVM writes there for its whole life: the launcher's own warnings,
+    log4j's lines, and anything its Python workers print. This process's own descriptors are never touched,
+    so the JVM can start on a thread while this process goes on writing to the terminal.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    spark_conf = SparkConf().setMaster(master).setAppName(APP_NAME).setAll(list(settings.items()))
+    if jvm_log is None:
+        gateway = launch_gateway(spark_conf)  # type: ignore[no-untyped-call]
+    else:
+        with jvm_log.open("ab") as out:  # the JVM gets its own copy of the descriptor
+            popen = {"stdout": out, "stderr": subprocess.STDOUT}
+            gateway = launch_gateway(spark_conf, popen_kwargs=popen)  # type: ignore[no-untyped-call]
+    SparkContext(conf=spark_conf, gateway=gateway)
+
+
+class SessionStart:
+    """A session being built on a thread of its own, so the driver JVM starts while the caller reads the
+    clusters; ``result`` waits for it. When this start is the one that makes the class archive, ``finish``
+    stops the JVM and keeps the archive it wrote."""
+
+    def __init__(
+        self,
+        master: str | None,
+        conf: Mapping[str, str] | None,
+        *,
+        jvm_log: Path | None,
+        class_archive: ClassArchive | None,
+    ) -> None:
+        self._done = threading.Event()
+        self._session: SparkSession | None = None
+        self._error: BaseException | None = None
+        # Only a JVM this call starts writes the archive; an existing driver is reused as it is.
+        creating = class_archive is not None and class_archive.create and not _driver_running()
+        self.archive = class_archive if creating else None
+        if class_archive is not None and class_archive.create and not creating:
+            class_archive = None
+        self._thread = threading.Thread(
+            target=self._build,
+            args=(master, conf, jvm_log, class_archive),
+            name="mm2ctl-spark-start",
+            daemon=True,  # a failed admin read ends the process without waiting for the JVM
+        )
+        self._thread.start()
+
+    def _build(
+        self,
+        master: str | None,
+        conf: Mapping[str, str] | None,
+        jvm_log: Path | None,
+        class_archive: ClassArchive | None,
+    ) -> None:
+        try:
+            self._session = build_session(master, conf, jvm_log=jvm_log, class_archive=class_archive)
+        except BaseException as exc:  # handed to the thread that waits in result()
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def result(self) -> SparkSession:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._session is not None
+        return self._session
+
+    def finish(self, progress: Progress | None = None) -> bool:
+        """When this start makes the class archive: stop the session, wait while the JVM writes the archive,
+        and keep it. Whether an archive was kept."""
+        if self.archive is None or self._session is None:
+            return False
+        if progress is not None:
+            progress("saving Spark's classes to an archive for faster starts (once)")
+        exited = stop_session(self._session, timeout_s=ARCHIVE_WRITE_TIMEOUT_S)
+        return exited and self.archive.keep()
+
+
+#: How long the JVM may take to write the class archive when it exits (about 10 s on two idle cores).
+ARCHIVE_WRITE_TIMEOUT_S = 180.0
+
+
+def stop_session(spark: SparkSession, *, timeout_s: float = 20.0) -> bool:
+    """Stop the session and, when this process started its driver JVM, wait for that JVM to exit; whether it
+    exited by itself (rather than killed after ``timeout_s``).
 
     ``spark.stop()`` ends the SparkContext but leaves the JVM alive until this process exits; a long-running
     command (``mm2ctl exporter``) stopping on a signal ends it here, so nothing outlives it. Under
@@ -156,7 +261,7 @@ def stop_session(spark: SparkSession, *, timeout_s: float = 20.0) -> None:
     proc = getattr(gateway, "proc", None)
     spark.stop()
     if gateway is None or proc is None or under_spark_submit():
-        return
+        return False
     gateway.shutdown()
     if proc.stdin is not None:
         proc.stdin.close()  # the JVM exits when its parent's pipe closes
@@ -165,3 +270,5 @@ def stop_session(spark: SparkSession, *, timeout_s: float = 20.0) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=timeout_s)
+        return False
+    return bool(proc.returncode == 0)

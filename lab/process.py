@@ -14,7 +14,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,12 +84,14 @@ def start_jvm(spec: JvmSpec, log_file: Path) -> int:
     return start_command(jvm_command(spec), log_file)
 
 
-def start_command(argv: Sequence[str], log_file: Path) -> int:
-    """Start a long-running process detached from us, output to ``log_file``; return its pid."""
+def start_command(argv: Sequence[str], log_file: Path, *, env: Mapping[str, str] | None = None) -> int:
+    """Start a long-running process detached from us, output to ``log_file``; return its pid. ``env``, when
+    given, is its whole environment."""
     log = log_file.open("ab")
     try:
         proc = subprocess.Popen(
             list(argv),
+            env=None if env is None else dict(env),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -7,11 +7,15 @@ lab boots once per session and only one runs at a time (the previous one is stop
 starts). Every test uses unique topic and group names, so tests share a lab without seeing each other.
 Tests that break their lab (kill a broker or the Connect worker) mark themselves ``own="<name>"`` and get
 a lab of their own, which no other test shares.
+
+``spark_cluster`` is a Spark standalone cluster (``mm2ctl.lab.spark_cluster``: a master and two workers of
+one core and 1 GB each, on loopback), started once for the tests that submit the inspection to it.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from mm2ctl.lab import lab as lab_core
+from mm2ctl.lab import spark_cluster as spark_cluster_core
 from mm2ctl.lab.lab import LabInfo
 from mm2ctl.lab.versions import DEFAULT_KAFKA_VERSION
 
@@ -119,3 +124,20 @@ def lab_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabPool]:
 def lab(request: pytest.FixtureRequest, lab_pool: LabPool) -> LabInfo:
     key = _key_of(request.node) or DEFAULT_KEY
     return lab_pool.get(key)
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[spark_cluster_core.SparkCluster]:
+    """A master and two one-core workers, their logs and work folders beside the labs; stopped at the end
+    with every executor, and no process of theirs left."""
+    base = os.environ.get("MM2CTL_TEST_LAB_DIR")
+    if base:
+        Path(base).mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix="spark-cluster-", dir=base))
+    else:
+        folder = tmp_path_factory.mktemp("spark-cluster")
+    cluster = spark_cluster_core.start(folder, workers=2, cores_per_worker=1, memory_per_worker="1g")
+    try:
+        yield cluster
+    finally:
+        spark_cluster_core.stop(cluster)

@@ -38,7 +38,8 @@ def _row(i: int, message: str) -> dict[str, Any]:
         message=message,
         status="synced",
         sync_count=i,
-        checkpoint_timestamp=dt.datetime(2026, 11, 21, 12, 0, 0, 123000, tzinfo=dt.UTC) if i else None,
+        checkpoint_timestamp=dt.datetime(2026, 11, 21, 12, 0, 0, 123456, tzinfo=dt.UTC) if i else None,
+        group_checkpoint_age_seconds=[5.0, 1e-05, None, 123456789.125][i],
     )
     return base
 
@@ -65,7 +66,11 @@ def test_csv_parses_back_to_exactly_the_rows_written(frame: Any) -> None:
     assert second["is_ok"] == "false"
     assert second["source_latest"] == str(2**63 - 1)
     assert second["checkpoint_timestamp"] == "2026-11-21T12:00:00.123Z"
-    assert dict(zip(COLUMNS, parsed[1], strict=True))["source_latest"] == str(-(2**63))
+    assert second["group_checkpoint_age_seconds"] == "1e-05"
+    first = dict(zip(COLUMNS, parsed[1], strict=True))
+    assert first["source_latest"] == str(-(2**63))
+    assert first["group_checkpoint_age_seconds"] == "5.0" and first["checkpoint_timestamp"] == ""
+    assert text.count('""') >= len(TRICKY)  # a null is an empty quoted field, as every other field is quoted
 
 
 def test_json_lines_are_one_object_per_row_with_nulls(frame: Any) -> None:
@@ -79,3 +84,14 @@ def test_json_lines_are_one_object_per_row_with_nulls(frame: Any) -> None:
     assert objs[0]["is_ok"] is True
     assert objs[1]["message"] == TRICKY[1]
     assert objs[3]["checkpoint_timestamp"] == "2026-11-21T12:00:00.123Z"
+    assert objs[0]["group_checkpoint_age_seconds"] == 5.0 and objs[2]["group_checkpoint_age_seconds"] is None
+
+
+def test_rows_come_in_report_order(spark: Any) -> None:
+    rows = [tuple(_row(i, "m")[c] for c in COLUMNS) for i in (3, 1, 2, 0)]
+    frame = spark.createDataFrame(rows, GROUP_ROWS_SCHEMA).repartition(3)
+    out = io.StringIO(newline="")
+    write_csv(frame, out)
+    parsed = list(csv.reader(io.StringIO(out.getvalue(), newline="")))[1:]
+    groups = [r[COLUMNS.index("group")] for r in parsed]
+    assert groups == sorted(groups) == ['g"0', 'g"1', 'g"2', 'g"3']

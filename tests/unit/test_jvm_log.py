@@ -1,17 +1,15 @@
-"""Where the Spark driver JVM's output goes: the log file's place and bound, the fd lending, log4j2's option."""
+"""Where the Spark driver JVM's output goes: the log file's place and bound, log4j2's option."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from mm2ctl.cli import run_log
-from mm2ctl.inspector.jvm_log import log4j2_config_path, log4j_java_option, output_to
+from mm2ctl.inspector.jvm_log import log4j2_config_path, log4j_java_option
 from mm2ctl.inspector.session import embedded_settings
 
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
@@ -62,19 +60,6 @@ def test_an_unwritable_state_dir_falls_back_to_a_temporary_log(monkeypatch: pyte
     path = run_log.jvm_log("inspect")
     assert path is not None and path.exists() and path.name.startswith("mm2ctl-inspect-")
     path.unlink()
-
-
-def test_output_to_lends_fds_1_and_2_to_children_and_gives_them_back(
-    tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
-    log = tmp_path / "jvm.log"
-    with output_to(log):
-        # A child started meanwhile writes to both, as the JVM pyspark starts does, and keeps them.
-        subprocess.run([sys.executable, "-c", "import sys; print('child out'); print('child err', file=sys.stderr)"])
-    print("ours, after")
-    captured = capfd.readouterr()
-    assert log.read_text().splitlines() == ["child out", "child err"]
-    assert captured.out == "ours, after\n" and captured.err == ""
 
 
 def test_log4j2_option_is_added_to_the_driver_options_unless_the_user_chose_a_config() -> None:
