@@ -5,12 +5,12 @@ Run it as ``.venv/bin/python bench/inspect_breakdown.py --reuse-lab DIR [--runs 
 properties file, ``mm2-isobench.properties`` in the lab folder): the 1 M lab ``inspect_scale.py --keep-lab``
 leaves, or the 5 k/50 k lab ``peer_inspect.py --keep-lab`` leaves.
 
-Each run starts ``mm2ctl inspect --mm2-config F --format csv --output FILE [--groups REGEX]`` (``--format parquet``: a folder)
-as a new process, with Spark's event log on (uncompressed, in a temporary folder) and a state folder of its
-own. It stamps every progress line the process prints on stderr with the seconds since it was started, and
-after it exited reads the event log: when the SparkContext started, and every stage's submission and
-completion time, executor run and CPU time, and the plan nodes its SQL metrics belong to. The phases, in
-seconds of wall-clock time from process start:
+Each run starts ``mm2ctl inspect --mm2-config F --format csv --output FILE [--groups REGEX]`` (``--format
+parquet``: a folder) as a new process, with Spark's event log on (uncompressed, in a temporary folder) and a
+state folder of its own. It stamps every progress line the process prints on stderr with the seconds since it
+was started, and after it exited reads the event log: when the SparkContext started, and every stage's
+submission and completion time, executor run and CPU time, and the plan nodes its SQL metrics belong to. The
+phases, in seconds of wall-clock time from process start:
 
 1. *Python start and imports*: process start to its first progress line (``reaching the clusters``); then
    *reaching the clusters*, the driver's first admin connection to each cluster, to ``starting Spark``.

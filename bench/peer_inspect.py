@@ -63,10 +63,7 @@ DEFAULT_LAB_DIR = "/tmp/mm2ctl-peer-bench-lab"
 #: 10 topics x 5 partitions, as ``inspect_scale.LoadSpec`` lays them out.
 PARTITIONS_PER_TOPIC = 5
 SMALL_GROUPS = {"5k": 100, "50k": 1_000}
-#: Offset syncs per source partition at 5k and 50k. ``inspect_scale``'s load drifts the downstream offset one
-#: below the upstream every 1,000 offsets, which gives upstream 999 and 1,000 the same downstream: two records
-#: at one position, a contradiction the translation rule resolves by a second pass over the partition's syncs
-#: from the newest of them (``inspector.job._again``). Up to 1,000 syncs a partition the load has none.
+#: Offset syncs per source partition at 5k and 50k (the 1 M load has 10,000).
 SMALL_SYNCS_PER_PARTITION = 1_000
 #: The targets of the inspection-speed issue: mm2ctl's cold median over the other tool's, at most.
 TARGETS = {("5k", "stock"): 2.0, ("5k", "aiven"): 2.0, ("50k", "aiven"): 2.0, ("1m", "aiven"): 1.0}
