@@ -120,8 +120,8 @@ def build_session(
     With ``jvm_log``, an embedded driver JVM writes everything it prints to that file instead of this
     process's stdout and stderr. Without it, the JVM shares the terminal and Spark's log level is set to ERROR
     once the session exists. An embedded driver this call starts maps ``class_archive`` (or writes it when
-    it exits: ``inspector.class_archive``), unless ``conf`` chooses its own Java options. A JVM that dies
-    while starting is an ``InspectError``.
+    it exits: ``inspector.class_archive``), unless its Java options already choose how it shares classes. A
+    JVM that dies while starting is an ``InspectError``.
     """
     builder = SparkSession.builder.appName(APP_NAME)
     if under_spark_submit():
