@@ -96,14 +96,13 @@ def test_the_inspection_on_a_standalone_cluster_gives_the_embedded_runs_rows(
         source.alter_group_offsets(committed)
 
         def synced() -> bool:
-            found = target.committed_offsets(list(committed))
-            return all(
-                found[g].offsets.get((remote(topic), p)) is not None
-                for g, offsets in committed.items()
-                for topic, p in offsets
-            )
+            # One group synced on every partition is enough: the runs compare rows of a frozen state, and
+            # whatever MM2 synced of the other groups by then is the same state for both.
+            first = t("g1")
+            found = target.committed_offsets([first])[first].offsets
+            return all(found.get((remote(topic), p)) is not None for topic, p in committed[first])
 
-        eventually(synced, timeout_s=120, what="MM2 to sync the groups' offsets to the target")
+        eventually(synced, timeout_s=180, what="MM2 to sync a group's offsets to the target")
         # The state stops moving: MM2 neither copies, syncs nor checkpoints any more. A group that commits
         # afterwards is one MM2 never synced (a problem row, so both runs exit 10).
         for role in ("checkpoint", "source"):
