@@ -4,10 +4,13 @@ Kafka tool they compare with."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from mm2ctl.lab import lab
 from mm2ctl.lab.jars import kafka_classpath
@@ -34,6 +37,11 @@ def stock_command(kafka_version: str, args: list[str]) -> list[str]:
 
 def say(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def print_figures(figures: dict[str, Any], as_json: bool, report: Callable[[dict[str, Any]], list[str]]) -> None:
+    """The figures on stdout: one JSON line (``--json``), or the script's report of them."""
+    print(json.dumps(figures, sort_keys=True) if as_json else "\n".join(report(figures)))
 
 
 def loadavg() -> list[float]:

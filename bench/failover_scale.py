@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_lab import loadavg, open_lab, say, stock_command
+from bench_lab import loadavg, open_lab, print_figures, say, stock_command
 from confluent_kafka import Producer
 
 from mm2ctl.core import records
@@ -589,10 +589,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
     else:
         say(f"kept the plans, CSVs and logs in {work}")
-    if args.json:
-        print(json.dumps(figures, sort_keys=True))
-    else:
-        print("\n".join(_report(figures)))
+    print_figures(figures, args.json, _report)
     return 0
 
 

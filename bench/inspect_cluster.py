@@ -34,7 +34,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench_lab import loadavg, open_lab, say
+from bench_lab import loadavg, open_lab, print_figures, say
 from inspect_scale import LOAD_FILE, MM2_FILE, PAIR, LoadSpec, load, write_mm2_properties
 
 from mm2ctl.core.config import load_mm2_config
@@ -280,10 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work / "cluster-rows", ignore_errors=True)
         shutil.rmtree(work / "embedded-rows", ignore_errors=True)
     figures["logs"] = str(work)
-    if args.json:
-        print(json.dumps(figures, sort_keys=True))
-    else:
-        print("\n".join(_report(figures)))
+    print_figures(figures, args.json, _report)
     return 0
 
 

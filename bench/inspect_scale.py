@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_lab import loadavg, open_lab, say
+from bench_lab import loadavg, open_lab, print_figures, say
 from confluent_kafka import Producer
 
 from mm2ctl.core.admin import KafkaAdmin
@@ -659,10 +659,7 @@ def main(argv: list[str] | None = None) -> int:
         if started_lab is not None and not args.keep_lab:
             say(f"stopping the lab in {started_lab}")
             lab.down(started_lab)
-    if args.json:
-        print(json.dumps(figures, sort_keys=True))
-    else:
-        print("\n".join(_report(figures)))
+    print_figures(figures, args.json, _report)
     return 0
 
 

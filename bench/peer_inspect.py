@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench_lab import loadavg, open_lab, say, stock_command
+from bench_lab import loadavg, open_lab, print_figures, say, stock_command
 from inspect_scale import (
     LOAD_FILE,
     MM2_FILE,
@@ -356,10 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         for output in work.glob("*.csv"):  # a million rows each; the logs stay
             output.unlink()
     figures["logs"] = str(work)
-    if args.json:
-        print(json.dumps(figures, sort_keys=True))
-    else:
-        print("\n".join(_report(figures)))
+    print_figures(figures, args.json, _report)
     return 0
 
 

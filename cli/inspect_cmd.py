@@ -132,8 +132,6 @@ def inspect(
     from mm2ctl.cli import run_log
     from mm2ctl.cli.progress import terminal_progress
     from mm2ctl.inspector.admin_state import Selection, reach_clusters
-    from mm2ctl.inspector.class_archive import class_archive
-    from mm2ctl.inspector.jars import spark_kafka_jars
     from mm2ctl.inspector.job import InspectOptions, read_cluster_state, run_inspection, select_pairs
     from mm2ctl.inspector.report import (
         PARTITION_COLUMNS,
@@ -173,8 +171,7 @@ def inspect(
         reach_clusters(select_pairs(config, pair or []))
         # Spark's driver JVM starts on a thread of its own while the clusters' admin state is read.
         say("starting Spark")
-        archive = class_archive(spark_kafka_jars()) if spark_master is None else None
-        session = SessionStart(spark_master, conf, jvm_log=run_log.jvm_log("inspect"), class_archive=archive)
+        session = SessionStart(spark_master, conf, jvm_log=run_log.jvm_log("inspect"), share_classes=True)
         cluster_state = read_cluster_state(config, options, connect=connect_client, progress=say)
         spark = session.result()
         started = time.monotonic()

@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 
 from mm2ctl.core.errors import InspectError
 from mm2ctl.core.progress import Progress
+from mm2ctl.inspector import class_archive as archives
 from mm2ctl.inspector.class_archive import ClassArchive, chooses_sharing
 from mm2ctl.inspector.jars import spark_kafka_jars
 from mm2ctl.inspector.jvm_log import log4j_java_option
@@ -186,46 +187,31 @@ def _start_driver(master: str, settings: Mapping[str, str], jvm_log: Path | None
 
 class SessionStart:
     """A session being built on a thread of its own, so the driver JVM starts while the caller reads the
-    clusters; ``result`` waits for it. When this start is the one that makes the class archive, ``finish``
-    stops the JVM and keeps the archive it wrote."""
+    clusters; ``result`` waits for it. With ``share_classes``, an embedded ``local`` driver this start launches
+    maps the class archive (``inspector.class_archive``), or writes it: then ``finish`` stops the JVM and keeps
+    the archive it wrote."""
 
     def __init__(
-        self,
-        master: str | None,
-        conf: Mapping[str, str] | None,
-        *,
-        jvm_log: Path | None,
-        class_archive: ClassArchive | None,
+        self, master: str | None, conf: Mapping[str, str] | None, *, jvm_log: Path | None, share_classes: bool
     ) -> None:
         self._done = threading.Event()
         self._session: SparkSession | None = None
         self._error: BaseException | None = None
-        # Only a JVM this call starts writes the archive; an existing driver is reused as it is.
-        creating = class_archive is not None and class_archive.create and not _driver_running()
-        self.archive = class_archive if creating else None
-        if class_archive is not None and class_archive.create and not creating:
-            class_archive = None
-        self._thread = threading.Thread(
-            target=self._build,
-            args=(master, conf, jvm_log, class_archive),
-            name="mm2ctl-spark-start",
-            daemon=True,  # a failed admin read ends the process without waiting for the JVM
-        )
-        self._thread.start()
+        # An existing driver is reused as it is: only a JVM this start launches maps or writes an archive.
+        launches = (master or DEFAULT_MASTER).startswith("local") and not under_spark_submit() and not _driver_running()
+        archive = archives.class_archive(spark_kafka_jars()) if share_classes and launches else None
+        self.archive = archive if archive is not None and archive.create else None
 
-    def _build(
-        self,
-        master: str | None,
-        conf: Mapping[str, str] | None,
-        jvm_log: Path | None,
-        class_archive: ClassArchive | None,
-    ) -> None:
-        try:
-            self._session = build_session(master, conf, jvm_log=jvm_log, class_archive=class_archive)
-        except BaseException as exc:  # handed to the thread that waits in result()
-            self._error = exc
-        finally:
-            self._done.set()
+        def build() -> None:
+            try:
+                self._session = build_session(master, conf, jvm_log=jvm_log, class_archive=archive)
+            except BaseException as exc:  # handed to the thread that waits in result()
+                self._error = exc
+            finally:
+                self._done.set()
+
+        # A daemon: a failed admin read ends the process without waiting for the JVM.
+        threading.Thread(target=build, name="mm2ctl-spark-start", daemon=True).start()
 
     def result(self) -> SparkSession:
         self._done.wait()
