@@ -197,13 +197,18 @@ class SessionStart:
         self._done = threading.Event()
         self._session: SparkSession | None = None
         self._error: BaseException | None = None
-        # An existing driver is reused as it is: only a JVM this start launches maps or writes an archive.
-        launches = (master or DEFAULT_MASTER).startswith("local") and not under_spark_submit() and not _driver_running()
-        archive = archives.class_archive(spark_kafka_jars()) if share_classes and launches else None
-        self.archive = archive if archive is not None and archive.create else None
+        #: The archive this start's JVM writes at exit, once the thread has chosen it (``finish`` keeps it).
+        self.archive: ClassArchive | None = None
 
         def build() -> None:
             try:
+                # Chosen on the thread too: resolving the jars and digesting the class path stay off the
+                # caller's path. An existing driver is reused as it is: only a JVM this start launches maps
+                # or writes an archive.
+                local = (master or DEFAULT_MASTER).startswith("local")
+                launches = share_classes and local and not under_spark_submit() and not _driver_running()
+                archive = archives.class_archive(spark_kafka_jars()) if launches else None
+                self.archive = archive if archive is not None and archive.create else None
                 self._session = build_session(master, conf, jvm_log=jvm_log, class_archive=archive)
             except BaseException as exc:  # handed to the thread that waits in result()
                 self._error = exc
@@ -223,6 +228,7 @@ class SessionStart:
     def finish(self, progress: Progress | None = None) -> bool:
         """When this start makes the class archive: stop the session, wait while the JVM writes the archive,
         and keep it. Whether an archive was kept."""
+        self._done.wait()
         if self.archive is None or self._session is None:
             return False
         if progress is not None:
