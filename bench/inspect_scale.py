@@ -49,7 +49,8 @@ from confluent_kafka import Producer
 from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.codecs import encode_checkpoint_key, encode_checkpoint_value, encode_offset_sync_key
 from mm2ctl.core.config import MM2Config, PairConfig, load_mm2_config
-from mm2ctl.inspector.admin_state import Selection, collect_pair_state
+from mm2ctl.inspector.admin_state import collect_pair_state
+from mm2ctl.inspector.selection import Selection
 from mm2ctl.inspector.job import InspectOptions, run_inspection
 from mm2ctl.inspector.kafka_read import read_topic
 from mm2ctl.inspector.session import build_session

@@ -23,7 +23,7 @@ from typing import Any
 from bench_lab import loadavg, say
 
 from mm2ctl.core.config import load_mm2_config
-from mm2ctl.inspector.admin_state import Selection
+from mm2ctl.inspector.selection import Selection
 from mm2ctl.inspector.exporter import Exporter
 from mm2ctl.inspector.job import InspectOptions
 from mm2ctl.inspector.prometheus_output import InspectionCollector

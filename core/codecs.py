@@ -153,10 +153,16 @@ def encode_checkpoint(cp: Checkpoint) -> tuple[bytes, bytes]:
     )
 
 
-def decode_checkpoint(key: bytes | None, value: bytes | None) -> Checkpoint:
+def decode_checkpoint_key(key: bytes | None) -> tuple[str, str, int]:
+    """The (group, target topic, partition) a checkpoint record is about; a tombstone has only this."""
     k = _Reader(_need(key, "checkpoint key"))
     group, topic, partition = k.string(), k.string(), k.i32()
     k.done()
+    return group, topic, partition
+
+
+def decode_checkpoint(key: bytes | None, value: bytes | None) -> Checkpoint:
+    group, topic, partition = decode_checkpoint_key(key)
     v = _Reader(_need(value, "checkpoint value"))
     version = v.i16()
     if version != CHECKPOINT_VERSION:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mm2ctl.core import records
+from mm2ctl.core.compaction import Keyed, newest_records
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,14 +74,16 @@ def latest_offsets(
     Sorted by (partition, key) so a fingerprint of it is stable. Reads the whole topic up to the end
     offsets seen when the read began: the topic is compacted, so that is bounded by the live key count.
     """
-    newest: dict[tuple[int, bytes], StoredOffset] = {}
-    for rec in records.read_partitions(config, topic, timeout_s=timeout_s):
-        if rec.key is None or connector_of_key(rec.key) != connector:
-            continue
-        newest[(rec.partition, rec.key)] = StoredOffset(rec.partition, rec.offset, rec.key, rec.value)
-    return [newest[k] for k in sorted(newest)]
+    keyed = (
+        Keyed((rec.partition, rec.key), rec.offset, rec.value)
+        for rec in records.read_partitions(config, topic, timeout_s=timeout_s)
+        if rec.key is not None and connector_of_key(rec.key) == connector
+    )
+    newest = newest_records(keyed)
+    return [StoredOffset(p, newest[(p, k)].offset, k, newest[(p, k)].value) for p, k in sorted(newest)]
 
 
 def live_offsets(stored: list[StoredOffset]) -> list[StoredOffset]:
-    """Only the keys whose newest record holds a value: what the worker would load for the connector."""
+    """Only the keys whose newest record holds a value (``core.compaction``'s rule): what the worker would load
+    for the connector."""
     return [s for s in stored if s.value is not None]

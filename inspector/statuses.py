@@ -182,3 +182,42 @@ OWN_MESSAGES: dict[Status, str] = {
 #: Spelled as the Java/confluent-kafka clients name them (``GroupDescription.state``); the Spark transforms
 #: compare them case-insensitively.
 ACTIVE_GROUP_STATES = frozenset({"Stable", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"})
+
+
+# --- replicated partitions (inspector.replication_health) ---
+
+
+class PartitionStatus(StrEnum):
+    """Stable status codes of a replicated source partition; part of the report format."""
+
+    ERROR = "error"
+    POSITION_UNKNOWN = "position_unknown"
+    SOURCE_RESET = "source_reset"
+    LOST_RECORDS = "lost_records"
+    NOT_STARTED = "not_started"
+    LAGGING = "lagging"
+    REPLICATING = "replicating"
+
+
+#: Statuses that need no action.
+OK_PARTITION_STATUSES = frozenset({PartitionStatus.REPLICATING, PartitionStatus.POSITION_UNKNOWN})
+
+PARTITION_MESSAGES: dict[PartitionStatus, str] = {
+    PartitionStatus.ERROR: "Not inspected: a lookup for this partition failed; see the error column.",
+    PartitionStatus.POSITION_UNKNOWN: (
+        "MM2's position is unknown: give --connect-url (or run dedicated-mode MM2) to read it."
+    ),
+    PartitionStatus.SOURCE_RESET: (
+        "Source reset: MM2's position is beyond the source partition's end, so the topic was recreated or "
+        "truncated under MM2; it starts again from the source's earliest offset."
+    ),
+    PartitionStatus.LOST_RECORDS: (
+        "Records lost: retention deleted records on the source before MM2 copied them; they are not on the target."
+    ),
+    PartitionStatus.NOT_STARTED: (
+        "Not started: MM2 has stored no position for this partition, which holds records; check the "
+        "MirrorSourceConnector's tasks and topic filter."
+    ),
+    PartitionStatus.LAGGING: "Lagging: more records wait to be copied than the lag threshold allows.",
+    PartitionStatus.REPLICATING: "Replicating: MM2 keeps up with this partition.",
+}
