@@ -138,6 +138,10 @@ class Inspector:
         self.connect = connect
         self._kept = {pair.name: PairTopics(pair.name) for pair in self.pairs}
 
+    def kept(self, pair: str) -> PairTopics:
+        """What the session keeps of ``pair``'s internal topics."""
+        return self._kept[pair]
+
     def read_cluster_state(self, progress: Progress = no_progress) -> ClusterState:
         return read_cluster_state(
             self.config, self.pairs, self.options.selection, connect=self.connect, progress=progress

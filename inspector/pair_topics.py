@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, Row, SparkSession
-from pyspark.sql import functions as F
 
 from mm2ctl.core.admin import TP
 from mm2ctl.core.progress import Progress
@@ -167,15 +166,13 @@ class PairTopics:
             facts = sync_state.partition_facts(records).collect()
             self._syncs_malformed = Counter()
             self._take_facts(facts)
-            tangled = sorted(int(f["_part"]) for f in facts if f["_part"] is not None and f["tangled"])
-            cuts = None
+            tangled = sync_state.tangled(facts)
             if tangled:
                 say(
                     f"{self.pair}: the offset syncs of {len(tangled)} source partition(s) hold more than one "
                     "mapping (a rewound, recreated or re-copied topic): keeping the current one"
                 )
-                cuts = sync_state.mapping_starts(records.where(F.col(sync_state.PART).isin(tangled)))
-            runs = sync_state.merge_runs(sync_state.current_syncs_as_runs(records, cuts))
+            runs = sync_state.current_runs(records, tangled)
             self._keep_runs(runs.localCheckpoint(eager=True))
         finally:
             release(records)
@@ -189,7 +186,7 @@ class PairTopics:
         records = self._decoded_syncs(spark, settings, now, plan).cache()
         try:
             facts = sync_state.partition_facts(sync_state.sorted_records(records, 1)).collect()
-            if any(f["_part"] is not None and f["tangled"] for f in facts):
+            if sync_state.tangled(facts):
                 return "a tombstone or a contradicting sync arrived: the current mappings are found again"
             candidates = self.runs.unionByName(sync_state.new_syncs_as_runs(records))
             if sync_state.disagreeing_runs(candidates).limit(1).count():

@@ -27,7 +27,9 @@ at ``c`` when ``c < _u0 + _n`` (``downstream``, exact), else its last sync is th
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window, WindowSpec
+from collections.abc import Iterable, Sequence
+
+from pyspark.sql import Column, DataFrame, Row, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from mm2ctl.inspector import decode
@@ -85,8 +87,8 @@ def _envelope(window: WindowSpec, u0: Column, d0: Column, n: Column, sync: Colum
     """The last upstream and downstream offsets of the syncs before each row (``window`` ends at the row
     before). In a chain the greatest upstream and the greatest downstream are the same sync's."""
     before = window.rowsBetween(Window.unboundedPreceding, -1)
-    last_u = F.max(F.when(sync, u0 + n - 1)).over(before)
-    last_d = F.max(F.when(sync, d0 + n - 1)).over(before)
+    last_u = F.max(F.when(sync, u0 + (n - 1))).over(before)
+    last_d = F.max(F.when(sync, d0 + (n - 1))).over(before)
     return last_u, last_d
 
 
@@ -94,7 +96,7 @@ def _disagrees(u0: Column, d0: Column, last_u: Column, last_d: Column) -> Column
     """``plans.translation.agree`` between a run (in position order) and the chain before it: a run starting
     inside the chain's reach must lie on it (the sync at ``u0`` is there, every run being consecutive syncs);
     one beyond it must be ahead on the target too."""
-    on_chain = d0 == last_d - (last_u - u0)
+    on_chain = F.coalesce(d0 == F.try_subtract(last_d, F.try_subtract(last_u, u0)), F.lit(False))
     return last_u.isNotNull() & F.when(u0 <= last_u, ~on_chain).otherwise(d0 <= last_d)
 
 
@@ -207,6 +209,18 @@ def current_syncs_as_runs(sorted_frame: DataFrame, cuts: DataFrame | None) -> Da
     )
 
 
+def tangled(facts: Iterable[Row]) -> list[int]:
+    """The partitions ``partition_facts``' collected rows found tangled."""
+    return sorted(int(f[PART]) for f in facts if f[PART] is not None and f["tangled"])
+
+
+def current_runs(sorted_frame: DataFrame, tangled_parts: Sequence[int]) -> DataFrame:
+    """Each partition's current mapping as runs (``RUN_COLUMNS``), from ``sorted_records``' output and the
+    partitions ``partition_facts`` found ``tangled`` (whose mapping starts are found first)."""
+    cuts = mapping_starts(sorted_frame.where(F.col(PART).isin(list(tangled_parts)))) if tangled_parts else None
+    return merge_runs(current_syncs_as_runs(sorted_frame, cuts))
+
+
 def _run_order() -> WindowSpec:
     return Window.partitionBy(PART).orderBy(F.col(U0).asc_nulls_first())
 
@@ -227,7 +241,10 @@ def merge_runs(runs: DataFrame) -> DataFrame:
     ``RUN_COLUMNS``, a run per stretch of consecutive syncs."""
     u0, d0, n = F.col(U0), F.col(D0), F.col(N)
     last_u, last_d = _envelope(_run_order(), u0, d0, n, F.lit(True))
-    starts = last_u.isNull() | (u0 > last_u + 1) | ((u0 == last_u + 1) & (d0 != last_d + 1))
+    after = F.try_add(last_u, F.lit(1))  # null past Long.MAX_VALUE, where nothing can start
+    gap = F.coalesce(u0 > after, F.lit(False))
+    touches = F.coalesce(u0 == after, F.lit(False)) & F.coalesce(d0 != F.try_add(last_d, F.lit(1)), F.lit(True))
+    starts = last_u.isNull() | gap | touches
     marked = runs.select(*RUN_COLUMNS, starts.cast("int").alias("_start"))
     grouped = marked.select(
         *RUN_COLUMNS,
@@ -236,7 +253,7 @@ def merge_runs(runs: DataFrame) -> DataFrame:
     merged = grouped.groupBy(PART, "_g").agg(
         F.min(U0).alias(U0),
         F.min(D0).alias(D0),
-        F.max(u0 + n - 1).alias("_last"),
+        F.max(u0 + (n - 1)).alias("_last"),
         F.sum(RECORDS).alias(RECORDS),
     )
     return merged.select(PART, U0, D0, (F.col("_last") - F.col(U0) + 1).alias(N), RECORDS)
@@ -265,7 +282,7 @@ def run_facts(runs: DataFrame) -> DataFrame:
     return runs.groupBy(PART).agg(
         F.min(U0).alias("oldest_sync_upstream"),
         F.min(D0).alias("oldest_sync_downstream"),
-        F.max(F.col(U0) + F.col(N) - 1).alias("latest_sync_upstream"),
-        F.max(F.col(D0) + F.col(N) - 1).alias("latest_sync_downstream"),
+        F.max(F.col(U0) + (F.col(N) - 1)).alias("latest_sync_upstream"),
+        F.max(F.col(D0) + (F.col(N) - 1)).alias("latest_sync_downstream"),
         F.sum(RECORDS).alias("sync_count"),
     )

@@ -63,9 +63,9 @@ def translate(group_offsets: DataFrame, runs: DataFrame, numbers: DataFrame) -> 
     )
     c = F.col("_probe.committed_offset")
     ru0, rd0, rn = F.col("_ru0"), F.col("_rd0"), F.col("_rn")
-    inside = (c - ru0) < rn
-    used_up = F.when(inside, c).otherwise(F.try_add(ru0, rn - 1))
-    used_down = F.when(inside, F.try_add(rd0, c - ru0)).otherwise(F.try_add(rd0, rn - 1))
+    inside = F.try_subtract(c, ru0) < rn
+    used_up = F.when(inside, c).otherwise(ru0 + (rn - 1))
+    used_down = F.when(inside, F.try_add(rd0, F.try_subtract(c, ru0))).otherwise(rd0 + (rn - 1))
     translated = F.when(inside, used_down).otherwise(F.try_add(used_down, F.lit(1)))
     method = F.when(inside, F.lit(METHOD_SYNC_EXACT)).when(translated.isNotNull(), F.lit(METHOD_SYNC_NEXT))
     known = c.isNotNull() & ru0.isNotNull()
