@@ -29,7 +29,7 @@ from confluent_kafka import Producer
 from mm2ctl.core.codecs import encode_offset_sync_key, encode_offset_sync_value
 from mm2ctl.core.config import MM2Config, load_mm2_config
 from mm2ctl.inspector.exporter import Exporter
-from mm2ctl.inspector.inspection import Inspector, InspectOptions, preflight
+from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
 from mm2ctl.inspector.prometheus_output import InspectionCollector
 from mm2ctl.inspector.selection import Selection
 from mm2ctl.inspector.session import build_session, stop_session

@@ -1,4 +1,4 @@
-"""Byte-exact codecs for MM2's internal records (DESIGN §3).
+"""Byte-exact codecs for MM2's internal records (docs/design.md, "Record formats").
 
 MM2 writes these with Kafka Connect's Struct serialization: fields back to back with no framing; INT16,
 INT32 and INT64 are big-endian and signed; a STRING is an INT16 length then UTF-8 bytes. The Spark job

@@ -2,9 +2,9 @@
 
 Why read the topic instead of ``GET /connectors/{c}/offsets``: a worker older than 3.5 has no offsets API,
 dedicated-mode MM2 has no REST API at all, and a tombstone only works when its key is *byte-identical* to
-the stored key and lands on the *same partition* (DESIGN §6). So the key bytes and the partition are kept
-exactly as read; nothing here re-serializes a key. JSON is decoded only to select the connector's keys and
-to show offsets to a human.
+the stored key and lands on the *same partition* (docs/design.md, "Connect offsets"). So the key bytes and the partition
+are kept exactly as read; nothing here re-serializes a key. JSON is decoded only to select the connector's keys and to
+show offsets to a human.
 
 Key form as the lab's 4.3.1 worker writes it (JsonConverter, schemas off), read back byte for byte:
 ``["mm2-x-source",{"cluster":"xsrc","partition":0,"topic":"iso-x-a"}]``, value ``{"offset":4}``.

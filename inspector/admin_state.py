@@ -1,6 +1,6 @@
 """Collect one pair's admin state on the driver, concurrently, as Arrow tables in the inspector's schemas.
 
-What is read, per pair (DESIGN §7):
+What is read, per pair (docs/design.md, "Inspect"):
 - the source groups MM2 mirrors (MM2's group filter, then the user's regex), their state and committed
   offsets, on topics MM2 replicates (MM2's topic filter and internal-topic rules, then the user's regex);
 - earliest/latest of those source partitions, and of their **remote** partitions on the target;

@@ -3,7 +3,7 @@
 The group-partition rows say whether each consumer group would resume at the right place on the target. These
 say whether MM2 itself keeps up: one row per replicated source partition, from MM2's stored position (the
 next upstream offset it copies, ``inspector.mm2_position``), the partition's bounds on both clusters, and the
-partition's newest offset sync. Definitions (DESIGN §12), with ``n`` MM2's next offset to copy and
+partition's newest offset sync. Definitions (docs/design.md, "MM2's position"), with ``n`` MM2's next offset to copy and
 ``[earliest, latest)`` the source partition:
 
 ``replication_lag_records``    ``latest - max(n, earliest)``, at least 0: records waiting to be copied. Records

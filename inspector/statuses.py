@@ -3,7 +3,7 @@
 Every classified row — one (cluster pair, group, source topic, partition) — gets exactly one machine-readable
 ``status`` code and one human ``message``. Aiven's offset sync inspector is the compatibility anchor (DESIGN
 §7): where a row falls in one of its cases the message is Aiven's, verbatim as its documentation prints it
-(seed ``000``). Our extra statuses say *why* in words an operator can act on.
+(its documentation's table of statuses). Our extra statuses say *why* in words an operator can act on.
 
 Definitions used below, per row
 -------------------------------
@@ -96,7 +96,7 @@ class Blocking(StrEnum):
     TARGET_GROUP = "target-group"
 
 
-# --- Aiven's messages, verbatim from its documentation (seed 000) ---
+# --- Aiven's messages, verbatim from its documentation ---
 AIVEN_SYNCED = "Successfully synced, operating normally."
 AIVEN_EMPTY_OTHERS_SYNCED = (
     "Intentionally not synced because the source partition is empty. Other partitions in this group are synced."
@@ -113,7 +113,7 @@ AIVEN_ERRONEOUS_OTHERS_SYNCED = (
 AIVEN_ERRONEOUS_OTHERS_NOT_SYNCED = (
     "Erroneously not synced. Source partition has data, and other partitions for this group are not synced."
 )
-#: The six messages of the seed, in its table order.
+#: The six messages of Aiven's documentation, in its table order.
 AIVEN_MESSAGES: tuple[str, ...] = (
     AIVEN_SYNCED,
     AIVEN_EMPTY_OTHERS_SYNCED,

@@ -153,7 +153,7 @@ class OffsetSyncsTruncate:
 
 
 class TranslationMethod(StrEnum):
-    """How a group offset row's target offset was obtained (DESIGN §5)."""
+    """How a group offset row's target offset was obtained (docs/design.md, "Translation")."""
 
     #: A sync with upstream == committed: the downstream offset.
     OFFSET_SYNC_EXACT = "offset_sync_exact"

@@ -1,5 +1,5 @@
 """``mm2ctl plan failback``: move consumer groups that consume on B after a failover over the flow A->B back to
-A, writing on A the position each group has reached on B (DESIGN §10).
+A, writing on A the position each group has reached on B (docs/design.md, "Failback and timestamps").
 
 A group's committed offset ``t`` on B, on a remote topic of A->B (``A.t`` under the default policy, ``t``
 under the identity policy), is in one of two places:

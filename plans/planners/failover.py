@@ -1,11 +1,12 @@
 """``mm2ctl plan failover``: write each consumer group's translated position to the target before its
-consumers move there, then read it back (seed 002: MM2 replicates offset *numbers*; we translate them).
+consumers move there, then read it back. MM2 copies records, not offsets: a group's offset number copied as
+it is replays or skips records on the target, so it is translated.
 
 Where a row's position comes from (``plans.translation`` has the rules and why):
 
-- ``--from syncs`` (default): the flow's offset syncs, with DESIGN §5's conservative rule, or, when the
-  source is readable, the verified exact translation (records compared on both sides). This works under
-  both replication policies whatever MM2's checkpoints say.
+- ``--from syncs`` (default): the flow's offset syncs, with the conservative rule (docs/design.md,
+  "Translation"), or, when the source is readable, the verified exact translation (records compared on both
+  sides). This works under both replication policies whatever MM2's checkpoints say.
 - ``--from checkpoints``: MM2's own checkpoint, the newest per group and remote partition.
 - The group's committed source offset is read on the source; with ``--source-unavailable`` it is the
   ``upstreamOffset`` of MM2's newest checkpoint (the last one MM2 saw), and only the conservative rule runs.

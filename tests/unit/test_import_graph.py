@@ -1,5 +1,5 @@
 """The installed package's import graph points one way: no cycle between modules, and each layer imports
-only the layers below it (DESIGN §2):
+only the layers below it (docs/design.md, "Parts"):
 
     core, connect_client  <  inspector, plans, lab  <  remediate  <  drill  <  cli
 
