@@ -136,9 +136,7 @@ def _flow_digest(flow: str, groups: pa.Table, per_group: pa.Table, partitions: p
     g = groups.filter(pc.equal(groups["cluster_pair"], flow))
     pg = per_group.filter(pc.equal(per_group["cluster_pair"], flow))
     zero = pa.scalar(0, pa.int64())
-    failover = pg.select(["group"]).append_column(
-        "replay", pc.fill_null(pg["replay_if_failover_now_sum"], zero)
-    )
+    failover = pg.select(["group"]).append_column("replay", pc.fill_null(pg["replay_if_failover_now_sum"], zero))
     for name, column in (
         ("replay_bound", pg["replay_bound_sum"]),
         ("skip", pg["skip_if_failover_now_sum"]),
@@ -247,7 +245,8 @@ def _topics(g: pa.Table) -> Listing:
             ("skip", "sum"),
         ]
     )
-    per_topic = per_topic.sort_by([("problem_sum", "descending"), ("cluster_pair", "ascending"), ("topic", "ascending")])
+    order = [("problem_sum", "descending"), ("cluster_pair", "ascending"), ("topic", "ascending")]
+    per_topic = per_topic.sort_by(order)
     rows = [
         [
             r["cluster_pair"],

@@ -159,7 +159,9 @@
     table.appendChild(thead);
     var body = element("tbody");
     table.appendChild(body);
-    holder.appendChild(table);
+    var scroll = element("div", { class: "scroll" });
+    scroll.appendChild(table);
+    holder.appendChild(scroll);
     var more = element("button", { type: "button", class: "more" }, "show more");
     more.addEventListener("click", function () { view.shown += PAGE; draw(); });
     holder.appendChild(more);

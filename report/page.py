@@ -84,9 +84,7 @@ def setup_html(setup: SetupReport | None) -> str:
         parts.append(f"<p class='warning'>{_e(warning)}</p>")
     for flow in doc["flows"]:
         topics = "".join(f"<li>{_e(k.replace('_', ' '))}: {_e(v)}</li>" for k, v in flow["topics"].items())
-        clusters = "".join(
-            f"<h4>{_e(alias)}</h4>{_settings_table(items)}" for alias, items in flow["clusters"].items()
-        )
+        clusters = "".join(f"<h4>{_e(alias)}</h4>{_settings_table(items)}" for alias, items in flow["clusters"].items())
         parts.append(
             f"<details><summary>Flow {_e(flow['name'])}</summary><ul>{topics}</ul>"
             f"{_settings_table(flow['settings'])}{clusters}</details>"
@@ -144,7 +142,8 @@ def _sections(d: Digest, lag_threshold: int) -> str:
         "(at least) and skip (at most) marked with ≥ and ≤ are bounds: the exact count is known only where the "
         f"translation is exact.{_e(groups_note)}</p>"
         "<div class='table' data-table='readiness'></div></section>"
-        "<section id='topics'><h2>Group partitions per topic</h2><div class='table' data-table='topics'></div></section>"
+        "<section id='topics'><h2>Group partitions per topic</h2>"
+        "<div class='table' data-table='topics'></div></section>"
         f"<section id='rows'><h2>Group partitions</h2><p class='muted'>{_e(rows_note)}</p>"
         "<div class='table' data-table='rows'></div></section>"
     )

@@ -138,11 +138,13 @@ def group_facts(groups: pa.Table, partitions: pa.Table | None, lag_threshold: in
                                   "translated_offset", "translation_method"]), partitions)  # fmt: skip
     error = pc.fill_null(pc.equal(t["status"], Status.ERROR.value), False)
     translated = pc.is_valid(t["translated_offset"])
-    exact = pc.fill_null(pc.is_in(t["translation_method"], value_set=pa.array(sorted(EXACT_TRANSLATION_METHODS))), False)
+    exact_methods = pa.array(sorted(EXACT_TRANSLATION_METHODS))
+    exact = pc.fill_null(pc.is_in(t["translation_method"], value_set=exact_methods), False)
     untranslatable = pc.and_(pc.invert(translated), pc.invert(error))
     approximate = pc.and_(pc.and_(translated, pc.invert(exact)), pc.invert(error))
     state = t["target_group_state"]
-    active = pc.fill_null(pc.is_in(pc.utf8_upper(pc.replace_substring_regex(state, "[_ ]", "")), pa.array(_ACTIVE)), False)
+    spelled = pc.utf8_upper(pc.replace_substring_regex(state, "[_ ]", ""))
+    active = pc.fill_null(pc.is_in(spelled, value_set=pa.array(_ACTIVE)), False)
     lag = t["replication_lag_records"]
     lagging = pc.fill_null(pc.greater(lag, lag_threshold), False)
     where = pc.binary_join_element_wise(t["topic"], pc.cast(t["partition"], pa.string()), "/")
@@ -197,8 +199,6 @@ def group_facts(groups: pa.Table, partitions: pa.Table | None, lag_threshold: in
     return sorted(facts, key=lambda f: (f.flow, f.group))
 
 
-def assess(
-    groups: pa.Table, partitions: pa.Table | None, lag_threshold: int
-) -> Mapping[tuple[str, str], Readiness]:
+def assess(groups: pa.Table, partitions: pa.Table | None, lag_threshold: int) -> Mapping[tuple[str, str], Readiness]:
     """(flow, group) -> its readiness, for every group of the rows."""
     return {(f.flow, f.group): judge(f, lag_threshold) for f in group_facts(groups, partitions, lag_threshold)}
