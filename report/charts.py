@@ -57,7 +57,9 @@ def _status_bars(statuses: list[tuple[str, int, bool]] | None, title: str, missi
         textposition="auto",
         hovertemplate="%{x}: %{y:,} partition(s)<extra></extra>",
     )
-    fig.update_yaxes(title_text="partitions")
+    fig.update_yaxes(
+        title_text="partitions", rangemode="tozero", dtick=1 if max(n for _, n, _ in statuses) <= 8 else None
+    )
     return fig
 
 
@@ -70,7 +72,8 @@ def failover_chart(failover: Listing) -> go.Figure:
     title = "What a failover now would replay and skip, per group"
     rows = list(reversed(failover.rows))  # the worst on top
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, subplot_titles=("replayed", "skipped"))
-    fig.update_layout(**_LAYOUT, title={"text": title}, height=_height(len(rows)), barmode="stack")
+    fig.update_layout(**_LAYOUT, title={"text": title}, height=_height(len(rows)) + 30, barmode="stack")
+    fig.update_layout(margin={**_LAYOUT["margin"], "t": 70})
     if not rows:
         return _empty(fig, "no group partitions")
     groups = [r[0] for r in rows]

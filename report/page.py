@@ -14,7 +14,6 @@ import datetime as dt
 import html
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -185,12 +184,12 @@ def write_report(path: str | Path, page: str) -> Path:
     """Write the page to ``path`` atomically (a temporary file beside it, renamed over it)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")  # created with the user's umask, as target is
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with tmp.open("w", encoding="utf-8") as f:
             f.write(page)
         os.replace(tmp, target)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     return target
