@@ -4,7 +4,7 @@
   "use strict";
   var DATA = JSON.parse(document.getElementById("mm2ctl-data").textContent);
   var PAGE = 500; // table rows drawn at a time; "show more" draws the next ones
-  var state = (window.mm2ctlReport = { ready: false, charts: 0 });
+  var state = (window.mm2ctlReport = { ready: false, charts: 0, scriptMs: performance.now() });
 
   function number(v) {
     return v === null || v === undefined ? "—" : Number(v).toLocaleString("en-US");
@@ -220,6 +220,7 @@
     buildTable(holder, name, DATA.tables[name]);
   });
 
+  state.tablesMs = performance.now();
   var plots = [];
   document.querySelectorAll(".charts[data-flow]").forEach(function (holder) {
     var flow = DATA.flows[Number(holder.dataset.flow)];
