@@ -105,7 +105,6 @@ def report(
     from mm2ctl.cli.progress import terminal_progress
     from mm2ctl.core.config_report import describe_setup
     from mm2ctl.report.inputs import read_saved
-    from mm2ctl.report.inspection_run import InspectionRequest
     from mm2ctl.report.page import render, write_report
 
     setup = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming)
@@ -127,6 +126,8 @@ def report(
             say("reading the saved inspection")
             tables = read_saved(group_rows, partition_rows)
         else:
+            from mm2ctl.report.inspection_run import InspectionRequest  # Spark: only when the inspection runs
+
             assert config is not None
             request = InspectionRequest(
                 pairs=tuple(pair or ()),
