@@ -133,8 +133,7 @@ def _sections(d: Digest, lag_threshold: int) -> str:
         else ""
     )
     return (
-        f"<nav>{nav}<a href='#readiness'>readiness</a><a href='#topics'>topics</a><a href='#rows'>rows</a></nav>"
-        f"{flows}"
+        f"<nav><a href='#readiness'>readiness</a>{nav}<a href='#topics'>topics</a><a href='#rows'>rows</a></nav>"
         "<section id='readiness'><h2>Ready to cut over?</h2>"
         "<p class='muted'>A group is ready when every partition is exactly translated, it has no active members "
         f"on the target, and MM2 lags at most {lag_threshold:,} records on each of its partitions. Replay "
@@ -143,6 +142,7 @@ def _sections(d: Digest, lag_threshold: int) -> str:
         "Marked ≥ (at least) and ≤ (at most), they are bounds: the exact count is known only where the translation "
         f"is exact.{_e(groups_note)}</p>"
         "<div class='table' data-table='readiness'></div></section>"
+        f"{flows}"
         "<section id='topics'><h2>Group partitions per topic</h2>"
         "<div class='table' data-table='topics'></div></section>"
         f"<section id='rows'><h2>Group partitions</h2><p class='muted'>{_e(rows_note)}</p>"
