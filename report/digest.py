@@ -49,7 +49,17 @@ class Listing:
     total: int
 
     def to_json(self) -> dict[str, Any]:
-        return {"columns": list(self.columns), "rows": self.rows, "total": self.total}
+        """Rows as lists; each text column's values replaced by their index in ``dictionaries[column]``, so a
+        flow, a status or a reason shared by many rows is written once (the page decodes them)."""
+        texts = [i for i in range(len(self.columns)) if any(isinstance(r[i], str) for r in self.rows)]
+        dictionaries: dict[str, list[str | None]] = {}
+        rows = [list(r) for r in self.rows]
+        for i in texts:
+            index: dict[str | None, int] = {}
+            for r in rows:
+                r[i] = index.setdefault(r[i], len(index))
+            dictionaries[self.columns[i]] = list(index)
+        return {"columns": list(self.columns), "rows": rows, "dictionaries": dictionaries, "total": self.total}
 
 
 @dataclass(frozen=True)

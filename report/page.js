@@ -90,11 +90,13 @@
     },
   };
 
+  // A listing's rows as objects; a text column holds indexes into listing.dictionaries[column].
   function objects(listing) {
     var cols = listing.columns;
+    var dicts = cols.map(function (c) { return listing.dictionaries[c] || null; });
     return listing.rows.map(function (values) {
       var row = {};
-      for (var i = 0; i < cols.length; i++) row[cols[i]] = values[i];
+      for (var i = 0; i < cols.length; i++) row[cols[i]] = dicts[i] ? dicts[i][values[i]] : values[i];
       return row;
     });
   }

@@ -303,8 +303,12 @@ def _data(path: Path) -> dict[str, Any]:
 def test_a_report_from_the_saved_rows_says_the_same_per_group(planted: Planted) -> None:
     def verdicts(path: Path) -> dict[str, tuple[bool, str]]:
         table = _data(path)["tables"]["readiness"]
-        at = {c: i for i, c in enumerate(table["columns"])}
-        return {r[at["group"]]: (r[at["ready"]], r[at["reason"]]) for r in table["rows"]}
+        words = table["dictionaries"]
+        rows = [
+            {c: words[c][v] if c in words else v for c, v in zip(table["columns"], r, strict=True)}
+            for r in table["rows"]
+        ]
+        return {r["group"]: (r["ready"], r["reason"]) for r in rows}
 
     assert verdicts(planted.saved_page) == verdicts(planted.page)
     text = planted.saved_page.read_text()
