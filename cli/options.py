@@ -19,7 +19,6 @@ never echoed, written or logged.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -48,16 +47,6 @@ def check_flows(ctx: typer.Context, value: str | list[str] | None) -> str | list
     for name in [value] if isinstance(value, str) else value:
         parse_flow(name)
     return value
-
-
-def check_regexes(options: dict[str, str | None]) -> None:
-    """Each given selection regex (``{"--groups": value}``) must compile (``ConfigError``, exit 3, otherwise)."""
-    for name, regex in options.items():
-        if regex is not None:
-            try:
-                re.compile(regex)
-            except re.error as exc:
-                raise ConfigError(f"{name} {regex!r} is not a valid regex: {exc}") from exc
 
 
 def pair_option(help_text: str) -> Any:

@@ -27,11 +27,11 @@ from mm2ctl.cli.options import (
     PolicyNaming,
     Secrets,
     SetupOptions,
-    check_regexes,
     pair_option,
 )
 from mm2ctl.cli.render import result_json
 from mm2ctl.core.errors import ConfigError
+from mm2ctl.core.patterns import option_regex
 
 if TYPE_CHECKING:
     from mm2ctl.core.config import MM2Config as ResolvedMM2Config
@@ -110,7 +110,9 @@ def report(
     setup = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming)
     connect = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
     saved = group_rows is not None or partition_rows is not None
-    check_regexes({"--groups": groups, "--topics": topics})
+    for option, regex in (("--groups", groups), ("--topics", topics)):
+        if regex is not None:
+            option_regex(regex, option)
     conf = parse_spark_conf(spark_conf)
     if saved:
         inspection_only = {"--pair": pair, "--groups": groups, "--topics": topics, "--active-only": active_only,

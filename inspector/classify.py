@@ -16,7 +16,8 @@ from pyspark.sql import functions as F
 from mm2ctl.core.config import PairConfig
 from mm2ctl.inspector import statuses
 from mm2ctl.inspector.statuses import Blocking, Status
-from mm2ctl.inspector.translation import EXACT_METHODS, PAIR, SYNC_KEY
+from mm2ctl.inspector.translation import PAIR, SYNC_KEY
+from mm2ctl.plans.payloads import EXACT_METHODS
 
 # --- joining the admin state ---
 
@@ -297,7 +298,7 @@ def classify(
         lookup({code: b.value for code, b in blockers.items()})
     )
     zero = F.lit(0).cast("long")
-    exact = F.col("translation_method").isin(*EXACT_METHODS)
+    exact = F.col("translation_method").isin(*sorted(EXACT_METHODS))
 
     def exact_count(value: Column) -> Column:
         return F.when(both & exact, value)

@@ -18,13 +18,12 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from mm2ctl.inspector.sync_state import D0, PART, U0, N, run_facts
+from mm2ctl.plans.payloads import EXACT_METHODS
 
 PAIR = "cluster_pair"
 SYNC_KEY = [PAIR, "topic", "partition"]
 #: ``translation_method`` of the rule's two answers (``plans.payloads.TranslationMethod``'s values).
 METHOD_SYNC_EXACT, METHOD_SYNC_NEXT = "offset_sync_exact", "offset_sync_next"
-#: Methods whose position is exact: the replay and skip counts from it are true counts.
-EXACT_METHODS = (METHOD_SYNC_EXACT, "verified_delta", "verified_search", "timestamp_verified")
 
 
 def translate(group_offsets: DataFrame, runs: DataFrame, numbers: DataFrame) -> DataFrame:
@@ -91,7 +90,7 @@ def inexact(translated: DataFrame) -> DataFrame:
     return translated.where(
         F.col("committed_offset").isNotNull()
         & F.col("error").isNull()
-        & ~F.coalesce(F.col("translation_method").isin(*EXACT_METHODS), F.lit(False))
+        & ~F.coalesce(F.col("translation_method").isin(*sorted(EXACT_METHODS)), F.lit(False))
     ).select("group", "topic", "partition", "committed_offset", "sync_upstream", "sync_downstream")
 
 

@@ -178,6 +178,19 @@ class TranslationMethod(StrEnum):
     TIMESTAMP = "timestamp"
 
 
+#: The methods whose position is exact: the replay and skip counts from it are true counts (the others give a
+#: bound, or nothing). ``inspect``'s rows and the migration report both judge by it.
+EXACT_METHODS: frozenset[str] = frozenset(
+    m.value
+    for m in (
+        TranslationMethod.OFFSET_SYNC_EXACT,
+        TranslationMethod.VERIFIED_DELTA,
+        TranslationMethod.VERIFIED_SEARCH,
+        TranslationMethod.TIMESTAMP_VERIFIED,
+    )
+)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GroupOffsetRow:
     """One partition of a group offset write: the new ``offset``, the observed ``before_offset``, and why."""

@@ -17,9 +17,10 @@ from pathlib import Path
 from mm2ctl.connect_client import ConnectClient
 from mm2ctl.core.config import MM2Config
 from mm2ctl.core.progress import Progress
-from mm2ctl.inspector.admin_state import Selection, reach_clusters
-from mm2ctl.inspector.job import InspectOptions, read_cluster_state, run_inspection, select_pairs
-from mm2ctl.inspector.session import SessionStart
+from mm2ctl.inspector.cluster_state import read_cluster_state
+from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
+from mm2ctl.inspector.selection import Selection
+from mm2ctl.inspector.session import SHUFFLE_PARTITIONS, SessionStart
 from mm2ctl.report.inputs import GROUP_ROW_SCHEMA, PARTITION_ROW_SCHEMA, InspectionTables, conform
 
 
@@ -51,18 +52,23 @@ def inspect_for_report(
         selection=Selection(groups=request.groups, topics=request.topics, active_only=request.active_only),
         exact=request.exact,
         lag_threshold=request.lag_threshold,
+        size_shuffles=SHUFFLE_PARTITIONS not in request.spark_conf,
     )
     progress("reaching the clusters")
-    reach_clusters(select_pairs(config, list(request.pairs)))
+    checked = preflight(config, options)
     progress("starting Spark")
     session = SessionStart(request.spark_master, dict(request.spark_conf), jvm_log=jvm_log, share_classes=True)
     inspected_at = dt.datetime.now(dt.UTC)
-    state = read_cluster_state(config, options, connect=connect, progress=progress)
-    result = run_inspection(session.result(), config, options, progress=progress, connect=connect, cluster_state=state)
+    state = read_cluster_state(config, checked.pairs, options.selection, connect=connect, progress=progress)
+    inspector = Inspector(session.result(), config, options, checked, connect=connect)
+    result = inspector.run(progress=progress, cluster_state=state)
     where = "the inspection's rows"
-    groups = conform(result.rows.select(*GROUP_ROW_SCHEMA.names).toArrow(), GROUP_ROW_SCHEMA, path=where)
-    partitions = conform(
-        result.partitions.select(*PARTITION_ROW_SCHEMA.names).toArrow(), PARTITION_ROW_SCHEMA, path=where
-    )
+    try:
+        groups = conform(result.rows.to_arrow().select(list(GROUP_ROW_SCHEMA.names)), GROUP_ROW_SCHEMA, path=where)
+        partitions = conform(
+            result.partitions.select(list(PARTITION_ROW_SCHEMA.names)), PARTITION_ROW_SCHEMA, path=where
+        )
+    finally:
+        result.close()
     session.finish(progress)  # the first embedded run: its JVM writes the class archive as it exits
     return InspectionTables(groups, partitions, inspected_at, origin="run by this report")

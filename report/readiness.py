@@ -25,19 +25,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mm2ctl.inspector.statuses import ACTIVE_GROUP_STATES, Status
-from mm2ctl.plans.payloads import TranslationMethod
+from mm2ctl.plans.payloads import EXACT_METHODS
 
-#: Translation methods that give the exact target position (the inspection's true replay and skip counts are
-#: set exactly for these). The others give a bound, or nothing.
-EXACT_TRANSLATION_METHODS = frozenset(
-    m.value
-    for m in (
-        TranslationMethod.OFFSET_SYNC_EXACT,
-        TranslationMethod.VERIFIED_DELTA,
-        TranslationMethod.VERIFIED_SEARCH,
-        TranslationMethod.TIMESTAMP_VERIFIED,
-    )
-)
+#: Translation methods that give the exact target position (``plans.payloads.EXACT_METHODS``).
+EXACT_TRANSLATION_METHODS = EXACT_METHODS
 
 _GROUP_KEY = ["cluster_pair", "group"]
 _PARTITION_KEY = ["cluster_pair", "topic", "partition"]

@@ -19,7 +19,7 @@ from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.report import digest as digest_module
 from mm2ctl.report.digest import ROW_LIMIT, WORST_ROWS, digest
 from mm2ctl.report.inputs import GROUP_ROW_SCHEMA, PARTITION_ROW_SCHEMA, InspectionTables, read_rows, read_saved
-from mm2ctl.report.readiness import EXACT_TRANSLATION_METHODS, GroupFacts, assess, is_active_state, judge
+from mm2ctl.report.readiness import GroupFacts, assess, is_active_state, judge
 
 FLOW = "primary->backup"
 
@@ -96,12 +96,6 @@ def test_group_states_are_active_in_any_spelling() -> None:
         assert is_active_state(state), state
     for state in ("Empty", "EMPTY", "Dead", None, "Unknown"):
         assert not is_active_state(state), state
-
-
-def test_the_exact_methods_are_the_inspections() -> None:
-    from mm2ctl.inspector.transforms import EXACT_METHODS
-
-    assert set(EXACT_METHODS) == EXACT_TRANSLATION_METHODS
 
 
 def test_assess_reads_every_condition_from_the_rows() -> None:
@@ -241,8 +235,9 @@ def test_an_empty_folder_holds_no_inspection(tmp_path: Path) -> None:
 @pytest.mark.spark
 def test_the_rows_inspect_writes_read_back_the_same(spark: Any, tmp_path: Path) -> None:
     """The inspection's own writers (JSON lines, Spark's Parquet folder) give the report the same tables."""
-    from mm2ctl.inspector.replication_health import GROUP_ROWS_SCHEMA, PARTITION_HEALTH_SCHEMA
-    from mm2ctl.inspector.report import PARTITION_COLUMNS, write_distributed, write_json_lines
+    from mm2ctl.inspector.inspection import SparkRows
+    from mm2ctl.inspector.report import write_json_lines, write_parquet
+    from mm2ctl.inspector.schemas import GROUP_ROWS_SCHEMA, PARTITION_HEALTH_SCHEMA, arrow_schema
 
     full_group = {f.name: None for f in GROUP_ROWS_SCHEMA.fields}
     group_values = group_row("g1", partition=3, source_offset=42, target_offset=40, group_checkpoint_age_seconds=1.5)
@@ -250,14 +245,15 @@ def test_the_rows_inspect_writes_read_back_the_same(spark: Any, tmp_path: Path) 
     full_group.update(group_values, sync_count=2)
     full_partition = {f.name: None for f in PARTITION_HEALTH_SCHEMA.fields}
     full_partition.update(partition_row(lag=7), remote_topic="primary.orders", newest_sync_timestamp=None)
-    groups = spark.createDataFrame([full_group], GROUP_ROWS_SCHEMA)
-    partitions = spark.createDataFrame([full_partition], PARTITION_HEALTH_SCHEMA)
+    groups = SparkRows(spark.createDataFrame([full_group], GROUP_ROWS_SCHEMA))
+    partitions = pa.Table.from_pylist([full_partition], schema=arrow_schema(PARTITION_HEALTH_SCHEMA))
     with (tmp_path / "g.jsonl").open("w") as out:
-        write_json_lines(groups, out)
-    write_distributed(groups, "parquet", str(tmp_path / "g-parquet"))
+        write_json_lines(groups.to_arrow(), out)
+    groups.write("parquet", str(tmp_path / "g-parquet"))
     with (tmp_path / "p.jsonl").open("w") as out:
-        write_json_lines(partitions, out, columns=PARTITION_COLUMNS, order=("cluster_pair", "topic", "partition"))
-    write_distributed(partitions, "parquet", str(tmp_path / "p-parquet"), PARTITION_COLUMNS)
+        write_json_lines(partitions, out)
+    (tmp_path / "p-parquet").mkdir()
+    write_parquet(partitions, str(tmp_path / "p-parquet" / "part-0.parquet"))
     want_groups = [{k: group_values[k] for k in GROUP_ROW_SCHEMA.names}]
     want_partitions = [partition_row(lag=7)]
     for g, p in (("g.jsonl", "p-parquet"), ("g-parquet", "p.jsonl")):
