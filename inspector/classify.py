@@ -2,28 +2,33 @@
 
 ``join_target_state`` looks up the admin state of both clusters and the live checkpoint for each translated
 group offset (``inspector.translation``); ``classify`` gives each row its status, message and failover
-estimate by ``inspector.statuses``' rules and precedence. Every step is Spark SQL (no Python UDF), unit-tested
-on tiny frames (``tests/unit/test_inspector_classify.py``).
+estimate by ``inspector.statuses``' rules and precedence. Each is one Spark SQL statement (no Python UDF;
+``inspector.sql_text``), unit-tested on tiny frames (``tests/unit/test_inspector_classify.py``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 
-from pyspark.sql import Column, DataFrame, Window
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 
 from mm2ctl.core.config import PairConfig
 from mm2ctl.inspector import statuses
+from mm2ctl.inspector.sql_text import Statement, moment
 from mm2ctl.inspector.statuses import Blocking, Status
-from mm2ctl.inspector.translation import PAIR, SYNC_KEY
 from mm2ctl.plans.payloads import EXACT_METHODS
 
 # --- joining the admin state ---
 
-
-def _prefixed(column: str, what: str) -> Column:
-    return F.when(F.col(column).isNotNull(), F.concat(F.lit(f"{what}: "), F.col(column)))
+#: Where each error of a row came from, as its ``error`` column names it.
+_ERRORS = (
+    ("_e_go", "source group offsets"),
+    ("_e_sp", "source partition"),
+    ("_e_tp", "target partition"),
+    ("_e_tgo", "target group offsets"),
+    ("_e_sg", "source group"),
+    ("_e_tg", "target group"),
+)
 
 
 def join_target_state(
@@ -45,114 +50,82 @@ def join_target_state(
     ``error`` column (prefixed with where it came from), so one failed lookup marks its rows and nothing
     else; a source partition the job did not describe at all is reported as an error rather than guessed.
     """
-    sp = source_partitions.select(
-        PAIR,
-        "topic",
-        "partition",
-        F.col("earliest_offset").alias("source_earliest"),
-        F.col("latest_offset").alias("source_latest"),
-        "remote_topic",
-        F.col("error").alias("_e_sp"),
-        F.lit(True).alias("_sp_seen"),
-    )
-    tp = target_partitions.select(
-        PAIR,
-        F.col("topic").alias("remote_topic"),
-        "partition",
-        F.col("earliest_offset").alias("target_earliest"),
-        F.col("latest_offset").alias("target_latest"),
-        F.col("error").alias("_e_tp"),
-    )
-    tgo = target_group_offsets.select(
-        PAIR,
-        "group",
-        F.col("topic").alias("remote_topic"),
-        "partition",
-        F.col("committed_offset").alias("target_offset"),
-        F.col("error").alias("_e_tgo"),
-    )
-    sg = source_groups.select(PAIR, "group", F.col("state").alias("source_group_state"), F.col("error").alias("_e_sg"))
-    tg = target_groups.select(
-        PAIR,
-        "group",
-        F.col("state").alias("target_group_state"),
-        F.col("member_count").alias("target_group_members"),
-        F.col("error").alias("_e_tg"),
-    )
-    cp = checkpoints.select(
-        PAIR,
-        "group",
-        F.col("topic").alias("remote_topic"),
-        "partition",
-        F.col("upstream_offset").alias("checkpoint_upstream"),
-        F.col("downstream_offset").alias("checkpoint_offset"),
-        F.col("record_timestamp").alias("checkpoint_timestamp"),
-    )
+    q = Statement()
+    prefixed = [f"CASE WHEN {c} IS NOT NULL THEN concat({q.value(what + ': ')}, {c}) END" for c, what in _ERRORS]
+    undescribed = f"CASE WHEN _sp_topic IS NULL THEN {q.value('source partition: not described by the job')} END"
+    errors = f"concat_ws('; ', {prefixed[0]}, {undescribed}, {', '.join(prefixed[1:])})"
     # Per-partition and per-group facts are small (one row per source partition or group): broadcast, so the
     # group-offset rows are not shuffled for them. The two per-group-partition frames are joined on rows
     # clustered by (pair, group), the clustering ``classify``'s per-group window needs next (the live
     # checkpoints are kept clustered so: ``inspector.checkpoint_state``). With
     # ``spark.sql.requireAllClusterKeysForCoPartition=false`` (the embedded session's setting) Spark then
-    # shuffles each side once; with Spark's default it adds one more shuffle.
-    by_group = [PAIR, "group"]
-    joined = (
-        translated.withColumnRenamed("error", "_e_go")
-        .join(F.broadcast(sp), on=SYNC_KEY, how="left")
-        .join(F.broadcast(tp), on=[PAIR, "remote_topic", "partition"], how="left")
-        .join(F.broadcast(sg), on=by_group, how="left")
-        .join(F.broadcast(tg), on=by_group, how="left")
-        .repartition(*by_group)
-        .join(tgo.repartition(*by_group), on=[*by_group, "remote_topic", "partition"], how="left")
-        .join(cp, on=[*by_group, "remote_topic", "partition"], how="left")
+    # shuffles each side once; with Spark's default it adds one more shuffle. The errors are joined in a step
+    # of their own: Spark does not merge two steps when that would compute a costly expression twice.
+    text = f"""
+    WITH facts AS (
+      SELECT /*+ BROADCAST(sp, tp, sg, tg) */
+        t.cluster_pair, t.`group`, t.topic, t.`partition`, t.committed_offset, t.translated_offset,
+        t.translation_method, t.sync_upstream, t.sync_downstream, t.latest_sync_upstream, t.latest_sync_downstream,
+        t.oldest_sync_upstream, t.oldest_sync_downstream, t.sync_count,
+        sp.earliest_offset AS source_earliest, sp.latest_offset AS source_latest, sp.remote_topic,
+        sg.state AS source_group_state, tp.earliest_offset AS target_earliest, tp.latest_offset AS target_latest,
+        tg.state AS target_group_state, tg.member_count AS target_group_members,
+        t.error AS _e_go, sp.topic AS _sp_topic, sp.error AS _e_sp, tp.error AS _e_tp, sg.error AS _e_sg,
+        tg.error AS _e_tg
+      FROM {{translated}} t
+      LEFT JOIN {{source_partitions}} sp
+        ON t.cluster_pair = sp.cluster_pair AND t.topic = sp.topic AND t.`partition` = sp.`partition`
+      LEFT JOIN {{target_partitions}} tp
+        ON t.cluster_pair = tp.cluster_pair AND sp.remote_topic = tp.topic AND t.`partition` = tp.`partition`
+      LEFT JOIN {{source_groups}} sg ON t.cluster_pair = sg.cluster_pair AND t.`group` = sg.`group`
+      LEFT JOIN {{target_groups}} tg ON t.cluster_pair = tg.cluster_pair AND t.`group` = tg.`group`
+    ),
+    clustered AS (SELECT /*+ REPARTITION(cluster_pair, `group`) */ * FROM facts),
+    tgo AS (SELECT /*+ REPARTITION(cluster_pair, `group`) */ * FROM {{target_group_offsets}}),
+    joined AS (
+      SELECT t.*, tgo.committed_offset AS target_offset, tgo.error AS _e_tgo,
+        cp.upstream_offset AS checkpoint_upstream, cp.downstream_offset AS checkpoint_offset,
+        cp.record_timestamp AS checkpoint_timestamp
+      FROM clustered t
+      LEFT JOIN tgo ON t.cluster_pair = tgo.cluster_pair AND t.`group` = tgo.`group`
+        AND t.remote_topic = tgo.topic AND t.`partition` = tgo.`partition`
+      LEFT JOIN {{checkpoints}} cp ON t.cluster_pair = cp.cluster_pair AND t.`group` = cp.`group`
+        AND t.remote_topic = cp.topic AND t.`partition` = cp.`partition`
+    ),
+    errors AS (SELECT *, {errors} AS _errors FROM joined)
+    SELECT cluster_pair, `group`, topic, `partition`, committed_offset, translated_offset, translation_method,
+      sync_upstream, sync_downstream, latest_sync_upstream, latest_sync_downstream, oldest_sync_upstream,
+      oldest_sync_downstream, sync_count, source_earliest, source_latest, remote_topic, source_group_state,
+      target_earliest, target_latest, target_offset, target_group_state, target_group_members,
+      checkpoint_upstream, checkpoint_offset, checkpoint_timestamp,
+      CASE WHEN _errors != '' THEN _errors END AS error
+    FROM errors
+    """
+    return q.run(
+        translated.sparkSession,
+        text,
+        translated=translated,
+        source_partitions=source_partitions,
+        target_partitions=target_partitions,
+        target_group_offsets=target_group_offsets,
+        source_groups=source_groups,
+        target_groups=target_groups,
+        checkpoints=checkpoints,
     )
-    errors = F.concat_ws(
-        "; ",
-        _prefixed("_e_go", "source group offsets"),
-        F.when(F.col("_sp_seen").isNull(), F.lit("source partition: not described by the job")),
-        _prefixed("_e_sp", "source partition"),
-        _prefixed("_e_tp", "target partition"),
-        _prefixed("_e_tgo", "target group offsets"),
-        _prefixed("_e_sg", "source group"),
-        _prefixed("_e_tg", "target group"),
-    )
-    columns = [
-        PAIR,
-        "group",
-        "topic",
-        "partition",
-        "committed_offset",
-        "translated_offset",
-        "translation_method",
-        "sync_upstream",
-        "sync_downstream",
-        "latest_sync_upstream",
-        "latest_sync_downstream",
-        "oldest_sync_upstream",
-        "oldest_sync_downstream",
-        "sync_count",
-        "source_earliest",
-        "source_latest",
-        "remote_topic",
-        "source_group_state",
-        "target_earliest",
-        "target_latest",
-        "target_offset",
-        "target_group_state",
-        "target_group_members",
-        "checkpoint_upstream",
-        "checkpoint_offset",
-        "checkpoint_timestamp",
-    ]
-    # The errors are joined once, in a step of their own: Spark does not merge two steps when that would
-    # compute a costly expression twice, as ``when(errors != "", errors)`` in one step does.
-    errors_joined = joined.select(*columns, errors.alias("_errors"))
-    return errors_joined.select(*columns, F.when(F.col("_errors") != "", F.col("_errors")).alias("error"))
 
 
 # --- classification ---
 
 
-def _explanation(committed: Column, status: Column) -> Column:
+OLDEST_SYNC = "the partition's oldest offset sync is "
+WILL_CHECKPOINT = "MM2 will checkpoint the group once it commits"
+NEVER_CHECKPOINTS = "MM2 never will while the group is not consuming (state "
+CHECKPOINTS_ONCE = "): it checkpoints a group only once it commits"
+NO_SYNC_BELOW = "Untranslatable: no offset sync at or below offset "
+STILL_TRANSLATES = ". plan failover can still translate it by content or by timestamp (--fallback timestamp)."
+
+
+def _explanation(q: Statement) -> str:
     """Why a row cannot be translated, and what can still translate it (null for every other row).
 
     MM2 drops offset syncs under back-pressure (its writer keeps only the newest pending sync of a
@@ -160,44 +133,36 @@ def _explanation(committed: Column, status: Column) -> Column:
     never checkpoints that group until it commits at or beyond the oldest sync, which an idle group never
     does.
     """
-    up, down = F.col("oldest_sync_upstream"), F.col("oldest_sync_downstream")
-    state = F.upper(F.translate(F.coalesce(F.col("source_group_state"), F.lit("")), "_ ", ""))
-    consuming = state.isin(*sorted(s.upper() for s in statuses.ACTIVE_GROUP_STATES))
-    oldest = F.concat(
-        F.lit("the partition's oldest offset sync is "), up.cast("string"), F.lit("->"), down.cast("string")
+    up, down = "cast(oldest_sync_upstream AS STRING)", "cast(oldest_sync_downstream AS STRING)"
+    active = q.values(sorted(s.upper() for s in statuses.ACTIVE_GROUP_STATES))
+    consuming = f"upper(translate(coalesce(source_group_state, ''), '_ ', '')) IN ({active})"
+    oldest = f"concat({q.value(OLDEST_SYNC)}, {up}, '->', {down})"
+    when = f"concat(' at or beyond ', {up})"
+    will = f"concat({q.value(WILL_CHECKPOINT)}, {when}, {q.value(', as it consumes')})"
+    never = (
+        f"concat({q.value(NEVER_CHECKPOINTS)}, coalesce(source_group_state, 'unknown'), "
+        f"{q.value(CHECKPOINTS_ONCE)}, {when})"
     )
-    when = F.concat(F.lit(" at or beyond "), up.cast("string"))
-    mm2 = F.when(
-        consuming, F.concat(F.lit("MM2 will checkpoint the group once it commits"), when, F.lit(", as it consumes"))
-    ).otherwise(
-        F.concat(
-            F.lit("MM2 never will while the group is not consuming (state "),
-            F.coalesce(F.col("source_group_state"), F.lit("unknown")),
-            F.lit("): it checkpoints a group only once it commits"),
-            when,
-        )
+    below = (
+        f"concat({q.value(NO_SYNC_BELOW)}, cast(committed_offset AS STRING), '; ', {oldest}, '. ', "
+        f"CASE WHEN {consuming} THEN {will} ELSE {never} END, {q.value(STILL_TRANSLATES)})"
     )
-    below = F.concat(
-        F.lit("Untranslatable: no offset sync at or below offset "),
-        committed.cast("string"),
-        F.lit("; "),
-        oldest,
-        F.lit(". "),
-        mm2,
-        F.lit(". plan failover can still translate it by content or by timestamp (--fallback timestamp)."),
-    )
-    none = F.lit(
+    none = q.value(
         "Untranslatable: MM2 wrote no offset sync for this partition. plan failover can still translate it by "
         "timestamp (--fallback timestamp)."
     )
-    untranslatable = committed.isNotNull() & F.col("translated_offset").isNull()
-    return F.when(untranslatable & (status == Status.NO_OFFSET_SYNCS.value), none).when(
-        untranslatable & up.isNotNull() & (status == Status.NOT_SYNCED.value), below
+    untranslatable = "committed_offset IS NOT NULL AND translated_offset IS NULL"
+    return (
+        f"CASE WHEN {untranslatable} AND status = '{Status.NO_OFFSET_SYNCS.value}' THEN {none} "
+        f"WHEN {untranslatable} AND oldest_sync_upstream IS NOT NULL AND status = '{Status.NOT_SYNCED.value}' "
+        f"THEN {below} END"
     )
 
 
-def _status_literal(status: Status) -> Column:
-    return F.lit(status.value)
+def _messages(q: Statement, others_synced: bool) -> str:
+    return q.map_of(
+        {code.value: statuses.aiven_message(code, others_synced) or statuses.OWN_MESSAGES[code] for code in Status}
+    )
 
 
 def classify(
@@ -226,60 +191,38 @@ def classify(
 
     Output: ``schemas.CLASSIFIED_SCHEMA`` (Aiven's columns first, in its order).
     """
-    c = F.col("committed_offset")
-    translated = F.col("translated_offset")
-    judged = F.col("target_offset") if sync_group_offsets_enabled else F.col("checkpoint_offset")
-    se, sl = F.col("source_earliest"), F.col("source_latest")
-    te, tl = F.col("target_earliest"), F.col("target_latest")
-    target_offset = F.col("target_offset")
-
-    def known(col: Column) -> Column:
-        return F.coalesce(col, F.lit(False))
-
-    state = F.upper(F.translate(F.col("target_group_state"), "_ ", ""))  # Stable, STABLE, PREPARING_REBALANCE…
-    active = F.lit(sync_group_offsets_enabled) & (
-        known(F.col("target_group_members") > 0)
-        | known(state.isin(*sorted(s.upper() for s in statuses.ACTIVE_GROUP_STATES)))
+    q = Statement()
+    judged = "target_offset" if sync_group_offsets_enabled else "checkpoint_offset"
+    active_states = q.values(sorted(s.upper() for s in statuses.ACTIVE_GROUP_STATES))
+    active = (
+        f"({'true' if sync_group_offsets_enabled else 'false'} AND (coalesce(target_group_members > 0, false) "
+        f"OR coalesce(upper(translate(target_group_state, '_ ', '')) IN ({active_states}), false)))"
     )
-    both = judged.isNotNull() & translated.isNotNull()
-    gap = F.try_subtract(translated, judged)
-    slack = F.try_add(
-        F.lit(offset_lag_max).cast("long"),
-        F.greatest(F.lit(0).cast("long"), F.try_subtract(F.col("latest_sync_upstream"), c)),
+    both = f"({judged} IS NOT NULL AND translated_offset IS NOT NULL)"
+    gap = f"try_subtract(translated_offset, {judged})"
+    slack = (
+        f"try_add(CAST({q.value(offset_lag_max)} AS BIGINT), "
+        "greatest(CAST(0 AS BIGINT), try_subtract(latest_sync_upstream, committed_offset)))"
     )
-    if as_of is None:
-        fresh = F.lit(False)
-    else:
-        fresh = known(F.col("checkpoint_timestamp") >= F.lit(as_of - fresh_checkpoint_age))
-    empty = known(se == sl)
-    too_old = c.isNull() | known(c < se) | known(c > sl)
-
-    status = (
-        F.when(F.col("error").isNotNull(), _status_literal(Status.ERROR))
-        .when(tl.isNull(), _status_literal(Status.REMOTE_TOPIC_MISSING))
-        .when(active, _status_literal(Status.TARGET_GROUP_ACTIVE))
-        .when(both & (judged > translated), _status_literal(Status.TARGET_AHEAD))
-        .when(both & known(gap > slack) & ~fresh, _status_literal(Status.STALE_SYNC))
-        .when(judged.isNotNull(), _status_literal(Status.SYNCED))
-        .when(empty, _status_literal(Status.SOURCE_PARTITION_EMPTY))
-        .when(too_old, _status_literal(Status.SOURCE_GROUP_TOO_OLD))
-        .when(F.col("sync_count") == 0, _status_literal(Status.NO_OFFSET_SYNCS))
-        .otherwise(_status_literal(Status.NOT_SYNCED))
-    )
-    staged = joined.withColumn("status", status)
-    synced_here = (F.col("status") == Status.SYNCED.value).cast("int")
-    others_synced = (F.sum(synced_here).over(Window.partitionBy(PAIR, "group")) - synced_here) > 0
-    staged = staged.withColumn("_others_synced", others_synced)
-
-    def lookup(table: dict[Status, str]) -> Column:
-        """``table[status]``, as one literal map (the status precedence above already chose the row's one)."""
-        return F.create_map(*[F.lit(x) for item in table.items() for x in item])[F.col("status")]
-
-    def message_table(others_synced: bool) -> dict[Status, str]:
-        return {code: statuses.aiven_message(code, others_synced) or statuses.OWN_MESSAGES[code] for code in Status}
-
-    message = F.when(F.col("_others_synced"), lookup(message_table(True))).otherwise(lookup(message_table(False)))
-
+    fresh = "false"
+    moments: dict[str, DataFrame] = {}
+    if as_of is not None:
+        moments["fresh_since"] = moment(joined.sparkSession, as_of - fresh_checkpoint_age)
+        fresh = "coalesce(checkpoint_timestamp >= fresh_since.at, false)"
+    s = {code: f"'{code.value}'" for code in Status}
+    status = f"""CASE
+      WHEN error IS NOT NULL THEN {s[Status.ERROR]}
+      WHEN target_latest IS NULL THEN {s[Status.REMOTE_TOPIC_MISSING]}
+      WHEN {active} THEN {s[Status.TARGET_GROUP_ACTIVE]}
+      WHEN {both} AND {judged} > translated_offset THEN {s[Status.TARGET_AHEAD]}
+      WHEN {both} AND coalesce({gap} > {slack}, false) AND NOT {fresh} THEN {s[Status.STALE_SYNC]}
+      WHEN {judged} IS NOT NULL THEN {s[Status.SYNCED]}
+      WHEN coalesce(source_earliest = source_latest, false) THEN {s[Status.SOURCE_PARTITION_EMPTY]}
+      WHEN committed_offset IS NULL OR coalesce(committed_offset < source_earliest, false)
+        OR coalesce(committed_offset > source_latest, false) THEN {s[Status.SOURCE_GROUP_TOO_OLD]}
+      WHEN sync_count = 0 THEN {s[Status.NO_OFFSET_SYNCS]}
+      ELSE {s[Status.NOT_SYNCED]}
+    END"""
     ahead_blocker = Blocking.TARGET_GROUP if sync_group_offsets_enabled else Blocking.CHECKPOINT_CONNECTOR
     blockers = {
         Status.ERROR: Blocking.INSPECTOR,
@@ -293,58 +236,47 @@ def classify(
         Status.NOT_SYNCED: Blocking.CHECKPOINT_CONNECTOR,
     }
     # Not synced and untranslatable: MM2 wrote no sync the group could be translated with.
-    untranslatable = (F.col("status") == Status.NOT_SYNCED.value) & translated.isNull()
-    blocking = F.when(untranslatable, F.lit(Blocking.MIRROR_SOURCE_CONNECTOR.value)).otherwise(
-        lookup({code: b.value for code, b in blockers.items()})
+    blocking = (
+        f"CASE WHEN status = {s[Status.NOT_SYNCED]} AND translated_offset IS NULL "
+        f"THEN '{Blocking.MIRROR_SOURCE_CONNECTOR.value}' "
+        f"ELSE {q.map_of({c.value: b.value for c, b in blockers.items()})}[status] END"
     )
-    zero = F.lit(0).cast("long")
-    exact = F.col("translation_method").isin(*sorted(EXACT_METHODS))
-
-    def exact_count(value: Column) -> Column:
-        return F.when(both & exact, value)
-
-    lag_to_source = F.try_subtract(
-        sl,
-        F.try_add(target_offset, F.try_subtract(F.col("latest_sync_upstream"), F.col("latest_sync_downstream"))),
+    exact = f"coalesce(translation_method IN ({q.values(sorted(EXACT_METHODS))}), false)"
+    ok = ", ".join(f"'{code.value}'" for code in sorted(statuses.OK_STATUSES))
+    zero = "CAST(0 AS BIGINT)"
+    skip = f"try_subtract({judged}, translated_offset)"
+    sync_shift = "try_subtract(latest_sync_upstream, latest_sync_downstream)"
+    lag_to_source = f"try_subtract(source_latest, try_add(target_offset, {sync_shift}))"
+    text = f"""
+    WITH staged AS (SELECT j.*, {status} AS status FROM {{joined}} j {"CROSS JOIN {fresh_since} fresh_since" if moments else ""}),
+    grouped AS (
+      SELECT *, (sum(CAST(status = {s[Status.SYNCED]} AS INT)) OVER (PARTITION BY cluster_pair, `group`)
+        - CAST(status = {s[Status.SYNCED]} AS INT)) > 0 AS _others_synced
+      FROM staged
     )
-    return staged.select(
-        PAIR,
-        "topic",
-        "partition",
-        "group",
-        "source_earliest",
-        "source_latest",
-        "source_group_state",
-        c.alias("source_offset"),
-        F.try_subtract(sl, c).alias("source_lag"),
-        "target_earliest",
-        "target_latest",
-        "target_group_state",
-        "target_offset",
-        F.when(tl.isNotNull() & target_offset.isNotNull(), F.greatest(F.try_subtract(tl, target_offset), zero)).alias(
-            "target_lag"
-        ),
-        lag_to_source.alias("target_lag_to_source"),
-        (se < sl).alias("source_has_data"),
-        ((se <= c) & (c <= sl)).alias("source_group_valid"),
-        (te < tl).alias("target_has_data"),
-        F.col("status").isin(*[s.value for s in statuses.OK_STATUSES]).alias("is_ok"),
-        blocking.alias("blocking_component"),
-        message.alias("message"),
-        "status",
-        "remote_topic",
-        "translated_offset",
-        "translation_method",
-        "checkpoint_offset",
-        "checkpoint_timestamp",
-        "sync_count",
-        exact_count(F.greatest(gap, zero)).alias("replay_if_failover_now"),
-        exact_count(F.greatest(F.try_subtract(judged, translated), zero)).alias("skip_if_failover_now"),
-        F.when(both, F.greatest(gap, zero)).alias("replay_if_failover_now_at_least"),
-        F.when(both, F.greatest(F.try_subtract(judged, translated), zero)).alias("skip_if_failover_now_at_most"),
-        _explanation(c, F.col("status")).alias("explanation"),
-        "error",
-    )
+    SELECT cluster_pair, topic, `partition`, `group`, source_earliest, source_latest, source_group_state,
+      committed_offset AS source_offset, try_subtract(source_latest, committed_offset) AS source_lag,
+      target_earliest, target_latest, target_group_state, target_offset,
+      CASE WHEN target_latest IS NOT NULL AND target_offset IS NOT NULL
+        THEN greatest(try_subtract(target_latest, target_offset), {zero}) END AS target_lag,
+      {lag_to_source} AS target_lag_to_source,
+      source_earliest < source_latest AS source_has_data,
+      (source_earliest <= committed_offset) AND (committed_offset <= source_latest) AS source_group_valid,
+      target_earliest < target_latest AS target_has_data,
+      status IN ({ok}) AS is_ok,
+      {blocking} AS blocking_component,
+      CASE WHEN _others_synced THEN {_messages(q, True)}[status] ELSE {_messages(q, False)}[status] END AS message,
+      status, remote_topic, translated_offset, translation_method, checkpoint_offset, checkpoint_timestamp,
+      sync_count,
+      CASE WHEN {both} AND {exact} THEN greatest({gap}, {zero}) END AS replay_if_failover_now,
+      CASE WHEN {both} AND {exact} THEN greatest({skip}, {zero}) END AS skip_if_failover_now,
+      CASE WHEN {both} THEN greatest({gap}, {zero}) END AS replay_if_failover_now_at_least,
+      CASE WHEN {both} THEN greatest({skip}, {zero}) END AS skip_if_failover_now_at_most,
+      {_explanation(q)} AS explanation,
+      error
+    FROM grouped
+    """
+    return q.run(joined.sparkSession, text, joined=joined, **moments)
 
 
 def fresh_checkpoint_age(pair: PairConfig) -> dt.timedelta:

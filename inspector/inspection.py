@@ -162,7 +162,7 @@ class Inspector:
         rows = functools.reduce(DataFrame.unionByName, frames)
         if self.options.only_problems:
             rows = rows.where("NOT is_ok")
-        rows = rows.select(*schemas.GROUP_ROWS_SCHEMA.fieldNames()).cache()
+        rows = rows.cache()  # schemas.GROUP_ROWS_SCHEMA's columns, in order
         cached.append(rows)
         progress("classifying")
         try:

@@ -39,10 +39,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-from pyspark.sql import Column, DataFrame, Window
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 
 from mm2ctl.inspector.schemas import GROUP_CHECKPOINT_AGE
+from mm2ctl.inspector.sql_text import Statement, moment, quoted
 from mm2ctl.inspector.statuses import OK_PARTITION_STATUSES, PARTITION_MESSAGES, PartitionStatus
 
 PAIR = "cluster_pair"
@@ -52,10 +52,11 @@ PARTITION_KEY = [PAIR, "topic", "partition"]
 DEFAULT_LAG_THRESHOLD = 10_000
 
 
-def _age_seconds(timestamp: Column, as_of: dt.datetime) -> Column:
-    """Seconds from ``timestamp`` to ``as_of``, at least 0 (a record written after the admin read is fresh)."""
-    micros = F.unix_micros(F.lit(as_of).cast("timestamp")) - F.unix_micros(timestamp)
-    return F.when(timestamp.isNotNull(), F.greatest(micros, F.lit(0)).cast("double") / 1e6)
+def age_seconds(timestamp: str, as_of: str) -> str:
+    """SQL: seconds from ``timestamp`` to ``as_of`` (a column), at least 0 (a record written after the admin
+    read is fresh); null without a timestamp."""
+    micros = f"greatest(unix_micros({as_of}) - unix_micros({timestamp}), 0)"
+    return f"CASE WHEN {timestamp} IS NOT NULL THEN CAST({micros} AS DOUBLE) / 1e6 END"
 
 
 def classify_partitions(
@@ -72,66 +73,65 @@ def classify_partitions(
     broadcast). ``as_of`` is when the admin state was read.
     Output: ``schemas.PARTITION_HEALTH_SCHEMA``.
     """
-    joined = partitions.join(F.broadcast(syncs), on=PARTITION_KEY, how="left")
-    n, se, sl = F.col("mm2_next_offset"), F.col("source_earliest"), F.col("source_latest")
+    q = Statement()
     # ``known`` also needs both bounds: Spark's ``greatest`` skips nulls, so it must never see a missing one.
-    known = F.col("position_known") & se.isNotNull() & sl.isNotNull()
-    stored = n.isNotNull()
-    zero = F.lit(0).cast("long")
-    lag = F.when(known & stored, F.greatest(F.try_subtract(sl, F.greatest(n, se)), zero)).when(
-        known, F.greatest(F.try_subtract(sl, se), zero)
+    known = "(position_known AND source_earliest IS NOT NULL AND source_latest IS NOT NULL)"
+    stored = "mm2_next_offset IS NOT NULL"
+    zero = "CAST(0 AS BIGINT)"
+    s = {code: q.value(code.value) for code in PartitionStatus}
+    ok = ", ".join(s[code] for code in sorted(OK_PARTITION_STATUSES))
+    text = f"""
+    WITH staged AS (
+      SELECT /*+ BROADCAST(n) */ p.*, n.newest_sync_upstream, n.newest_sync_downstream, n.newest_sync_timestamp,
+        CASE WHEN {known} AND {stored}
+               THEN greatest(try_subtract(source_latest, greatest(mm2_next_offset, source_earliest)), {zero})
+             WHEN {known} THEN greatest(try_subtract(source_latest, source_earliest), {zero}) END
+          AS replication_lag_records,
+        CASE WHEN {known} AND {stored} THEN greatest(try_subtract(source_earliest, mm2_next_offset), {zero})
+             WHEN {known} THEN {zero} END AS records_lost_to_retention,
+        CASE WHEN {known} AND {stored} THEN mm2_next_offset > source_latest WHEN {known} THEN false END
+          AS source_reset
+      FROM {{partitions}} p
+      LEFT JOIN {{syncs}} n
+        ON p.cluster_pair = n.cluster_pair AND p.topic = n.topic AND p.`partition` = n.`partition`
+    ),
+    classified AS (
+      SELECT *, CASE
+        WHEN error IS NOT NULL OR source_earliest IS NULL OR source_latest IS NULL THEN {s[PartitionStatus.ERROR]}
+        WHEN NOT position_known THEN {s[PartitionStatus.POSITION_UNKNOWN]}
+        WHEN source_reset THEN {s[PartitionStatus.SOURCE_RESET]}
+        WHEN records_lost_to_retention > 0 THEN {s[PartitionStatus.LOST_RECORDS]}
+        WHEN NOT {stored} AND source_latest > source_earliest THEN {s[PartitionStatus.NOT_STARTED]}
+        WHEN replication_lag_records > {q.value(lag_threshold)} THEN {s[PartitionStatus.LAGGING]}
+        ELSE {s[PartitionStatus.REPLICATING]} END AS status
+      FROM staged
     )
-    lost = F.when(known & stored, F.greatest(F.try_subtract(se, n), zero)).when(known, zero)
-    reset = F.when(known & stored, n > sl).when(known, F.lit(False))
-    staged = joined.select(
-        "*",
-        lag.alias("replication_lag_records"),
-        lost.alias("records_lost_to_retention"),
-        reset.alias("source_reset"),
-    )
-
-    def status(s: PartitionStatus) -> Column:
-        return F.lit(s.value)
-
-    code = (
-        F.when(F.col("error").isNotNull() | se.isNull() | sl.isNull(), status(PartitionStatus.ERROR))
-        .when(~F.col("position_known"), status(PartitionStatus.POSITION_UNKNOWN))
-        .when(F.col("source_reset"), status(PartitionStatus.SOURCE_RESET))
-        .when(F.col("records_lost_to_retention") > 0, status(PartitionStatus.LOST_RECORDS))
-        .when(~stored & (sl > se), status(PartitionStatus.NOT_STARTED))
-        .when(F.col("replication_lag_records") > F.lit(lag_threshold), status(PartitionStatus.LAGGING))
-        .otherwise(status(PartitionStatus.REPLICATING))
-    )
-    messages = F.create_map(*[F.lit(x) for item in PARTITION_MESSAGES.items() for x in item])
-    no_bounds = F.when(se.isNull() | sl.isNull(), F.lit("source partition: no bounds"))
-    classified = staged.withColumn("status", code)
-    return classified.select(
-        *PARTITION_KEY,
-        "remote_topic",
-        "source_earliest",
-        "source_latest",
-        "target_latest",
-        "mm2_next_offset",
-        "replication_lag_records",
-        "records_lost_to_retention",
-        "source_reset",
-        "newest_sync_upstream",
-        "newest_sync_downstream",
-        "newest_sync_timestamp",
-        _age_seconds(F.col("newest_sync_timestamp"), as_of).alias("offset_sync_age_seconds"),
-        "status",
-        F.col("status").isin(*[s.value for s in OK_PARTITION_STATUSES]).alias("is_ok"),
-        messages[F.col("status")].alias("message"),
-        F.coalesce(F.col("error"), no_bounds).alias("error"),
-    )
+    SELECT cluster_pair, topic, `partition`, remote_topic, source_earliest, source_latest, target_latest,
+      mm2_next_offset, replication_lag_records, records_lost_to_retention, source_reset, newest_sync_upstream,
+      newest_sync_downstream, newest_sync_timestamp,
+      {age_seconds("newest_sync_timestamp", "as_of.at")} AS offset_sync_age_seconds,
+      status, status IN ({ok}) AS is_ok,
+      {q.map_of({code.value: message for code, message in PARTITION_MESSAGES.items()})}[status] AS message,
+      coalesce(error, CASE WHEN source_earliest IS NULL OR source_latest IS NULL
+        THEN {q.value("source partition: no bounds")} END) AS error
+    FROM classified CROSS JOIN {{as_of}} as_of
+    """
+    spark = partitions.sparkSession
+    return q.run(spark, text, partitions=partitions, syncs=syncs, as_of=moment(spark, as_of))
 
 
 def with_group_checkpoint_age(classified: DataFrame, *, as_of: dt.datetime) -> DataFrame:
     """``classified`` (one pair's group-partition rows) with ``group_checkpoint_age_seconds``: the age of the
     group's newest checkpoint over its inspected partitions, null when MM2 checkpointed none of them.
 
-    A window over (pair, group): ``transforms.classify`` already clusters and sorts its rows so, and Spark
+    A window over (pair, group): ``classify.classify`` already clusters and sorts its rows so, and Spark
     reuses that, so this adds no shuffle.
     """
-    newest = F.max("checkpoint_timestamp").over(Window.partitionBy(PAIR, "group"))
-    return classified.select("*", _age_seconds(newest, as_of).alias(GROUP_CHECKPOINT_AGE))
+    columns = ", ".join(quoted(c) for c in classified.columns)
+    text = f"""
+    SELECT {columns}, {age_seconds("_newest", "as_of.at")} AS {GROUP_CHECKPOINT_AGE}
+    FROM (SELECT *, max(checkpoint_timestamp) OVER (PARTITION BY cluster_pair, `group`) AS _newest FROM {{rows}})
+    CROSS JOIN {{as_of}} as_of
+    """
+    spark = classified.sparkSession
+    return Statement().run(spark, text, rows=classified, as_of=moment(spark, as_of))

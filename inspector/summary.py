@@ -9,24 +9,29 @@ partitions were inspected.
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from mm2ctl.inspector.result import PROBLEM_COLUMNS, PROBLEM_ROWS
 from mm2ctl.inspector.schemas import GROUP_CHECKPOINT_AGE
+from mm2ctl.inspector.sql_text import Statement, quoted
 
 
 def group_figures(rows: DataFrame, *, problem_rows: int = PROBLEM_ROWS) -> DataFrame:
-    """One row per (pair, group, status) of the classified rows: the one final aggregation."""
-    problem = F.when(~F.col("is_ok"), F.struct(*PROBLEM_COLUMNS))
-    return rows.groupBy("cluster_pair", "group", "status").agg(
-        F.min("is_ok").alias("is_ok"),
-        F.count(F.lit(1)).alias("partitions"),
-        # The true count where inspect knows it (an exact translation, or --exact), else the bound every
-        # translated row has: replay at least, skip at most.
-        F.sum(F.coalesce("replay_if_failover_now", "replay_if_failover_now_at_least")).alias("replay"),
-        F.sum(F.coalesce("skip_if_failover_now", "skip_if_failover_now_at_most")).alias("skip"),
-        F.sum("replay_if_failover_now_at_least").alias("replay_at_least"),
-        F.sum("skip_if_failover_now_at_most").alias("skip_at_most"),
-        F.min(GROUP_CHECKPOINT_AGE).alias("checkpoint_age"),
-        F.slice(F.array_sort(F.collect_list(problem)), 1, problem_rows).alias("problems"),
-    )
+    """One row per (pair, group, status) of the classified rows: the one final aggregation.
+
+    ``replay`` and ``skip`` are the true counts where inspect knows them (an exact translation, or
+    ``--exact``), else the bound every translated row has: replay at least, skip at most."""
+    q = Statement()
+    fields = ", ".join(f"'{c}', {quoted(c)}" for c in PROBLEM_COLUMNS)
+    problem = f"CASE WHEN NOT is_ok THEN named_struct({fields}) END"
+    text = f"""
+    SELECT cluster_pair, `group`, status, min(is_ok) AS is_ok, count(1) AS partitions,
+      sum(coalesce(replay_if_failover_now, replay_if_failover_now_at_least)) AS replay,
+      sum(coalesce(skip_if_failover_now, skip_if_failover_now_at_most)) AS skip,
+      sum(replay_if_failover_now_at_least) AS replay_at_least,
+      sum(skip_if_failover_now_at_most) AS skip_at_most,
+      min({GROUP_CHECKPOINT_AGE}) AS checkpoint_age,
+      slice(array_sort(collect_list({problem})), 1, {q.value(problem_rows)}) AS problems
+    FROM {{rows}}
+    GROUP BY cluster_pair, `group`, status
+    """
+    return q.run(rows.sparkSession, text, rows=rows)

@@ -274,15 +274,3 @@ def new_syncs_as_runs(frame: DataFrame) -> DataFrame:
 def tombstoned_parts(frame: DataFrame) -> DataFrame:
     """The partitions with a tombstone among ``frame``'s records."""
     return frame.where(F.col(PART).isNotNull() & F.col(POS).isNull()).select(PART).distinct()
-
-
-def run_facts(runs: DataFrame) -> DataFrame:
-    """Per partition of ``runs``: its oldest and latest sync and how many sync records its mapping holds, the
-    columns every translated row carries (``latest_sync_*``, ``oldest_sync_*``, ``sync_count``)."""
-    return runs.groupBy(PART).agg(
-        F.min(U0).alias("oldest_sync_upstream"),
-        F.min(D0).alias("oldest_sync_downstream"),
-        F.max(F.col(U0) + (F.col(N) - 1)).alias("latest_sync_upstream"),
-        F.max(F.col(D0) + (F.col(N) - 1)).alias("latest_sync_downstream"),
-        F.sum(RECORDS).alias("sync_count"),
-    )

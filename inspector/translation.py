@@ -14,10 +14,10 @@ so the sort rows stay narrow; the partition's key comes back from the broadcast 
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from mm2ctl.inspector.sync_state import D0, PART, U0, N, run_facts
+from mm2ctl.inspector.sql_text import Statement, quoted
 from mm2ctl.plans.payloads import EXACT_METHODS
 
 PAIR = "cluster_pair"
@@ -35,54 +35,70 @@ def translate(group_offsets: DataFrame, runs: DataFrame, numbers: DataFrame) -> 
     latest sync (``oldest_sync_*``, ``latest_sync_*``) and the sync records of its mapping (``sync_count``).
     ``group_offsets`` needs (cluster_pair, topic, partition, committed_offset) and keeps all its columns.
     """
-    numbering = F.broadcast(numbers.select(*SYNC_KEY, PART))
     carried = [c for c in group_offsets.columns if c not in SYNC_KEY]
-    no_long = F.lit(None).cast("long")
-    probes = group_offsets.join(numbering, on=SYNC_KEY).select(
-        PART,
-        F.col("committed_offset").alias(U0),
-        no_long.alias(D0),
-        no_long.alias(N),
-        F.struct(*carried).alias("_probe"),
+    out = ", ".join(
+        f"k.{quoted(c)}" if c in SYNC_KEY else f"_probe.{quoted(c)} AS {quoted(c)}" for c in group_offsets.columns
     )
-    probe_type = probes.schema["_probe"].dataType
-    run_rows = runs.select(PART, U0, D0, N, F.lit(None).cast(probe_type).alias("_probe"))
-    # At one position a run sorts before a probe (a probe has no ``_n``): the sync at ``c`` translates ``c``.
-    as_of = (
-        Window.partitionBy(PART)
-        .orderBy(F.col(U0).asc_nulls_first(), F.col(N).asc_nulls_last())
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    q = Statement()
+    text = f"""
+    WITH numbering AS (SELECT cluster_pair, topic, `partition`, _part FROM {{numbers}}),
+    probes AS (
+      SELECT /*+ BROADCAST(n) */ n._part, g.committed_offset AS _u0, CAST(NULL AS BIGINT) AS _d0,
+        CAST(NULL AS BIGINT) AS _n, named_struct({", ".join(f"'{c}', g.{quoted(c)}" for c in carried)}) AS _probe
+      FROM {{group_offsets}} g
+      JOIN numbering n ON g.cluster_pair = n.cluster_pair AND g.topic = n.topic AND g.`partition` = n.`partition`
+    ),
+    rows AS (
+      SELECT _part, _u0, _d0, _n, CAST(NULL AS {_struct_type(group_offsets, carried)}) AS _probe FROM {{runs}}
+      UNION ALL SELECT * FROM probes
+    ),
+    -- At one position a run sorts before a probe (a probe has no _n): the sync at c translates c.
+    marked AS (
+      SELECT _part, _n, _probe,
+        last(CASE WHEN _n IS NOT NULL THEN _u0 END, true) OVER w AS _ru0,
+        last(CASE WHEN _n IS NOT NULL THEN _d0 END, true) OVER w AS _rd0,
+        last(_n, true) OVER w AS _rn
+      FROM rows
+      WINDOW w AS (PARTITION BY _part ORDER BY _u0 ASC NULLS FIRST, _n ASC NULLS LAST
+                   ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+    ),
+    used AS (
+      SELECT *, _probe.committed_offset AS _c, try_subtract(_probe.committed_offset, _ru0) < _rn AS _inside
+      FROM marked WHERE _n IS NULL
+    ),
+    answered AS (
+      SELECT *,
+        CASE WHEN _inside THEN _c ELSE _ru0 + (_rn - 1) END AS _up,
+        CASE WHEN _inside THEN try_add(_rd0, try_subtract(_c, _ru0)) ELSE _rd0 + (_rn - 1) END AS _down
+      FROM used
+    ),
+    facts AS (
+      SELECT _part, min(_u0) AS oldest_sync_upstream, min(_d0) AS oldest_sync_downstream,
+        max(_u0 + (_n - 1)) AS latest_sync_upstream, max(_d0 + (_n - 1)) AS latest_sync_downstream,
+        sum(_records) AS sync_count
+      FROM {{runs}} GROUP BY _part
     )
+    SELECT /*+ BROADCAST(k, f) */ {out},
+      CASE WHEN _c IS NOT NULL AND _ru0 IS NOT NULL THEN
+        CASE WHEN _inside THEN _down ELSE try_add(_down, 1) END END AS translated_offset,
+      CASE WHEN _c IS NOT NULL AND _ru0 IS NOT NULL THEN
+        CASE WHEN _inside THEN {q.value(METHOD_SYNC_EXACT)} ELSE
+          CASE WHEN try_add(_down, 1) IS NOT NULL THEN {q.value(METHOD_SYNC_NEXT)} END END END AS translation_method,
+      CASE WHEN _c IS NOT NULL AND _ru0 IS NOT NULL THEN _up END AS sync_upstream,
+      CASE WHEN _c IS NOT NULL AND _ru0 IS NOT NULL THEN _down END AS sync_downstream,
+      f.latest_sync_upstream, f.latest_sync_downstream, f.oldest_sync_upstream, f.oldest_sync_downstream,
+      coalesce(f.sync_count, CAST(0 AS BIGINT)) AS sync_count
+    FROM answered a
+    JOIN numbering k ON a._part = k._part
+    LEFT JOIN facts f ON a._part = f._part
+    """
+    return q.run(group_offsets.sparkSession, text, group_offsets=group_offsets, runs=runs, numbers=numbers)
 
-    def last_run(column: str) -> Column:
-        return F.last(F.when(F.col(N).isNotNull(), F.col(column)), ignorenulls=True).over(as_of)
 
-    marked = run_rows.unionByName(probes).select(
-        PART, N, "_probe", last_run(U0).alias("_ru0"), last_run(D0).alias("_rd0"), last_run(N).alias("_rn")
-    )
-    c = F.col("_probe.committed_offset")
-    ru0, rd0, rn = F.col("_ru0"), F.col("_rd0"), F.col("_rn")
-    inside = F.try_subtract(c, ru0) < rn
-    used_up = F.when(inside, c).otherwise(ru0 + (rn - 1))
-    used_down = F.when(inside, F.try_add(rd0, F.try_subtract(c, ru0))).otherwise(rd0 + (rn - 1))
-    translated = F.when(inside, used_down).otherwise(F.try_add(used_down, F.lit(1)))
-    method = F.when(inside, F.lit(METHOD_SYNC_EXACT)).when(translated.isNotNull(), F.lit(METHOD_SYNC_NEXT))
-    known = c.isNotNull() & ru0.isNotNull()
-    keys = numbering.select(PART, *SYNC_KEY)
-    facts = F.broadcast(run_facts(runs))
-    translated_rows = marked.where(F.col(N).isNull()).join(keys, on=PART).join(facts, on=PART, how="left")
-    return translated_rows.select(
-        *[F.col(name) if name in SYNC_KEY else F.col(f"_probe.{name}").alias(name) for name in group_offsets.columns],
-        F.when(known, translated).alias("translated_offset"),
-        F.when(known, method).alias("translation_method"),
-        F.when(known, used_up).alias("sync_upstream"),
-        F.when(known, used_down).alias("sync_downstream"),
-        "latest_sync_upstream",
-        "latest_sync_downstream",
-        "oldest_sync_upstream",
-        "oldest_sync_downstream",
-        F.coalesce(F.col("sync_count"), F.lit(0).cast("long")).alias("sync_count"),
-    )
+def _struct_type(frame: DataFrame, columns: list[str]) -> str:
+    """The SQL type of ``named_struct`` over ``columns`` of ``frame``."""
+    fields = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
+    return "STRUCT<" + ", ".join(f"{quoted(c)}: {fields[c]}" for c in columns) + ">"
 
 
 def inexact(translated: DataFrame) -> DataFrame:
