@@ -172,7 +172,10 @@ def resolve_config(source: ConfigSource, *, read_connectors: ConnectorReader | N
     store = load_secrets(source.secrets) if source.secrets else None
     resource = strimzi.read_resource(strimzi.find_resource(docs, path=path), path=path, secrets=store)
     props, warnings = connectors_to_properties(
-        resource.connectors, path=path, resolve=strimzi.strimzi_reference_resolver(store)
+        resource.connectors,
+        path=path,
+        resolve=strimzi.strimzi_reference_resolver(store),
+        release=resource.kafka_version,
     )
     return _with_warnings(parse_mm2_config(props, policy_naming=naming, source=source), warnings)
 

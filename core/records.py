@@ -3,10 +3,17 @@
 Reading is bounded: a read stops at the end offsets seen when it started, so a topic that keeps growing
 (offset syncs under load) still gives a finite, reproducible answer. Compacted topics and transaction
 markers leave gaps in offsets; the reader never assumes ``offset + 1`` is the next record.
+
+Reads are ``read_committed``: what a consumer of the topic is given. A record of an aborted transaction stays
+in the log, and MirrorMaker 2 copies it to the target as an ordinary record unless its source consumer is
+``read_committed`` too; so a reader that compares the two clusters (``PartitionReader(mark_aborted=True)``)
+also returns those records, marked ``aborted``. A consumer never reads a transaction marker (one offset each).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import heapq
 import logging
 import time
 import uuid
@@ -31,9 +38,11 @@ class RawRecord:
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...] = ()
+    #: The record belongs to an aborted transaction: a ``read_committed`` consumer never reads it.
+    aborted: bool = False
 
 
-def _consumer(config: Mapping[str, str]) -> Consumer:
+def _consumer(config: Mapping[str, str], *, isolation: str = "read_committed") -> Consumer:
     conf: dict[str, Any] = {
         **config,
         # A throwaway group that never commits: reading must leave no trace on the cluster.
@@ -41,7 +50,7 @@ def _consumer(config: Mapping[str, str]) -> Consumer:
         "enable.auto.commit": False,
         "enable.partition.eof": True,
         "auto.offset.reset": "earliest",
-        "isolation.level": "read_committed",
+        "isolation.level": isolation,
         "logger": log,
     }
     return Consumer(conf)
@@ -55,10 +64,12 @@ def read_partitions(
     start: Mapping[int, int] | None = None,
     end: Mapping[int, int] | None = None,
     timeout_s: float = 60.0,
+    isolation: str = "read_committed",
 ) -> Iterator[RawRecord]:
     """Yield the records of ``topic`` (all partitions, or those given) from ``start`` (default: earliest)
-    up to, not including, ``end`` (default: the high watermark when the read began)."""
-    consumer = _consumer(config)
+    up to, not including, ``end`` (default: the high watermark when the read began). ``isolation``
+    ``read_uncommitted`` also yields the records of aborted (and open) transactions, unmarked."""
+    consumer = _consumer(config, isolation=isolation)
     try:
         try:
             md = consumer.list_topics(topic, timeout=timeout_s)
@@ -133,26 +144,50 @@ class PartitionReader:
     topic once. A planner that verifies positions reads a range of each of hundreds of partitions, where that
     start-up was most of the time; this reader re-assigns its one consumer instead. Close it (or use it as
     a context manager) when done.
+
+    With ``mark_aborted`` a read also returns the records of aborted transactions in the range, marked
+    ``aborted``: a range whose committed records leave gaps (markers, aborted records, compaction) is read a
+    second time ``read_uncommitted``, through a second consumer, and what only that read holds was aborted.
+    The committed read reached the range's end first, so no transaction in the range is still open.
     """
 
-    def __init__(self, config: Mapping[str, str], *, timeout_s: float = 60.0) -> None:
+    def __init__(self, config: Mapping[str, str], *, timeout_s: float = 60.0, mark_aborted: bool = False) -> None:
         self._config = dict(config)
         self._timeout = timeout_s
-        self._consumer: Consumer | None = None
+        self._mark_aborted = mark_aborted
+        self._consumers: dict[str, Consumer] = {}
 
-    def _open(self) -> Consumer:
-        if self._consumer is None:
+    def _open(self, isolation: str) -> Consumer:
+        consumer = self._consumers.get(isolation)
+        if consumer is None:
             # A fetch for the previous partition, parked at its end, would hold the next one back for the
             # broker's whole long-poll wait (500 ms by default): keep that wait short.
-            self._consumer = _consumer({"fetch.wait.max.ms": "10", **self._config})
-        return self._consumer
+            consumer = _consumer({"fetch.wait.max.ms": "10", **self._config}, isolation=isolation)
+            self._consumers[isolation] = consumer
+        return consumer
 
     def read(self, topic: str, partition: int, start: int, end: int) -> Iterator[RawRecord]:
         """Yield the records of ``topic``/``partition`` with offsets in ``[start, end)``; ``end`` must not lie
         past the partition's end (the read would wait for records that do not exist)."""
         if end <= start:
             return
-        consumer = self._open()
+        if not self._mark_aborted:
+            yield from self._read("read_committed", topic, partition, start, end)
+            return
+        committed = list(self._read("read_committed", topic, partition, start, end))
+        if len(committed) >= end - start:
+            yield from committed  # no gap: nothing was aborted
+            return
+        seen = {r.offset for r in committed}
+        aborted = [
+            dataclasses.replace(r, aborted=True)
+            for r in self._read("read_uncommitted", topic, partition, start, end)
+            if r.offset not in seen
+        ]
+        yield from heapq.merge(committed, aborted, key=lambda r: r.offset)
+
+    def _read(self, isolation: str, topic: str, partition: int, start: int, end: int) -> Iterator[RawRecord]:
+        consumer = self._open(isolation)
         consumer.assign([TopicPartition(topic, partition, start)])
         deadline = time.monotonic() + self._timeout
         while True:
@@ -190,9 +225,9 @@ class PartitionReader:
             deadline = time.monotonic() + self._timeout
 
     def close(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
+        for consumer in self._consumers.values():
+            consumer.close()
+        self._consumers.clear()
 
     def __enter__(self) -> PartitionReader:
         return self

@@ -24,8 +24,8 @@ READ_AHEAD = 5_000
 
 
 def digested(r: RawRecord) -> Digested:
-    """A record as verification compares it: offset, content digest, timestamp."""
-    return Digested(r.offset, record_digest(r.timestamp_ms, r.key, r.value, r.headers), r.timestamp_ms)
+    """A record as verification compares it: offset, content digest, timestamp, and whether it was aborted."""
+    return Digested(r.offset, record_digest(r.timestamp_ms, r.key, r.value, r.headers), r.timestamp_ms, r.aborted)
 
 
 class KafkaRecords:
@@ -35,7 +35,9 @@ class KafkaRecords:
     read of ``chunk`` offsets serves many groups; a request below what is held starts over. Records well below
     the newest request are dropped, so memory stays at about two chunks per partition. ``limit`` is the
     partition's end when planning began: nothing is read past it (a read there would wait for new records).
-    ``reader`` is the cluster's one consumer (``core.records.PartitionReader``), shared by its partitions.
+    ``reader`` is the cluster's one consumer (``core.records.PartitionReader``), shared by its partitions; on
+    the cluster whose records are the originals (the source of a flow) it marks the records of aborted
+    transactions (``mark_aborted``), which MM2 may have copied as ordinary records.
     """
 
     def __init__(

@@ -190,8 +190,12 @@ def plan_failback(
     report = FailbackReport()
     current: _Partition | None = None
     done = 0
-    # One consumer per cluster, re-assigned from partition to partition.
-    with PartitionReader(live.kafka_config(a)) as on_a, PartitionReader(live.kafka_config(bb)) as on_b:
+    # One consumer per cluster, re-assigned from partition to partition. A's reader also returns the records of
+    # aborted transactions, marked: MM2 may have copied them to B, where a consumer read them as ordinary records.
+    with (
+        PartitionReader(live.kafka_config(a), mark_aborted=True) as on_a,
+        PartitionReader(live.kafka_config(bb)) as on_b,
+    ):
         readers = {a: on_a, bb: on_b}
         for (r, p), t, group in todo:
             if current is None or (current.b_topic, current.partition) != (r, p):

@@ -240,8 +240,10 @@ def plan_failover(
     partitions = len({tp for tp, _c, _g in todo})
     progress(f"translating {len(todo)} group partition(s) on {partitions} source partition(s)")
     sides: Sides | None = None
-    # One consumer per cluster, re-assigned from partition to partition.
-    src_reader, dst_reader = PartitionReader(live.kafka_config(src)), PartitionReader(live.kafka_config(dst))
+    # One consumer per cluster, re-assigned from partition to partition. The source's reader also returns the
+    # records of aborted transactions, marked: MM2 may have copied them to the target as ordinary records.
+    src_reader = PartitionReader(live.kafka_config(src), mark_aborted=True)
+    dst_reader = PartitionReader(live.kafka_config(dst))
     current: TP | None = None
     translated = 0
     for (topic, p), c, group in todo:
