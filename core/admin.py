@@ -30,6 +30,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from mm2ctl.core.client_log import librdkafka_log
 from mm2ctl.core.errors import KafkaClusterError
 
 log = logging.getLogger("mm2ctl.kafka")
@@ -177,9 +178,9 @@ class KafkaAdmin:
 
     @classmethod
     def connect(cls, config: Mapping[str, str], *, name: str = "cluster", timeout_s: float = 30.0) -> KafkaAdmin:
-        """Build the real client from a confluent-kafka config; librdkafka's log goes to ``mm2ctl.kafka``."""
+        """Build the real client from a confluent-kafka config; librdkafka's log goes to ``core.client_log``."""
         conf: dict[str, Any] = dict(config)
-        conf.setdefault("logger", log)
+        conf.setdefault("logger", librdkafka_log)
         conf.setdefault("socket.timeout.ms", int(timeout_s * 1000))
         try:
             return cls(AdminClient(conf), name=name, timeout_s=timeout_s)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-import logging
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -24,9 +23,8 @@ from typing import Any, NoReturn
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from mm2ctl.core.authorization import is_denial, principal_of, raise_for
+from mm2ctl.core.client_log import librdkafka_log
 from mm2ctl.core.errors import KafkaClusterError
-
-log = logging.getLogger("mm2ctl.kafka")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +49,7 @@ def _consumer(config: Mapping[str, str], *, isolation: str = "read_committed") -
         "enable.partition.eof": True,
         "auto.offset.reset": "earliest",
         "isolation.level": isolation,
-        "logger": log,
+        "logger": librdkafka_log,
     }
     return Consumer(conf)
 
@@ -263,7 +261,7 @@ def produce(
     A ``None`` value is a tombstone. Give the partition explicitly when the key must land where Java's
     partitioner put it: librdkafka's default partitioner hashes differently.
     """
-    conf: dict[str, Any] = {**config, "enable.idempotence": True, "linger.ms": 5, "logger": log}
+    conf: dict[str, Any] = {**config, "enable.idempotence": True, "linger.ms": 5, "logger": librdkafka_log}
     producer = Producer(conf)
     results: list[tuple[int, int] | None] = [None] * len(records)
     errors: list[str] = []

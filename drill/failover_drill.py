@@ -41,7 +41,6 @@ This module never prints: it reports through ``progress`` and returns a ``DrillR
 from __future__ import annotations
 
 import itertools
-import logging
 import os
 import re
 import tempfile
@@ -66,6 +65,7 @@ from confluent_kafka import (
 
 from mm2ctl.core import records
 from mm2ctl.core.admin import TP, KafkaAdmin
+from mm2ctl.core.client_log import librdkafka_log
 from mm2ctl.core.config import PairConfig, load_mm2_config
 from mm2ctl.core.errors import ConfigError, KafkaClusterError, Mm2ctlError
 from mm2ctl.core.polling import poll_until
@@ -88,8 +88,6 @@ if TYPE_CHECKING:
 #: A planner run on a fresh builder: the plan and its per-row report.
 PlanFunction = Callable[[PlanBuilder], tuple[Plan, FailoverReport]]
 
-
-log = logging.getLogger("mm2ctl.drill")
 
 #: A port nothing listens on: the source's address in the ``--source-unavailable`` plan's config copy.
 UNREACHABLE_BOOTSTRAP = "127.0.0.1:1"
@@ -272,7 +270,7 @@ class _SequenceProducer:
                     **self.conf,
                     "transactional.id": f"mm2ctl-drill-{uuid.uuid4().hex[:10]}",
                     "linger.ms": 2,
-                    "logger": log,
+                    "logger": librdkafka_log,
                 }
             )
             producer.init_transactions(30)
@@ -322,7 +320,7 @@ def _consume_part_and_commit(
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
-            "logger": log,
+            "logger": librdkafka_log,
         }
     )
     seen = dict.fromkeys(want, 0)
@@ -376,7 +374,7 @@ def _resume_and_read(
             "enable.auto.commit": False,
             "enable.partition.eof": True,
             "isolation.level": "read_committed",
-            "logger": log,
+            "logger": librdkafka_log,
         }
     )
     seen: dict[int, list[int]] = {p: [] for p in range(partitions)}
