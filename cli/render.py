@@ -268,6 +268,8 @@ def config_show_lines(report: SetupReport) -> list[str]:
             lines.append(f"  cluster {alias}:")
             for s in settings:
                 lines.append(f"    {s.name:<52} {_short(s.value):<24} {s.origin}")
+        for c in flow.conditions:
+            lines.append(f"  note: {c.message}")
     lines += [f"warning: {w}" for w in report.warnings]
     return lines
 

@@ -365,6 +365,9 @@ class MM2Config:
     warnings: tuple[str, ...]
     #: What the user gave to describe the setup (None when built from text, as tests do).
     source: ConfigSource | None = field(default=None, compare=False)
+    #: The shape the setup was given in: ``properties`` (an MM2 file), ``resource`` (a KafkaMirrorMaker2) or
+    #: ``connect`` (live connectors); advice names a setting the way that shape spells it.
+    shape: str = field(default="properties", compare=False)
     _props: Properties = field(default_factory=lambda: Properties("<empty>", {}, {}), repr=False, compare=False)
     _pairs: dict[str, PairConfig] = field(default_factory=dict, repr=False, compare=False)
 
@@ -794,7 +797,11 @@ def _warnings(props: Properties, clusters: tuple[str, ...], pairs: dict[str, Pai
 
 
 def parse_mm2_config(
-    props: Properties, *, policy_naming: str | None = None, source: ConfigSource | None = None
+    props: Properties,
+    *,
+    policy_naming: str | None = None,
+    source: ConfigSource | None = None,
+    shape: str = "properties",
 ) -> MM2Config:
     """Build the model from properties, read from a file or made by an adapter (``core.config_source``).
 
@@ -805,7 +812,7 @@ def parse_mm2_config(
     if policy_naming is not None and policy_naming not in naming.NAMING_SCHEMES:
         raise ConfigError(f"--policy-naming must be default or identity, not {policy_naming!r}")
     clusters = _parse_clusters(props)
-    config = MM2Config(path=props.path, clusters=clusters, warnings=(), source=source, _props=props)
+    config = MM2Config(path=props.path, clusters=clusters, warnings=(), source=source, shape=shape, _props=props)
     for upstream in clusters:
         for downstream in clusters:
             if upstream == downstream:

@@ -135,6 +135,55 @@ def read_partitions(
         consumer.close()
 
 
+def read_ranges(
+    config: Mapping[str, str],
+    ranges: Mapping[tuple[str, int], tuple[int, int]],
+    *,
+    isolation: str = "read_committed",
+    timeout_s: float = 60.0,
+) -> Iterator[RawRecord]:
+    """Yield the records of each (topic, partition) with offsets in its ``[start, end)``, every partition
+    through one consumer assigned to all of them; ``end`` must not lie past the partition's end."""
+    pending = {tp for tp, (start, end) in ranges.items() if end > start}
+    if not pending:
+        return
+    consumer = _consumer(config, isolation=isolation)
+    try:
+        consumer.assign([TopicPartition(t, p, ranges[(t, p)][0]) for t, p in sorted(pending)])
+        deadline = time.monotonic() + timeout_s
+        while pending:
+            if time.monotonic() > deadline:
+                raise KafkaClusterError(f"reading {len(pending)} partition(s) timed out, e.g. {min(pending)}")
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            topic, p, off = msg.topic(), msg.partition(), msg.offset()
+            if topic is None or p is None or off is None or (topic, p) not in pending:
+                continue
+            _start, end = ranges[(topic, p)]
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    if off >= end:
+                        pending.discard((topic, p))  # a trailing transaction marker is never delivered
+                    continue
+                if is_denial(err.name()):
+                    _denied(config, "READ", topic, err.name())
+                raise KafkaClusterError(f"reading {topic}: {err.str()}", code=err.name())
+            if off >= end:
+                pending.discard((topic, p))
+                continue
+            _ts_type, ts = msg.timestamp()
+            yield RawRecord(
+                topic, p, off, int(ts), _as_bytes(msg.key()), _as_bytes(msg.value()), _headers(msg.headers())
+            )
+            if off + 1 >= end:
+                pending.discard((topic, p))
+            deadline = time.monotonic() + timeout_s
+    finally:
+        consumer.close()
+
+
 class PartitionReader:
     """Reads offset ranges of single partitions of one cluster through one consumer, kept open.
 

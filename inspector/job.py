@@ -33,8 +33,9 @@ from mm2ctl.core.admin import ItemError, KafkaAdmin
 from mm2ctl.core.authorization import denial_text, is_denial, principal_of
 from mm2ctl.core.config import MM2Config, PairConfig
 from mm2ctl.core.errors import ConfigError, InspectError, Mm2ctlError
+from mm2ctl.core.flow_conditions import FlowCondition
 from mm2ctl.core.progress import Progress
-from mm2ctl.inspector import decode, exact, replication_health, schemas, transforms
+from mm2ctl.inspector import decode, exact, flow_states, replication_health, schemas, transforms
 from mm2ctl.inspector.admin_state import PairState, Selection, collect_pair_state
 from mm2ctl.inspector.kafka_read import empty_records, read_topic
 from mm2ctl.inspector.mm2_position import Mm2Position
@@ -308,6 +309,8 @@ def _classified(
         as_of=state.read_at,
         fresh_checkpoint_age=fresh_checkpoint_age(pair),
     )
+    if not pair.emit_offset_syncs_enabled:
+        classified = flow_states.with_offset_syncs_disabled(classified)
     return replication_health.with_group_checkpoint_age(classified, as_of=state.read_at)
 
 
@@ -444,6 +447,8 @@ class ClusterState:
     and MM2's position (``read_cluster_state``)."""
 
     pairs: tuple[tuple[PairConfig, PairState, ReplicationState], ...]
+    #: Per pair, what its configuration makes of it (``inspector.flow_states.observe``).
+    conditions: dict[str, list[FlowCondition]] = field(default_factory=dict)
 
 
 def read_cluster_state(
@@ -457,12 +462,14 @@ def read_cluster_state(
     while the session starts (``inspector.session.SessionStart``) and hand it to ``run_inspection``."""
     say = progress or (lambda _m: None)
     read = []
+    conditions: dict[str, list[FlowCondition]] = {}
     for pair in select_pairs(config, options.pairs):
         say(f"{pair.name}: reading admin state")
         replication = collect_replication_state(config, pair, options.selection, connect, progress=say)
         state = collect_pair_state(config, pair, options.selection, progress=say)
         read.append((pair, state, replication))
-    return ClusterState(tuple(read))
+        conditions[pair.name] = flow_states.observe(config, pair, state.source_partitions, progress=say)
+    return ClusterState(tuple(read), conditions)
 
 
 def run_inspection(
@@ -540,6 +547,9 @@ def run_inspection(
     partitions = partitions.select(*replication_health.PARTITION_COLUMNS).cache()
     partitions.count()
     notes.extend(counter.notes())
+    by_name = {p.name: p for p in pairs}
+    notes = [n for n in notes if not flow_states.expected_absent(by_name[n.cluster_pair], n.topic)]
+    notes.extend(TopicNote(*n) for c in cluster_state.conditions.values() for n in flow_states.condition_notes(c))
     summary = transforms.summarize(rows).orderBy("cluster_pair", "status").cache()
     return InspectResult(
         rows=rows,
