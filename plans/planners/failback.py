@@ -42,7 +42,7 @@ from mm2ctl.core.errors import ConfigError, PlanError, PreconditionError
 from mm2ctl.core.progress import Progress, count, no_progress
 from mm2ctl.core.records import PartitionReader
 from mm2ctl.plans.document import Plan, PlanKind
-from mm2ctl.plans.kafka_records import KafkaRecords, OffsetsForTimes, read_syncs
+from mm2ctl.plans.kafka_records import KafkaRecords, OffsetsForTimes, read_syncs, syncs_disabled_note
 from mm2ctl.plans.live_state import LiveState, part_group_offsets
 from mm2ctl.plans.payloads import TranslationMethod
 from mm2ctl.plans.planners.context import PlanBuilder
@@ -167,7 +167,11 @@ def plan_failback(
             f"no committed offsets on {bb} of groups matching {opts.groups!r} on remote topics of {opts.pair} "
             f"whose source topic matches {opts.topics!r}"
         )
-    progress(f"reading the offset syncs of {opts.pair} ({flow.offset_syncs_topic} on {flow.offset_syncs_cluster})")
+    disabled = syncs_disabled_note(flow)
+    if disabled is not None:
+        b.notes.append(disabled)
+    else:
+        progress(f"reading the offset syncs of {opts.pair} ({flow.offset_syncs_topic} on {flow.offset_syncs_cluster})")
     syncs = read_syncs(live, flow)
     rev = reverse_flow(live, flow)
     rev_syncs: dict[TP, list[Sync]] = {}

@@ -52,7 +52,7 @@ from mm2ctl.core.errors import ConfigError, PlanError, PreconditionError
 from mm2ctl.core.progress import Progress, count, no_progress
 from mm2ctl.core.records import PartitionReader, read_partitions
 from mm2ctl.plans.document import Plan, PlanKind, UntranslatablePartition
-from mm2ctl.plans.kafka_records import KafkaRecords, OffsetsForTimes, read_syncs
+from mm2ctl.plans.kafka_records import KafkaRecords, OffsetsForTimes, read_syncs, syncs_disabled_note
 from mm2ctl.plans.live_state import LiveState, part_group_offsets
 from mm2ctl.plans.offsets import GroupOffset
 from mm2ctl.plans.payloads import (
@@ -150,10 +150,13 @@ def read_checkpoints(live: LiveState, flow: PairConfig) -> dict[str, dict[TP, tu
     """group -> {(target topic, partition): (upstream, downstream)} from MM2's newest checkpoints."""
     topic = flow.checkpoints_topic
     if topic not in live.admin(flow.target).list_topics():
-        raise PlanError(
-            f"the checkpoints topic {topic} does not exist on {flow.target}: is the "
-            "MirrorCheckpointConnector running for this flow?"
+        why = (
+            "is the MirrorCheckpointConnector running for this flow?"
+            if flow.emit_offset_syncs_enabled
+            else "offset syncs are disabled on this flow, and MM2's checkpoint connector cannot run without them; "
+            "translate by timestamp (--from syncs, the default) instead"
         )
+        raise PlanError(f"the checkpoints topic {topic} does not exist on {flow.target}: {why}")
     out: dict[str, dict[TP, tuple[int, int]]] = {}
     for rec in read_partitions(live.kafka_config(flow.target), topic, [0]):
         try:
@@ -202,7 +205,16 @@ def plan_failover(
     else:
         b.pair = opts.pair
     syncs: dict[TP, list[Sync]] = {}
-    if opts.source is Source.SYNCS:
+    disabled = syncs_disabled_note(flow)
+    if opts.source is Source.SYNCS and disabled is not None:
+        if opts.source_unavailable:
+            raise PlanError(
+                f"offset syncs are disabled on {opts.pair} (emit.offset-syncs.enabled=false) and the source is "
+                "unavailable, so no record can be compared: use --from checkpoints (checkpoints MM2 wrote while "
+                "its offset syncs were on)"
+            )
+        b.notes.append(disabled)
+    elif opts.source is Source.SYNCS:
         if opts.source_unavailable and flow.offset_syncs_cluster == src:
             raise PlanError(
                 f"the offset syncs of {opts.pair} live on the source ({flow.offset_syncs_topic}), "
