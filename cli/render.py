@@ -293,7 +293,7 @@ def config_diff_lines(differences: list[Difference], left: str, right: str) -> l
 def lab_up_lines(info: LabInfo) -> list[str]:
     lines = [f"Kafka {info.kafka_version} lab up in {info.boot_seconds:.1f}s ({info.dir})"]
     lines += [f"  {c.alias:<8} {c.bootstrap:<22} cluster id {c.cluster_id}" for c in info.clusters.values()]
-    lines.append(f"  connect  {info.connect_url}")
+    lines.append(f"  connect  {info.connect_url}" + (" (exactly-once source support)" if info.exactly_once else ""))
     lines.append(f"  mm2 config: {info.mm2_config}")
     if info.resource:
         lines.append(f"  the same as a KafkaMirrorMaker2 resource: {info.resource} (--secrets {info.secrets})")

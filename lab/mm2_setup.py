@@ -59,6 +59,9 @@ class Mm2Setup:
     #: How the KafkaMirrorMaker2 resource authenticates mm2ctl (``tls`` and ``authentication`` of a cluster
     #: spec); empty: neither.
     resource_cluster_security: Mapping[str, object] = field(default_factory=dict)
+    #: More settings of the MirrorSourceConnector (``emit.offset-syncs.enabled``,
+    #: ``source.consumer.isolation.level``, ``exactly.once.support``), also in the file as ``A->B.<key>``.
+    source_settings: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def connector_names(self) -> dict[str, str]:
@@ -98,6 +101,7 @@ class Mm2Setup:
                 "refresh.topics.interval.seconds": "1",
                 "sync.topic.configs.interval.seconds": "5",
                 "sync.topic.acls.enabled": "false",
+                **self.source_settings,
             },
             names["checkpoint"]: {
                 **common,
@@ -133,7 +137,7 @@ clusters = {s}, {t}
 {self._file_security()}
 {s}->{t}.enabled = true
 {t}->{s}.enabled = false
-
+{self._flow_settings()}
 replication.policy.class = {POLICY_CLASSES[self.replication_policy]}
 offset-syncs.topic.location = {self.offset_syncs_location}
 
@@ -156,6 +160,15 @@ offset-syncs.topic.replication.factor = 1
 checkpoints.topic.replication.factor = 1
 heartbeats.topic.replication.factor = 1
 """
+
+    def _flow_settings(self) -> str:
+        """The source connector's extra settings as the flow's (``A->B.<key>``), then the flow's own defaults:
+        a flow without a checkpoint connector emits no checkpoints."""
+        flow = f"{self.source_alias}->{self.target_alias}"
+        lines = [f"{flow}.{k} = {_escape(v)}" for k, v in self.source_settings.items()]
+        if "checkpoint" not in self.roles:
+            lines += [f"{flow}.emit.checkpoints.enabled = false", f"{flow}.sync.group.offsets.enabled = false"]
+        return "".join(f"{line}\n" for line in lines)
 
     def _file_security(self) -> str:
         if not self.file_client:
