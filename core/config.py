@@ -784,6 +784,15 @@ def _warnings(props: Properties, clusters: tuple[str, ...], pairs: dict[str, Pai
                 shadow = key[: -len(legacy)] + new
                 why = f"ignored because {shadow} is set" if shadow in props else f"deprecated: use {new}"
                 found.append(f"{_where(props, key)}: {why}")
+    for pair in pairs.values():
+        if not pair.enabled or pair.emit_offset_syncs_enabled:
+            continue
+        for key in props:
+            if key.startswith(("offset-syncs.topic.", f"{pair.name}.offset-syncs.topic.")):
+                found.append(
+                    f"{_where(props, key)}: MirrorSourceConnector refuses offset-syncs.topic.* settings while "
+                    f"{pair.name} disables offset syncs (emit.offset-syncs.enabled=false); remove them"
+                )
     for name in pairs:
         prefix = f"{name}."
         for key in props:

@@ -68,7 +68,20 @@ class Mm2Setup:
         """MM2 role → connector name."""
         return {role: f"{self.connector_prefix}-{role}" for role in self.roles}
 
+    @property
+    def offset_syncs_disabled(self) -> bool:
+        """The flow runs with ``emit.offset-syncs.enabled=false`` (KIP-1031)."""
+        return self.source_settings.get("emit.offset-syncs.enabled", "true").strip().lower() == "false"
+
     def _common(self) -> dict[str, str]:
+        common = self._with_offset_syncs()
+        if self.offset_syncs_disabled:
+            # MirrorSourceConnector refuses any offset-syncs.topic.* setting once offset syncs are disabled
+            # ("can't setup offset-syncs feature while emit.offset-syncs.enabled set to false").
+            common = {k: v for k, v in common.items() if not k.startswith("offset-syncs.topic.")}
+        return common
+
+    def _with_offset_syncs(self) -> dict[str, str]:
         return {
             **{f"source.cluster.{k}": v for k, v in self.connector_client.items()},
             **{f"target.cluster.{k}": v for k, v in self.connector_client.items()},
@@ -139,7 +152,7 @@ clusters = {s}, {t}
 {t}->{s}.enabled = false
 {self._flow_settings()}
 replication.policy.class = {POLICY_CLASSES[self.replication_policy]}
-offset-syncs.topic.location = {self.offset_syncs_location}
+{"" if self.offset_syncs_disabled else f"offset-syncs.topic.location = {self.offset_syncs_location}"}
 
 topics = {_escape(self.topics)}
 topics.exclude = {_escape(self.topics_exclude)}
@@ -156,7 +169,7 @@ emit.heartbeats.interval.seconds = 1
 
 # Single-broker clusters: every topic MM2 creates gets one replica.
 replication.factor = 1
-offset-syncs.topic.replication.factor = 1
+{"" if self.offset_syncs_disabled else "offset-syncs.topic.replication.factor = 1"}
 checkpoints.topic.replication.factor = 1
 heartbeats.topic.replication.factor = 1
 """

@@ -625,3 +625,11 @@ def test_a_source_isolation_kafka_refuses_is_a_config_error() -> None:
     with pytest.raises(ConfigError) as info:
         cfg("A.consumer.isolation.level = committed\n")
     assert "mm2.properties:5: A.consumer.isolation.level: must be read_committed or read_uncommitted" in str(info.value)
+
+
+def test_offset_syncs_topic_settings_of_a_flow_without_offset_syncs_are_warned_about() -> None:
+    config = cfg("A->B.emit.offset-syncs.enabled = false\noffset-syncs.topic.location = target\n")
+    assert not config.pair("A->B").emit_offset_syncs_enabled
+    (warning,) = [w for w in config.warnings if "offset-syncs.topic" in w]
+    assert warning.startswith("mm2.properties:6: offset-syncs.topic.location: MirrorSourceConnector refuses")
+    assert not [w for w in cfg("offset-syncs.topic.location = target\n").warnings if "offset-syncs.topic" in w]

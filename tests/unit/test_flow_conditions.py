@@ -128,3 +128,12 @@ def test_rows_of_a_flow_without_offset_syncs_are_a_configuration_not_a_fault(spa
     assert got["empty"].status == Status.SOURCE_PARTITION_EMPTY.value
     assert got["gone"].status == Status.REMOTE_TOPIC_MISSING.value and not got["gone"].is_ok
     assert flow_states.with_offset_syncs_disabled(classified).columns == classified.columns
+
+
+def test_a_consumer_override_is_named_as_not_reaching_mm2s_source_consumer() -> None:
+    config, pair = flow("A->B.consumer.override.isolation.level = read_committed\n")
+    assert pair.copies_aborted_records
+    (c,) = configured_conditions(config, pair)
+    assert "consumer.override.isolation.level (mm2.properties:5 A->B.consumer.override.isolation.level) does not" in (
+        c.message
+    )
