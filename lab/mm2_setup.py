@@ -175,13 +175,9 @@ heartbeats.topic.replication.factor = 1
 """
 
     def _flow_settings(self) -> str:
-        """The source connector's extra settings as the flow's (``A->B.<key>``), then the flow's own defaults:
-        a flow without a checkpoint connector emits no checkpoints."""
+        """The source connector's extra settings, as the flow's (``A->B.<key>``)."""
         flow = f"{self.source_alias}->{self.target_alias}"
-        lines = [f"{flow}.{k} = {_escape(v)}" for k, v in self.source_settings.items()]
-        if "checkpoint" not in self.roles:
-            lines += [f"{flow}.emit.checkpoints.enabled = false", f"{flow}.sync.group.offsets.enabled = false"]
-        return "".join(f"{line}\n" for line in lines)
+        return "".join(f"{flow}.{k} = {_escape(v)}\n" for k, v in self.source_settings.items())
 
     def _file_security(self) -> str:
         if not self.file_client:
