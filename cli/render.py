@@ -335,16 +335,17 @@ def drill_table(result: DrillResult) -> list[str]:
     """The drill's table, one line per strategy (docs/drill.md and bench/RESULTS.md quote it)."""
     from mm2ctl.drill.failover_drill import Strategy
 
+    aborted = f", {result.aborted_transactions} aborted" if result.aborted_transactions else ""
     lines = [
         f"failover drill: {result.pair}, policy {result.replication_policy}, {result.topic} -> "
         f"{result.remote_topic}, {result.partitions} partitions, {result.records} records "
-        f"({result.deleted_before_mirroring} deleted before mirroring, {result.transactions} transactions), "
-        f"group {result.group}, {result.seconds:.0f}s",
-        f"  {'strategy':<48} {'lost':>6} {'duplicated':>10}  goal",
+        f"({result.deleted_before_mirroring} deleted before mirroring, {result.transactions} transactions"
+        f"{aborted}), group {result.group}, {result.seconds:.0f}s",
+        f"  {'strategy':<48} {'lost':>6} {'duplicated':>10} {'aborted':>7}  goal",
     ]
     for s in result.strategies:
         verdict = "" if s.goal is None else f"{s.goal}: {'met' if s.met else 'MISSED'}"
-        lines.append(f"  ({s.strategy.value}) {s.label:<44} {s.lost:>6} {s.duplicated:>10}  {verdict}")
+        lines.append(f"  ({s.strategy.value}) {s.label:<44} {s.lost:>6} {s.duplicated:>10} {s.aborted:>7}  {verdict}")
     for s in result.strategies:
         offs = ", ".join(
             f"p{x.partition}: {x.source_committed}->{'-' if x.target_offset is None else x.target_offset}"
