@@ -538,14 +538,19 @@ def sync_intervals(
     topic: str,
     committed: Mapping[int, int],
     source_end: Mapping[int, int],
+    resume: Mapping[int, int] | None = None,
 ) -> dict[int, int | None]:
     """Per partition, the sync interval around the commit point: from the newest sync with upstream <= the
-    committed offset to the next sync's upstream (or, past the last sync, the source partition's end)."""
+    committed offset to the upstream of the first sync at or after the record the group reads next (``resume``,
+    its offset; else the first sync past the committed offset), or, past the last sync, the source partition's
+    end. A sync between the two names a record of an aborted transaction MM2 copied: the replay a rule that
+    never skips allows runs on to the next committed record's copy."""
     out: dict[int, int | None] = {}
     for p, c in committed.items():
         ups = sorted(s.upstream for s in syncs.get((topic, p), ()))
         below = [u for u in ups if u <= c]
-        above = [u for u in ups if u > c]
+        nxt = max(c + 1, (resume or {}).get(p, c + 1))
+        above = [u for u in ups if u >= nxt]
         if not below:
             out[p] = None
             continue
@@ -810,7 +815,8 @@ def run_drill(
 
     source_end = {p: (source_log[p][-1][0] + 1 if source_log[p] else 0) for p in committed}
     written = read_sync_histories(live, flow)
-    intervals = sync_intervals(normalize_each(written), topic, committed, source_end)
+    resume = {p: next((off for off, _seq in source_log[p] if off >= c), c) for p, c in committed.items()}
+    intervals = sync_intervals(normalize_each(written), topic, committed, source_end, resume)
     for p, (a, b) in sorted(upstream_decreases(written, topic).items()):
         notes.append(
             f"the syncs of p{p} go back upstream ({a.upstream}->{a.downstream}, then {b.upstream}->{b.downstream}: "

@@ -3,6 +3,7 @@ a consumer and as MirrorMaker 2 see it, and where a consumer resuming at an offs
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Mapping
@@ -20,7 +21,7 @@ VALUE = re.compile(rb"^p(\d+)-([ca])(\d+)$")
 def produce_transactions(conf: Mapping[str, str], topic: str, partitions: int, rounds: int) -> None:
     """Per round, a committed transaction then an aborted one, each of one or two records per partition; the
     log ends with an aborted transaction. Each transaction leaves its marker in every partition it wrote."""
-    producer = Producer({**conf, "transactional.id": uniq("tx"), "linger.ms": 2})
+    producer = Producer({**conf, "transactional.id": uniq("tx"), "linger.ms": 2, "logger": logging.getLogger("tests")})
     producer.init_transactions(30)
     n = 0
     for r in range(rounds):

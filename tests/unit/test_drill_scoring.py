@@ -18,6 +18,9 @@ def test_sync_interval_is_the_gap_between_the_syncs_around_the_commit_point() ->
     got = sync_intervals(syncs, "t", {0: 120, 1: 60, 2: 5}, {0: 300, 1: 80, 2: 10})
     assert got == {0: 150, 1: 40, 2: None}  # p1: past the last sync, up to the source end; p2: no sync
     assert sync_intervals(syncs, "t", {0: 100}, {0: 300}) == {0: 150}  # a sync exactly at the commit point
+    # A sync past the commit point at a copied aborted record does not end the interval: the group's next
+    # record (at 260) does, so the first sync at or after it (none: the source end).
+    assert sync_intervals(syncs, "t", {0: 120}, {0: 300}, resume={0: 260}) == {0: 200}
 
 
 def test_score_counts_lost_and_duplicated_against_the_commit_point() -> None:
