@@ -30,6 +30,8 @@ class Condition(StrEnum):
     READS_UNCOMMITTED = "reads_uncommitted"
     #: The same, and the source topics hold transactions (``inspect``).
     COPIES_ABORTED_RECORDS = "copies_aborted_records"
+    #: The same, and the source topics could not be sampled (``inspect``: a denied read, an unreachable broker).
+    NOT_SAMPLED = "not_sampled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,13 +106,26 @@ def needs_sample(pair: PairConfig) -> bool:
 
 
 def observed_conditions(
-    config: MM2Config, pair: PairConfig, samples: Sequence[TransactionSample]
+    config: MM2Config, pair: PairConfig, samples: Sequence[TransactionSample], *, sample_error: str | None = None
 ) -> list[FlowCondition]:
     """What ``inspect`` reports about the flow: its settings, and whether MM2 copies aborted transactions of
-    topics a sample showed to be transactional (``samples``: the flow's source partitions)."""
+    topics a sample showed to be transactional (``samples``: the flow's source partitions; ``sample_error``:
+    why they could not be sampled)."""
     out = []
     if not pair.emit_offset_syncs_enabled:
         out.append(_offset_syncs_disabled(config, pair))
+    if pair.copies_aborted_records and sample_error is not None:
+        out.append(
+            FlowCondition(
+                pair.name,
+                Condition.NOT_SAMPLED,
+                f"MM2's source consumer reads uncommitted records, and whether the topics hold transactions could "
+                f"not be checked ({sample_error}): if they do, MM2 copies the records of aborted ones to "
+                f"{pair.target}; {isolation_fix(config, pair)}",
+                "(every replicated topic)",
+                pair.source,
+            )
+        )
     transactional = [s for s in samples if s.transactional]
     if pair.copies_aborted_records and transactional:
         topics = sorted({s.topic for s in transactional})

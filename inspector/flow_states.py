@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 
 from mm2ctl.core.admin import TP, KafkaAdmin
 from mm2ctl.core.config import MM2Config, PairConfig
+from mm2ctl.core.errors import Mm2ctlError
 from mm2ctl.core.flow_conditions import FlowCondition, needs_sample, observed_conditions
 from mm2ctl.core.progress import Progress, no_progress
 from mm2ctl.core.transactional_data import sample_transactions
@@ -38,6 +39,7 @@ def observe(
     """The flow's conditions; ``source_partitions`` are the inspected source partitions
     (``schemas.SOURCE_PARTITIONS_SCHEMA``), sampled for transactions when it matters."""
     samples = []
+    error: str | None = None
     if needs_sample(pair):
         bounds: dict[TP, tuple[int, int]] = {}
         for row in source_partitions.to_pylist():
@@ -47,8 +49,11 @@ def observe(
         if bounds:
             progress(f"{pair.name}: sampling {len(bounds)} source partition(s) for transactions")
             kafka = config.kafka_config(pair.source, pair.name)
-            samples = sample_transactions(KafkaAdmin.connect(kafka, name=pair.source), kafka, bounds)
-    return observed_conditions(config, pair, samples)
+            try:
+                samples = sample_transactions(KafkaAdmin.connect(kafka, name=pair.source), kafka, bounds)
+            except Mm2ctlError as exc:  # a principal without READ on the topics: the rows do not need it
+                error = str(exc)
+    return observed_conditions(config, pair, samples, sample_error=error)
 
 
 def with_offset_syncs_disabled(classified: DataFrame) -> DataFrame:

@@ -137,3 +137,12 @@ def test_a_consumer_override_is_named_as_not_reaching_mm2s_source_consumer() -> 
     assert "consumer.override.isolation.level (mm2.properties:5 A->B.consumer.override.isolation.level) does not" in (
         c.message
     )
+
+
+def test_a_sample_that_could_not_be_read_is_said_so() -> None:
+    config, pair = flow()
+    (c,) = observed_conditions(config, pair, [], sample_error="User:mm2ctl is not authorized to READ topic 'orders'")
+    assert c.condition is Condition.NOT_SAMPLED
+    assert "could not be checked (User:mm2ctl is not authorized to READ topic 'orders')" in c.message
+    committed, read_committed = flow("A.consumer.isolation.level = read_committed\n")
+    assert observed_conditions(committed, read_committed, [], sample_error="denied") == []
