@@ -87,6 +87,12 @@ def drill(
     ),
     partitions: int = typer.Option(3, "--partitions", min=1, help="Partitions of the drill's topic."),
     rate: float = typer.Option(150.0, "--rate", help="Transactional records per second while MM2 runs."),
+    aborted_transactions: bool = typer.Option(
+        False,
+        "--aborted-transactions",
+        help="Abort every other transaction of a partition, and commit the group just before an aborted one: "
+        "(d), (e) and (f) must also read no record of an aborted transaction before their next record.",
+    ),
     keep: bool = typer.Option(False, "--keep", help="Lab mode: keep the drill flow's connectors."),
     workdir: Path | None = typer.Option(None, "--workdir", help="Keep the plans and journals here."),
     as_json: bool = typer.Option(False, "--json", help="The results as a JSON list, one object per drill."),
@@ -96,13 +102,13 @@ def drill(
     (c) mm2ctl conservative and (d) mm2ctl verified translation, on the same data; then (e) the way back
     (plan failback after (d)) and (f) a partition whose offset syncs were truncated (--fallback timestamp).
 
-    Exit 17 when a goal is missed: (d), (e) and (f) lose and duplicate nothing; (c) loses nothing and
-    duplicates at most one sync interval per partition (the gap between the offset syncs MM2 wrote around
-    the commit point).
+    Exit 17 when a goal is missed: (d), (e) and (f) lose and duplicate nothing, and read no record of an
+    aborted transaction before their next record; (c) loses nothing and replays at most one sync interval per
+    partition (the gap between the offset syncs MM2 wrote around the commit point).
     """
     from mm2ctl.drill.failover_drill import drill_on_clusters, drill_on_lab
 
-    options = DrillOptions(partitions=partitions, rate=rate)
+    options = DrillOptions(partitions=partitions, rate=rate, aborted_transactions=aborted_transactions)
     results: list[DrillResult] = []
     setup = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming)
     if setup.given:

@@ -46,6 +46,12 @@ def up(
         "OAuth tokens, TLS certificates made at boot, ACLs; MM2 runs as an admin principal, mm2.properties "
         "(and mm2-oauth.properties) connect as the least-privilege mm2ctl principal.",
     ),
+    exactly_once: bool = typer.Option(
+        False,
+        "--exactly-once",
+        help="Run the Connect worker with exactly-once source support (exactly.once.source.support=enabled): "
+        "MM2 writes the target in transactions.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print lab.json instead of a summary."),
 ) -> None:
     """Resolve the jars, start both clusters and the Connect worker, create the MM2 connectors, wait."""
@@ -56,6 +62,7 @@ def up(
             replication_policy=replication_policy,
             offset_syncs_location=offset_syncs_location,
             security_mode=security,
+            exactly_once=exactly_once,
             progress=progress,
         )
     if as_json:

@@ -10,8 +10,8 @@ The program is named ``mm2ctl`` however it was started (the console script, or `
 usage lines read ``mm2ctl …`` and shell completion answers to ``_MM2CTL_COMPLETE``:
 ``mm2ctl --install-completion`` installs it for the current shell.
 
-When the failed command had started a JVM, a second line names the log file that holds the JVM's output
-(``cli/run_log.py``; ``-v`` sends that output to the terminal instead).
+When the failed command had started a JVM, or librdkafka logged, a second line names the log file that holds
+that output (``cli/run_log.py``; ``-v`` sends it to the terminal instead).
 """
 
 from __future__ import annotations
@@ -68,8 +68,12 @@ app.command("demo")(demo)
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     verbose: bool = typer.Option(
-        False, "--verbose", "-v", help="Log progress and retries to stderr, and let Spark's JVM print there too."
+        False,
+        "--verbose",
+        "-v",
+        help="Log progress and retries to stderr, and let Spark's JVM and librdkafka print there too.",
     ),
 ) -> None:
     logging.basicConfig(
@@ -77,7 +81,7 @@ def _root(
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    run_log.start(verbose=verbose)
+    run_log.start(verbose=verbose, command=ctx.invoked_subcommand)
 
 
 @app.command()

@@ -255,6 +255,8 @@ def config_show_lines(report: SetupReport) -> list[str]:
             lines.append(f"  cluster {alias}:")
             for s in settings:
                 lines.append(f"    {s.name:<52} {_short(s.value):<24} {s.origin}")
+        for c in flow.conditions:
+            lines.append(f"  note: {c.message}")
     lines += [f"warning: {w}" for w in report.warnings]
     return lines
 
@@ -278,7 +280,7 @@ def config_diff_lines(differences: list[Difference], left: str, right: str) -> l
 def lab_up_lines(info: LabInfo) -> list[str]:
     lines = [f"Kafka {info.kafka_version} lab up in {info.boot_seconds:.1f}s ({info.dir})"]
     lines += [f"  {c.alias:<8} {c.bootstrap:<22} cluster id {c.cluster_id}" for c in info.clusters.values()]
-    lines.append(f"  connect  {info.connect_url}")
+    lines.append(f"  connect  {info.connect_url}" + (" (exactly-once source support)" if info.exactly_once else ""))
     lines.append(f"  mm2 config: {info.mm2_config}")
     if info.resource:
         lines.append(f"  the same as a KafkaMirrorMaker2 resource: {info.resource} (--secrets {info.secrets})")
@@ -320,16 +322,17 @@ def drill_table(result: DrillResult) -> list[str]:
     """The drill's table, one line per strategy (docs/drill.md and bench/RESULTS.md quote it)."""
     from mm2ctl.drill.failover_drill import Strategy
 
+    aborted = f", {result.aborted_transactions} aborted" if result.aborted_transactions else ""
     lines = [
         f"failover drill: {result.pair}, policy {result.replication_policy}, {result.topic} -> "
         f"{result.remote_topic}, {result.partitions} partitions, {result.records} records "
-        f"({result.deleted_before_mirroring} deleted before mirroring, {result.transactions} transactions), "
-        f"group {result.group}, {result.seconds:.0f}s",
-        f"  {'strategy':<48} {'lost':>6} {'duplicated':>10}  goal",
+        f"({result.deleted_before_mirroring} deleted before mirroring, {result.transactions} transactions"
+        f"{aborted}), group {result.group}, {result.seconds:.0f}s",
+        f"  {'strategy':<48} {'lost':>6} {'duplicated':>10} {'aborted':>7}  goal",
     ]
     for s in result.strategies:
         verdict = "" if s.goal is None else f"{s.goal}: {'met' if s.met else 'MISSED'}"
-        lines.append(f"  ({s.strategy.value}) {s.label:<44} {s.lost:>6} {s.duplicated:>10}  {verdict}")
+        lines.append(f"  ({s.strategy.value}) {s.label:<44} {s.lost:>6} {s.duplicated:>10} {s.aborted:>7}  {verdict}")
     for s in result.strategies:
         offs = ", ".join(
             f"p{x.partition}: {x.source_committed}->{'-' if x.target_offset is None else x.target_offset}"

@@ -1,9 +1,10 @@
-"""Where this run's JVM output goes: the terminal with ``-v``, otherwise a log file named on failure.
+"""Where this run's library output goes: the terminal with ``-v``, otherwise a log file named on failure.
 
 A command that starts a JVM in this process (``inspect`` starts Spark's driver) asks ``jvm_log`` for a
-file; everything the JVM prints goes there (``mm2ctl.inspector.jvm_log``). When the command then fails,
-``main`` prints the file's path as one line on stderr. With ``-v`` (``--verbose``) there is no file: the
-JVM's lines reach the terminal, as Python's INFO log lines do.
+file; everything the JVM prints goes there (``mm2ctl.inspector.jvm_log``). librdkafka's own log lines
+(``mm2ctl.core.client_log``) go to the same file, which the first of them creates when no JVM did. When the
+command then fails, ``main`` prints the file's path as one line on stderr. With ``-v`` (``--verbose``) there
+is no file: the JVM's and librdkafka's lines reach the terminal, as Python's INFO log lines do.
 
 The files live in ``<state dir>/logs/<command>-<UTC time>-<pid>.log``, the state dir being the journals'
 (``$MM2CTL_STATE_DIR``, else ``$XDG_STATE_HOME/mm2ctl``, else ``~/.local/state/mm2ctl``). Each new log
@@ -17,12 +18,14 @@ invocation is one process, so the choice is kept here, set by the root callback 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from mm2ctl.core.client_log import LIBRDKAFKA_LOGGER
 from mm2ctl.remediate.journal import default_state_dir
 
 #: How many log files the logs folder keeps.
@@ -32,16 +35,44 @@ KEEP_LOGS = 20
 @dataclass
 class _Run:
     verbose: bool = False
+    command: str = "mm2ctl"
     log: Path | None = None
+    #: The JVM writes to ``log`` (else only library lines do).
+    jvm: bool = False
 
 
 _run = _Run()
 
 
-def start(*, verbose: bool) -> None:
-    """Begin a command: ``verbose`` is ``-v``; no log file yet."""
+def start(*, verbose: bool, command: str | None = None) -> None:
+    """Begin a command: ``verbose`` is ``-v``; no log file yet. Without ``-v``, librdkafka's log lines go to
+    the command's log file instead of stderr."""
     _run.verbose = verbose
+    _run.command = command or "mm2ctl"
     _run.log = None
+    _run.jvm = False
+    library = logging.getLogger(LIBRDKAFKA_LOGGER)
+    for handler in [h for h in library.handlers if isinstance(h, _LibraryLog)]:
+        library.removeHandler(handler)
+    library.propagate = verbose
+    if not verbose:
+        library.addHandler(_LibraryLog())
+
+
+class _LibraryLog(logging.Handler):
+    """Appends library log lines to the run's log file, made by the first line (``_new_log``)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            path = _run.log or _new_log(_run.command)
+            with path.open("a", encoding="utf-8") as out:
+                out.write(self.format(record) + "\n")
+        except Exception:
+            self.handleError(record)
 
 
 def verbose() -> bool:
@@ -53,9 +84,16 @@ def log_dir() -> Path:
 
 
 def jvm_log(command: str) -> Path | None:
-    """A fresh log file for the JVM ``command`` is about to start, or None with ``-v`` (the terminal)."""
+    """The log file for the JVM ``command`` is about to start, or None with ``-v`` (the terminal). Library
+    lines logged before it may have made it already; the JVM appends to it."""
     if _run.verbose:
         return None
+    _run.jvm = True
+    return _run.log or _new_log(command)
+
+
+def _new_log(command: str) -> Path:
+    """A fresh log file for this run, in ``log_dir`` (a temporary file where that cannot be written)."""
     when = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     name = f"{command}-{when}-{os.getpid()}.log"
     folder = log_dir()
@@ -88,10 +126,12 @@ def prune(folder: Path, *, keep: int) -> list[Path]:
 
 
 def failure_line() -> str | None:
-    """The line that names the JVM's log when the command failed, if this run wrote one."""
+    """The line that names the run's log when the command failed, if this run wrote one."""
     if _run.log is None:
         return None
-    return f"mm2ctl: Spark's JVM wrote its output to {_run.log}"
+    if _run.jvm:
+        return f"mm2ctl: Spark's JVM wrote its output to {_run.log}"
+    return f"mm2ctl: library log lines of this run are in {_run.log}"
 
 
 __all__ = ["KEEP_LOGS", "failure_line", "jvm_log", "log_dir", "prune", "start", "verbose"]

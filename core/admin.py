@@ -19,7 +19,14 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    TopicCollection,
+    TopicPartition,
+)
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -30,6 +37,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from mm2ctl.core.client_log import librdkafka_log
 from mm2ctl.core.errors import KafkaClusterError
 
 log = logging.getLogger("mm2ctl.kafka")
@@ -187,9 +195,9 @@ class KafkaAdmin:
 
     @classmethod
     def connect(cls, config: Mapping[str, str], *, name: str = "cluster", timeout_s: float = 30.0) -> KafkaAdmin:
-        """Build the real client from a confluent-kafka config; librdkafka's log goes to ``mm2ctl.kafka``."""
+        """Build the real client from a confluent-kafka config; librdkafka's log goes to ``core.client_log``."""
         conf: dict[str, Any] = dict(config)
-        conf.setdefault("logger", log)
+        conf.setdefault("logger", librdkafka_log)
         conf.setdefault("socket.timeout.ms", int(timeout_s * 1000))
         try:
             return cls(AdminClient(conf), name=name, timeout_s=timeout_s)
@@ -324,10 +332,19 @@ class KafkaAdmin:
                 out[tp] = None if isinstance(got, int) and got < 0 else got
         return out
 
-    def _list_offsets(self, tps: Sequence[TP], spec: OffsetSpec) -> dict[TP, int | ItemError]:
+    def stable_offsets(self, partitions: Sequence[TP]) -> dict[TP, int | ItemError]:
+        """The last stable offset of each partition: its end for a ``read_committed`` consumer, below the
+        latest offset while a transaction is open there."""
+        if not partitions:
+            return {}
+        return self._list_offsets(partitions, OffsetSpec.latest(), isolation=IsolationLevel.READ_COMMITTED)
+
+    def _list_offsets(
+        self, tps: Sequence[TP], spec: OffsetSpec, *, isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
+    ) -> dict[TP, int | ItemError]:
         request = {TopicPartition(t, p): spec for t, p in tps}
         try:
-            futures = self._client.list_offsets(request, request_timeout=self._timeout)
+            futures = self._client.list_offsets(request, isolation_level=isolation, request_timeout=self._timeout)
         except Exception as exc:
             raise _raise_whole_call(f"listing offsets on {self._name}", exc) from exc
         out: dict[TP, int | ItemError] = {}
@@ -346,6 +363,23 @@ class KafkaAdmin:
         except Exception as exc:
             raise _raise_whole_call(f"describing configs of {topic} on {self._name}", exc) from exc
         return {name: e.value for name, e in entries.items() if e.value is not None}
+
+    def topic_configs(self, topics: Sequence[str]) -> dict[str, dict[str, str] | ItemError]:
+        """The effective configs of many topics in one request (name -> value), or each topic's error."""
+        resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
+        if not resources:
+            return {}
+        try:
+            futures = self._client.describe_configs(resources, request_timeout=self._timeout)
+        except Exception as exc:
+            raise _raise_whole_call(f"describing topic configs on {self._name}", exc) from exc
+        out: dict[str, dict[str, str] | ItemError] = {}
+        for res, fut in futures.items():
+            try:
+                out[res.name] = {name: e.value for name, e in fut.result().items() if e.value is not None}
+            except Exception as exc:
+                out[res.name] = item_error(exc)
+        return out
 
     def set_topic_config(self, topic: str, name: str, value: str) -> None:
         """Incrementally SET one topic config, leaving the others as they are."""

@@ -48,6 +48,9 @@ GROUPS_DEFAULT = ".*"
 GROUPS_EXCLUDE_DEFAULT = "console-consumer-.*, connect-.*, __.*"
 
 OFFSET_LAG_MAX_DEFAULT = 100
+#: The Kafka consumer's ``isolation.level`` values; MirrorSourceTask's consumer takes Kafka's default.
+READ_COMMITTED = "read_committed"
+READ_UNCOMMITTED = "read_uncommitted"
 SYNC_GROUP_OFFSETS_INTERVAL_DEFAULT = 60
 EMIT_CHECKPOINTS_INTERVAL_DEFAULT = 60
 
@@ -321,6 +324,27 @@ class PairConfig:
             seen = upstream
 
     @cached_property
+    def source_isolation(self) -> tuple[str, str]:
+        """The ``isolation.level`` of the flow's source consumer (MirrorSourceTask's) and where it came from.
+
+        ``read_uncommitted``, Kafka's default, copies the records of aborted transactions to the target as
+        ordinary records. MM2 builds that consumer from ``source.consumer.*`` over ``consumer.*`` of the
+        source connector (``MirrorConnectorConfig.sourceConsumerConfig``); in an MM2 file those are
+        ``A->B.source.consumer.*``, ``A.consumer.*`` and ``A->B.consumer.*``, strongest first. Connect's
+        ``consumer.override.*`` configures the worker's own consumers, not this one.
+        """
+        value, origin = self._config.source_consumer_setting(self.name, "isolation.level")
+        if value is None:
+            return READ_UNCOMMITTED, "default"
+        return value, origin
+
+    @property
+    def copies_aborted_records(self) -> bool:
+        """True when MM2 copies the records of aborted source transactions (its source consumer reads
+        uncommitted records)."""
+        return self.source_isolation[0] != READ_COMMITTED
+
+    @cached_property
     def source_kafka_config(self) -> dict[str, str]:
         """confluent-kafka settings for the source cluster, as this flow's consumer sees it."""
         return self._config.kafka_config(self.source, pair=self.name)
@@ -341,6 +365,9 @@ class MM2Config:
     warnings: tuple[str, ...]
     #: What the user gave to describe the setup (None when built from text, as tests do).
     source: ConfigSource | None = field(default=None, compare=False)
+    #: The shape the setup was given in: ``properties`` (an MM2 file), ``resource`` (a KafkaMirrorMaker2) or
+    #: ``connect`` (live connectors); advice names a setting the way that shape spells it.
+    shape: str = field(default="properties", compare=False)
     _props: Properties = field(default_factory=lambda: Properties("<empty>", {}, {}), repr=False, compare=False)
     _pairs: dict[str, PairConfig] = field(default_factory=dict, repr=False, compare=False)
 
@@ -388,6 +415,13 @@ class MM2Config:
         got = reader.get(key) or (reader.get(legacy) if legacy else None)
         return (None, "default") if got is None else (got[0], self.origin_text(got[1]))
 
+    def source_consumer_setting(self, pair: str, name: str) -> tuple[str | None, str]:
+        """A setting of the flow's source consumer (MirrorSourceTask's, ``PairConfig.source_isolation``): its
+        value (None when unset) and where it came from."""
+        flow = self.pair(pair, enabled_only=False)
+        got = self._resolve_client(flow.source, flow.name, "consumer", only=name).get(name)
+        return (None, "default") if got is None else (got[0].strip(), self.origin_text(got[1]))
+
     def client_settings_with_origins(self, alias: str, pair: str | None = None) -> dict[str, tuple[str, str]]:
         """The cluster's Java client settings (as :meth:`client_settings`, consumer role) with where each came
         from. Holds secrets: redact before showing."""
@@ -406,7 +440,7 @@ class MM2Config:
     # --- client settings --------------------------------------------------------------------------
 
     def _resolve_client(
-        self, alias: str, pair: str | None, role: Role, *, client_only: bool = False
+        self, alias: str, pair: str | None, role: Role, *, client_only: bool = False, only: str | None = None
     ) -> dict[str, tuple[str, SettingOrigin]]:
         if alias not in self.clusters:
             raise ConfigError(
@@ -447,7 +481,7 @@ class MM2Config:
                     names.add(key)
         resolved: dict[str, tuple[str, SettingOrigin]] = {}
         for name in sorted(names):
-            if client_only and not is_client_setting(name):
+            if (client_only and not is_client_setting(name)) or (only is not None and name != only):
                 continue
             chain = chain_client if is_client_setting(name) else chain_all
             for prefix in chain:
@@ -487,6 +521,17 @@ class MM2Config:
             path=self.path,
             origins={k: o for k, (_, o) in resolved.items()},
         )
+
+    def _validate_isolation(self, pair: PairConfig) -> None:
+        """The source consumer's ``isolation.level`` is one Kafka accepts (MM2's task would fail otherwise)."""
+        got = self._resolve_client(pair.source, pair.name, "consumer", only="isolation.level").get("isolation.level")
+        if got is not None and got[0].strip() not in (READ_COMMITTED, READ_UNCOMMITTED):
+            raise ConfigError(
+                f"must be {READ_COMMITTED} or {READ_UNCOMMITTED}, not {got[0].strip()!r}",
+                path=self.path,
+                line=got[1].line,
+                key=got[1].key,
+            )
 
     def _validate_client(self, alias: str, pair: PairConfig) -> None:
         resolved = self._resolve_client(alias, pair.name, "consumer", client_only=True)
@@ -739,6 +784,15 @@ def _warnings(props: Properties, clusters: tuple[str, ...], pairs: dict[str, Pai
                 shadow = key[: -len(legacy)] + new
                 why = f"ignored because {shadow} is set" if shadow in props else f"deprecated: use {new}"
                 found.append(f"{_where(props, key)}: {why}")
+    for pair in pairs.values():
+        if not pair.enabled or pair.emit_offset_syncs_enabled:
+            continue
+        for key in props:
+            if key.startswith(("offset-syncs.topic.", f"{pair.name}.offset-syncs.topic.")):
+                found.append(
+                    f"{_where(props, key)}: MirrorSourceConnector refuses offset-syncs.topic.* settings while "
+                    f"{pair.name} disables offset syncs (emit.offset-syncs.enabled=false); remove them"
+                )
     for name in pairs:
         prefix = f"{name}."
         for key in props:
@@ -752,7 +806,11 @@ def _warnings(props: Properties, clusters: tuple[str, ...], pairs: dict[str, Pai
 
 
 def parse_mm2_config(
-    props: Properties, *, policy_naming: str | None = None, source: ConfigSource | None = None
+    props: Properties,
+    *,
+    policy_naming: str | None = None,
+    source: ConfigSource | None = None,
+    shape: str = "properties",
 ) -> MM2Config:
     """Build the model from properties, read from a file or made by an adapter (``core.config_source``).
 
@@ -763,7 +821,7 @@ def parse_mm2_config(
     if policy_naming is not None and policy_naming not in naming.NAMING_SCHEMES:
         raise ConfigError(f"--policy-naming must be default or identity, not {policy_naming!r}")
     clusters = _parse_clusters(props)
-    config = MM2Config(path=props.path, clusters=clusters, warnings=(), source=source, _props=props)
+    config = MM2Config(path=props.path, clusters=clusters, warnings=(), source=source, shape=shape, _props=props)
     for upstream in clusters:
         for downstream in clusters:
             if upstream == downstream:
@@ -777,6 +835,7 @@ def parse_mm2_config(
     for pair in config.pairs(enabled_only=True):
         config._validate_client(pair.source, pair)
         config._validate_client(pair.target, pair)
+        config._validate_isolation(pair)
     object.__setattr__(config, "warnings", tuple(_warnings(props, clusters, config._pairs)))
     return config
 

@@ -2,7 +2,8 @@
 
 ``show`` answers "what does mm2ctl think MM2 is doing, and why": each enabled flow, the names of its topics
 (offset syncs, checkpoints, heartbeats, the remote-topic rule), its settings, and for every value where it
-came from (a file line, a resource field, a live connector, or MM2's default). An alias or separator typed
+came from (a file line, a resource field, a live connector, or MM2's default), and what the settings make of
+the flow (``core.flow_conditions``: offset syncs disabled, aborted transactions copied). An alias or separator typed
 wrong labels every row of an inspection wrongly and silently; this is where that shows.
 
 ``diff`` compares two setups (a file and the live connectors) on what decides the names and the behaviour
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mm2ctl.core.config import MM2Config, PairConfig
+from mm2ctl.core.flow_conditions import FlowCondition, configured_conditions
 from mm2ctl.core.redaction import is_secret_key, mask
 
 #: (setting, deprecated name) for the flow settings reported, in the order shown.
@@ -39,6 +41,9 @@ _FLOW_KEYS: tuple[tuple[str, str | None], ...] = (
     ("emit.heartbeats.enabled", None),
     ("emit.offset-syncs.enabled", None),
 )
+#: The setting of the flow's source consumer reported beside the flow settings: whether MM2 copies aborted
+#: transactions (``PairConfig.source_isolation``).
+SOURCE_ISOLATION = "source.consumer.isolation.level"
 #: Cluster settings compared by ``diff``: which cluster, and how it is reached (not who connects).
 _CLUSTER_IDENTITY = ("bootstrap.servers", "security.protocol", "sasl.mechanism")
 
@@ -61,6 +66,8 @@ class FlowReport:
     topics: dict[str, str]
     settings: list[Setting]
     clusters: dict[str, list[Setting]]
+    #: What the settings make of the flow (``core.flow_conditions``): offset syncs disabled, aborted records.
+    conditions: list[FlowCondition] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,6 +77,7 @@ class FlowReport:
             "topics": dict(self.topics),
             "settings": [s.to_json() for s in self.settings],
             "clusters": {alias: [s.to_json() for s in items] for alias, items in self.clusters.items()},
+            "conditions": [{"condition": c.condition.value, "message": c.message} for c in self.conditions],
         }
 
 
@@ -149,12 +157,15 @@ def describe_setup(config: MM2Config) -> SetupReport:
         for key, legacy in _FLOW_KEYS:
             _, origin = config.flow_setting(pair.name, key, legacy=legacy)
             settings.append(Setting(key, values[key], origin))
+        isolation, isolation_origin = pair.source_isolation
+        settings.append(Setting(SOURCE_ISOLATION, isolation, isolation_origin))
         declared, origin = config.flow_setting(pair.name, "mm2ctl.replication.policy.naming")
         if naming_override is not None or declared is not None:
             origin = "--policy-naming" if naming_override is not None else origin
             settings.insert(1, Setting("mm2ctl.replication.policy.naming", pair.replication_policy.naming, origin))
         clusters = {alias: _cluster_settings(config, alias, pair.name) for alias in (pair.source, pair.target)}
-        flows.append(FlowReport(pair.name, pair.source, pair.target, _topics(pair), settings, clusters))
+        conditions = configured_conditions(config, pair)
+        flows.append(FlowReport(pair.name, pair.source, pair.target, _topics(pair), settings, clusters, conditions))
     source = config.source.describe() if config.source is not None else config.path
     return SetupReport(source=source, clusters=list(config.clusters), flows=flows, warnings=list(config.warnings))
 

@@ -158,7 +158,8 @@ def resolve_config(source: ConfigSource, *, read_connectors: ConnectorReader | N
             resolve=strimzi.strimzi_reference_resolver(store),
             overlay=overlay,
         )
-        return _with_warnings(parse_mm2_config(props, policy_naming=naming, source=source), warnings)
+        config = parse_mm2_config(props, policy_naming=naming, source=source, shape="connect")
+        return _with_warnings(config, warnings)
     assert source.mm2_config is not None
     path = source.mm2_config
     docs = _resource_docs(path)
@@ -172,9 +173,12 @@ def resolve_config(source: ConfigSource, *, read_connectors: ConnectorReader | N
     store = load_secrets(source.secrets) if source.secrets else None
     resource = strimzi.read_resource(strimzi.find_resource(docs, path=path), path=path, secrets=store)
     props, warnings = connectors_to_properties(
-        resource.connectors, path=path, resolve=strimzi.strimzi_reference_resolver(store)
+        resource.connectors,
+        path=path,
+        resolve=strimzi.strimzi_reference_resolver(store),
+        release=resource.kafka_version,
     )
-    return _with_warnings(parse_mm2_config(props, policy_naming=naming, source=source), warnings)
+    return _with_warnings(parse_mm2_config(props, policy_naming=naming, source=source, shape="resource"), warnings)
 
 
 def _with_warnings(config: MM2Config, warnings: list[str]) -> MM2Config:

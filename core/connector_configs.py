@@ -18,7 +18,9 @@ How the three configs become one flow:
 * Everything else becomes a flow setting ``A->B.<key>``. The connector that acts on a setting is the one
   read: the checkpoint connector for ``groups*``, ``sync.group.offsets.*`` and ``emit.checkpoints.*``, the
   source connector for the rest. Settings both must agree on to name the same topics (the replication
-  policy, its separator, the offset-syncs location) are compared, and a disagreement is an error naming both.
+  policy, its separator, the offset-syncs location) are compared as each connector will use them (an unset
+  key takes Kafka's default, ``core.mm2_defaults``), and a disagreement is an error naming both values and
+  where each came from.
 * A flow without a checkpoint connector emits no checkpoints; one without a heartbeat connector, no heartbeats.
 
 A value hidden behind a config provider (``${file:…}``) is resolved by the caller's ``resolve`` when it can
@@ -33,6 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from mm2ctl.core.errors import ConfigError
+from mm2ctl.core.mm2_defaults import default_origin, kafka_default
 from mm2ctl.core.properties import Properties, Property, properties_of
 
 ROLE_CLASSES = {
@@ -182,24 +185,42 @@ def _flows(connectors: Iterable[MirrorConnector], path: str) -> dict[tuple[str, 
     return flows
 
 
-def _check_shared(flow: str, roles: Mapping[str, MirrorConnector], path: str) -> None:
+def _effective(
+    key: str, prop: Property | None, connector: MirrorConnector, release: str | None
+) -> tuple[str | None, str, str]:
+    """What ``connector`` uses for ``key``: (value, how to say it, where it came from). An unset key takes
+    Kafka's default for the connector's release (``core.mm2_defaults``); None when Kafka has none."""
+    if prop is not None:
+        value = prop.value.strip()
+        return value, repr(value), prop.origin or f"connector {connector.name}: {key}"
+    default = kafka_default(key, release)
+    where = f"not set on connector {connector.name}"
+    if default is None:
+        return None, "not set", where
+    return default, f"{default!r}", f"{where}: {default_origin(release)}"
+
+
+def _check_shared(flow: str, roles: Mapping[str, MirrorConnector], path: str, release: str | None) -> None:
+    """The source and checkpoint connectors must use the same policy, separator and offset-syncs location, or
+    they name different topics. Values are compared as each connector will use them: a key one connector
+    leaves unset agrees with the other's when that is Kafka's default. mm2ctl's own naming declaration has no
+    default: set on one connector only, it declares the flow's naming."""
     source, checkpoint = roles.get("source"), roles.get("checkpoint")
     if source is None or checkpoint is None:
         return
     for key in SHARED_KEYS:
         a, b = source.config.get(key), checkpoint.config.get(key)
-        if (a.value.strip() if a else None) != (b.value.strip() if b else None):
-            where_a = a.origin if a and a.origin else f"connector {source.name}: {key}"
-            where_b = b.origin if b and b.origin else f"connector {checkpoint.name}: {key}"
-            say_a = repr(a.value.strip()) if a else "not set"
-            say_b = repr(b.value.strip()) if b else "not set"
-            raise ConfigError(
-                f"the source and checkpoint connectors of {flow} disagree ({say_a} vs {say_b} in {where_b}); "
-                "they would name different topics",
-                path=path,
-                line=a.line if a else None,
-                key=where_a,
-            )
+        value_a, say_a, where_a = _effective(key, a, source, release)
+        value_b, say_b, where_b = _effective(key, b, checkpoint, release)
+        if value_a is None or value_b is None or value_a == value_b:
+            continue
+        raise ConfigError(
+            f"the source and checkpoint connectors of {flow} disagree: {say_a} ({where_a}) vs {say_b} "
+            f"({where_b}); they would name different topics",
+            path=path,
+            line=a.line if a else (b.line if b else None),
+            key=key,
+        )
 
 
 def connectors_to_properties(
@@ -208,11 +229,13 @@ def connectors_to_properties(
     path: str,
     resolve: Resolver = lambda _ref: None,
     overlay: Mapping[str, Property] | None = None,
+    release: str | None = None,
 ) -> tuple[Properties, list[str]]:
     """The MM2 properties (and warnings) equivalent to these connectors; see the module docstring.
 
     ``overlay`` holds values the user gave for settings the connectors hide (``--secrets FILE``), keyed as in
-    an MM2 properties file (``A.sasl.jaas.config``, ``A->B.replication.policy.separator``).
+    an MM2 properties file (``A.sasl.jaas.config``, ``A->B.replication.policy.separator``). ``release`` is the
+    Kafka release the connectors run (a Strimzi resource's ``spec.version``); None takes the newest defaults.
     """
     b = _Builder(path, resolve, overlay or {})
     flows = _flows(connectors, path)
@@ -226,7 +249,7 @@ def connectors_to_properties(
     b.put("clusters", ", ".join(aliases), "the connectors' source.cluster.alias and target.cluster.alias")
     for (source, target), roles in flows.items():
         flow = f"{source}->{target}"
-        _check_shared(flow, roles, path)
+        _check_shared(flow, roles, path, release)
         ordered = [roles[r] for r in ("source", "checkpoint", "heartbeat") if r in roles]
         for c in ordered:
             for side, alias in (("source", source), ("target", target)):

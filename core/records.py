@@ -3,11 +3,17 @@
 Reading is bounded: a read stops at the end offsets seen when it started, so a topic that keeps growing
 (offset syncs under load) still gives a finite, reproducible answer. Compacted topics and transaction
 markers leave gaps in offsets; the reader never assumes ``offset + 1`` is the next record.
+
+Reads are ``read_committed``: what a consumer of the topic is given. A record of an aborted transaction stays
+in the log, and MirrorMaker 2 copies it to the target as an ordinary record unless its source consumer is
+``read_committed`` too; so a reader that compares the two clusters (``PartitionReader(mark_aborted=True)``)
+also returns those records, marked ``aborted``. A consumer never reads a transaction marker (one offset each).
 """
 
 from __future__ import annotations
 
-import logging
+import dataclasses
+import heapq
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -17,9 +23,8 @@ from typing import Any, NoReturn
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from mm2ctl.core.authorization import is_denial, principal_of, raise_for
+from mm2ctl.core.client_log import librdkafka_log
 from mm2ctl.core.errors import KafkaClusterError
-
-log = logging.getLogger("mm2ctl.kafka")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,9 +36,11 @@ class RawRecord:
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...] = ()
+    #: The record belongs to an aborted transaction: a ``read_committed`` consumer never reads it.
+    aborted: bool = False
 
 
-def _consumer(config: Mapping[str, str]) -> Consumer:
+def _consumer(config: Mapping[str, str], *, isolation: str = "read_committed") -> Consumer:
     conf: dict[str, Any] = {
         **config,
         # A throwaway group that never commits: reading must leave no trace on the cluster.
@@ -41,8 +48,8 @@ def _consumer(config: Mapping[str, str]) -> Consumer:
         "enable.auto.commit": False,
         "enable.partition.eof": True,
         "auto.offset.reset": "earliest",
-        "isolation.level": "read_committed",
-        "logger": log,
+        "isolation.level": isolation,
+        "logger": librdkafka_log,
     }
     return Consumer(conf)
 
@@ -55,10 +62,12 @@ def read_partitions(
     start: Mapping[int, int] | None = None,
     end: Mapping[int, int] | None = None,
     timeout_s: float = 60.0,
+    isolation: str = "read_committed",
 ) -> Iterator[RawRecord]:
     """Yield the records of ``topic`` (all partitions, or those given) from ``start`` (default: earliest)
-    up to, not including, ``end`` (default: the high watermark when the read began)."""
-    consumer = _consumer(config)
+    up to, not including, ``end`` (default: the high watermark when the read began). ``isolation``
+    ``read_uncommitted`` also yields the records of aborted (and open) transactions, unmarked."""
+    consumer = _consumer(config, isolation=isolation)
     try:
         try:
             md = consumer.list_topics(topic, timeout=timeout_s)
@@ -126,6 +135,55 @@ def read_partitions(
         consumer.close()
 
 
+def read_ranges(
+    config: Mapping[str, str],
+    ranges: Mapping[tuple[str, int], tuple[int, int]],
+    *,
+    isolation: str = "read_committed",
+    timeout_s: float = 60.0,
+) -> Iterator[RawRecord]:
+    """Yield the records of each (topic, partition) with offsets in its ``[start, end)``, every partition
+    through one consumer assigned to all of them; ``end`` must not lie past the partition's end."""
+    pending = {tp for tp, (start, end) in ranges.items() if end > start}
+    if not pending:
+        return
+    consumer = _consumer(config, isolation=isolation)
+    try:
+        consumer.assign([TopicPartition(t, p, ranges[(t, p)][0]) for t, p in sorted(pending)])
+        deadline = time.monotonic() + timeout_s
+        while pending:
+            if time.monotonic() > deadline:
+                raise KafkaClusterError(f"reading {len(pending)} partition(s) timed out, e.g. {min(pending)}")
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            topic, p, off = msg.topic(), msg.partition(), msg.offset()
+            if topic is None or p is None or off is None or (topic, p) not in pending:
+                continue
+            _start, end = ranges[(topic, p)]
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    if off >= end:
+                        pending.discard((topic, p))  # a trailing transaction marker is never delivered
+                    continue
+                if is_denial(err.name()):
+                    _denied(config, "READ", topic, err.name())
+                raise KafkaClusterError(f"reading {topic}: {err.str()}", code=err.name())
+            if off >= end:
+                pending.discard((topic, p))
+                continue
+            _ts_type, ts = msg.timestamp()
+            yield RawRecord(
+                topic, p, off, int(ts), _as_bytes(msg.key()), _as_bytes(msg.value()), _headers(msg.headers())
+            )
+            if off + 1 >= end:
+                pending.discard((topic, p))
+            deadline = time.monotonic() + timeout_s
+    finally:
+        consumer.close()
+
+
 class PartitionReader:
     """Reads offset ranges of single partitions of one cluster through one consumer, kept open.
 
@@ -133,26 +191,50 @@ class PartitionReader:
     topic once. A planner that verifies positions reads a range of each of hundreds of partitions, where that
     start-up was most of the time; this reader re-assigns its one consumer instead. Close it (or use it as
     a context manager) when done.
+
+    With ``mark_aborted`` a read also returns the records of aborted transactions in the range, marked
+    ``aborted``: a range whose committed records leave gaps (markers, aborted records, compaction) is read a
+    second time ``read_uncommitted``, through a second consumer, and what only that read holds was aborted.
+    The committed read reached the range's end first, so no transaction in the range is still open.
     """
 
-    def __init__(self, config: Mapping[str, str], *, timeout_s: float = 60.0) -> None:
+    def __init__(self, config: Mapping[str, str], *, timeout_s: float = 60.0, mark_aborted: bool = False) -> None:
         self._config = dict(config)
         self._timeout = timeout_s
-        self._consumer: Consumer | None = None
+        self._mark_aborted = mark_aborted
+        self._consumers: dict[str, Consumer] = {}
 
-    def _open(self) -> Consumer:
-        if self._consumer is None:
+    def _open(self, isolation: str) -> Consumer:
+        consumer = self._consumers.get(isolation)
+        if consumer is None:
             # A fetch for the previous partition, parked at its end, would hold the next one back for the
             # broker's whole long-poll wait (500 ms by default): keep that wait short.
-            self._consumer = _consumer({"fetch.wait.max.ms": "10", **self._config})
-        return self._consumer
+            consumer = _consumer({"fetch.wait.max.ms": "10", **self._config}, isolation=isolation)
+            self._consumers[isolation] = consumer
+        return consumer
 
     def read(self, topic: str, partition: int, start: int, end: int) -> Iterator[RawRecord]:
         """Yield the records of ``topic``/``partition`` with offsets in ``[start, end)``; ``end`` must not lie
         past the partition's end (the read would wait for records that do not exist)."""
         if end <= start:
             return
-        consumer = self._open()
+        if not self._mark_aborted:
+            yield from self._read("read_committed", topic, partition, start, end)
+            return
+        committed = list(self._read("read_committed", topic, partition, start, end))
+        if len(committed) >= end - start:
+            yield from committed  # no gap: nothing was aborted
+            return
+        seen = {r.offset for r in committed}
+        aborted = [
+            dataclasses.replace(r, aborted=True)
+            for r in self._read("read_uncommitted", topic, partition, start, end)
+            if r.offset not in seen
+        ]
+        yield from heapq.merge(committed, aborted, key=lambda r: r.offset)
+
+    def _read(self, isolation: str, topic: str, partition: int, start: int, end: int) -> Iterator[RawRecord]:
+        consumer = self._open(isolation)
         consumer.assign([TopicPartition(topic, partition, start)])
         deadline = time.monotonic() + self._timeout
         while True:
@@ -190,9 +272,9 @@ class PartitionReader:
             deadline = time.monotonic() + self._timeout
 
     def close(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
+        for consumer in self._consumers.values():
+            consumer.close()
+        self._consumers.clear()
 
     def __enter__(self) -> PartitionReader:
         return self
@@ -228,7 +310,7 @@ def produce(
     A ``None`` value is a tombstone. Give the partition explicitly when the key must land where Java's
     partitioner put it: librdkafka's default partitioner hashes differently.
     """
-    conf: dict[str, Any] = {**config, "enable.idempotence": True, "linger.ms": 5, "logger": log}
+    conf: dict[str, Any] = {**config, "enable.idempotence": True, "linger.ms": 5, "logger": librdkafka_log}
     producer = Producer(conf)
     results: list[tuple[int, int] | None] = [None] * len(records)
     errors: list[str] = []

@@ -413,6 +413,8 @@ class StrimziResource:
     connectors: list[MirrorConnector]
     #: The Connect worker's offsets topic (``spec.target.offsetStorageTopic``), when the resource names it.
     offsets_topic: str | None
+    #: The Kafka release the connectors run (``spec.version``), which decides the defaults of unset keys.
+    kafka_version: str | None = None
 
 
 def read_resource(doc: Node, *, path: str, secrets: SecretStore | None) -> StrimziResource:
@@ -481,7 +483,14 @@ def read_resource(doc: Node, *, path: str, secrets: SecretStore | None) -> Strim
             spec.get("mirrors"),
             "no mirror has a sourceConnector, checkpointConnector or heartbeatConnector",
         )
-    return StrimziResource(name=str(name or ""), api_version=api, connectors=connectors, offsets_topic=offsets_topic)
+    version = r.string(spec, "version", "spec", required=False)
+    return StrimziResource(
+        name=str(name or ""),
+        api_version=api,
+        connectors=connectors,
+        offsets_topic=offsets_topic,
+        kafka_version=version,
+    )
 
 
 def find_resource(docs: list[Node], *, path: str) -> Node:

@@ -11,6 +11,11 @@ real, awkward log. The source is made awkward on purpose, so offset *numbers* di
 - **Transactions.** While MM2 runs, a transactional producer writes small transactions (1 to 3 records per
   partition); every commit marker takes a source offset that MM2 does not replicate, so the source advances
   faster than the target.
+- **Aborted transactions** (``DrillOptions.aborted_transactions``): every other transaction of a partition is
+  aborted. Its records stay in the source log, no consumer of the source reads them, and MM2 copies them to
+  the target as ordinary records unless its source consumer reads committed records only. Each partition's
+  commit point is moved to just before an aborted transaction, where a position that counts offsets resumes
+  on those copies.
 
 Every record carries its partition's sequence number (``seq=N`` in the value, ``seq`` header). A group
 consumes part of the stream on the source, commits, and leaves. Producers keep going for a while (MM2 lags
@@ -33,8 +38,11 @@ behind), then stop (a planned migration). The strategies then put the group on t
 (``<group>.drill-<strategy>``), and a real consumer resumes from the committed positions
 (``auto.offset.reset=latest``, Kafka's default) and reads to the end: on the target, or for (e) on the source.
 LOST are sequence numbers at or after the commit point it never sees; DUPLICATED are sequence numbers before
-the commit point it reads again. The commit point is the group's on the source, or for (e) the copy's on the
-target after it consumed more there.
+the commit point it reads again; ABORTED are records of aborted transactions (their copies) it reads before its
+first record at or after the commit point: what its position made it read, which no consumer of the source
+ever saw. Copies MM2 made of transactions aborted later lie further on, where every consumer of the target
+reads them whatever its position; the drill notes them. The commit point is the group's on the source, or for
+(e) the copy's on the target after it consumed more there.
 
 This module never prints: it reports through ``progress`` and returns a ``DrillResult``.
 """
@@ -42,7 +50,6 @@ This module never prints: it reports through ``progress`` and returns a ``DrillR
 from __future__ import annotations
 
 import itertools
-import logging
 import os
 import re
 import tempfile
@@ -67,6 +74,7 @@ from confluent_kafka import (
 
 from mm2ctl.core import records
 from mm2ctl.core.admin import TP, KafkaAdmin
+from mm2ctl.core.client_log import librdkafka_log
 from mm2ctl.core.config import PairConfig, load_mm2_config
 from mm2ctl.core.errors import ConfigError, KafkaClusterError, Mm2ctlError
 from mm2ctl.core.polling import poll_until
@@ -89,8 +97,6 @@ if TYPE_CHECKING:
 #: A planner run on a fresh builder: the plan and its per-row report.
 PlanFunction = Callable[[PlanBuilder], tuple[Plan, FailoverReport]]
 
-
-log = logging.getLogger("mm2ctl.drill")
 
 #: A port nothing listens on: the source's address in the ``--source-unavailable`` plan's config copy.
 UNREACHABLE_BOOTSTRAP = "127.0.0.1:1"
@@ -133,6 +139,8 @@ class DrillOptions:
     after_commit_s: float = 4.0
     #: How long MM2 gets to catch up and checkpoint the group before the failover.
     settle_timeout_s: float = 120.0
+    #: Abort every other transaction of a partition, and commit the group just before an aborted one.
+    aborted_transactions: bool = False
 
 
 @dataclass(frozen=True)
@@ -166,6 +174,8 @@ class PartitionOutcome:
     #: Source offsets between the newest offset sync at or below the commit point and the next one (or the
     #: partition's end): the sync interval MM2 actually left there. None when no sync covers the point.
     sync_interval: int | None = None
+    #: Records of aborted transactions (MM2's copies) read before the first record at the commit point.
+    aborted: int = 0
 
 
 @dataclass(frozen=True)
@@ -186,6 +196,10 @@ class StrategyOutcome:
     def duplicated(self) -> int:
         return sum(p.duplicated for p in self.partitions)
 
+    @property
+    def aborted(self) -> int:
+        return sum(p.aborted for p in self.partitions)
+
 
 @dataclass(frozen=True)
 class DrillResult:
@@ -202,6 +216,11 @@ class DrillResult:
     strategies: tuple[StrategyOutcome, ...]
     seconds: float
     notes: tuple[str, ...] = ()
+    #: Aborted transactions and their records (the aborted-transactions load), and how many of those records
+    #: MM2 copied to the target.
+    aborted_transactions: int = 0
+    aborted_records: int = 0
+    aborted_copied: int = 0
 
     @property
     def goals_met(self) -> bool:
@@ -215,7 +234,7 @@ class DrillResult:
         doc["goals_met"] = self.goals_met
         for s, out in zip(self.strategies, doc["strategies"], strict=True):
             out["strategy"] = s.strategy.value
-            out["lost"], out["duplicated"] = s.lost, s.duplicated
+            out["lost"], out["duplicated"], out["aborted"] = s.lost, s.duplicated, s.aborted
         return doc
 
 
@@ -226,8 +245,13 @@ def _value(partition: int, seq: int) -> bytes:
     return b"drill p=%d seq=%d" % (partition, seq)
 
 
+def _aborted_value(partition: int, n: int) -> bytes:
+    """A record of an aborted transaction: numbered apart from the sequence, which counts committed records."""
+    return b"drill p=%d aborted=%d" % (partition, n)
+
+
 def _seq_of(value: bytes | None) -> int | None:
-    if not value or not value.startswith(b"drill "):
+    if not value or not value.startswith(b"drill ") or b"seq=" not in value:
         return None
     try:
         return int(value.rsplit(b"seq=", 1)[1])
@@ -235,13 +259,24 @@ def _seq_of(value: bytes | None) -> int | None:
         return None
 
 
+def _is_aborted_record(value: bytes | None) -> bool:
+    return value is not None and value.startswith(b"drill ") and b" aborted=" in value
+
+
+#: What a consumer read, in order: a sequence number, or ``ABORTED`` for a record of an aborted transaction.
+ABORTED = -1
+
+
 class _SequenceProducer:
     """Numbered, keyed records per partition: a plain head, then small transactions on a background thread."""
 
-    def __init__(self, conf: Mapping[str, str], topic: str, partitions: int) -> None:
+    def __init__(self, conf: Mapping[str, str], topic: str, partitions: int, *, aborting: bool = False) -> None:
         self.conf, self.topic, self.partitions = dict(conf), topic, partitions
+        self.aborting = aborting
         self.next_seq = [0] * partitions
         self.transactions = 0
+        self.aborted_transactions = 0
+        self.aborted_records = [0] * partitions
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
@@ -273,7 +308,7 @@ class _SequenceProducer:
                     **self.conf,
                     "transactional.id": f"mm2ctl-drill-{uuid.uuid4().hex[:10]}",
                     "linger.ms": 2,
-                    "logger": log,
+                    "logger": librdkafka_log,
                 }
             )
             producer.init_transactions(30)
@@ -281,8 +316,14 @@ class _SequenceProducer:
             while not self._stop.is_set():
                 p = i % self.partitions
                 n = 1 + (i // self.partitions) % 3  # 1, 2 or 3 records: markers fall at uneven distances
+                aborting = self.aborting and (i // self.partitions) % 2 == 1
                 producer.begin_transaction()
                 for _ in range(n):
+                    if aborting:
+                        k = self.aborted_records[p]
+                        producer.produce(self.topic, key=b"a%d-%d" % (p, k), value=_aborted_value(p, k), partition=p)
+                        self.aborted_records[p] += 1
+                        continue
                     seq = self.next_seq[p]
                     producer.produce(
                         self.topic,
@@ -292,7 +333,12 @@ class _SequenceProducer:
                         headers=[("seq", b"%d" % seq)],
                     )
                     self.next_seq[p] += 1
-                producer.commit_transaction(30)
+                if aborting:
+                    producer.flush(30)  # aborting drops what is still queued: the records must be in the log
+                    producer.abort_transaction(30)
+                    self.aborted_transactions += 1
+                else:
+                    producer.commit_transaction(30)
                 self.transactions += 1
                 i += 1
                 time.sleep(n / rate)
@@ -323,7 +369,7 @@ def _consume_part_and_commit(
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
-            "logger": log,
+            "logger": librdkafka_log,
         }
     )
     seen = dict.fromkeys(want, 0)
@@ -368,7 +414,8 @@ def _resume_and_read(
     conf: Mapping[str, str], topic: str, group: str, partitions: int, timeout_s: float = 60.0
 ) -> dict[int, list[int]]:
     """The application on the target: start where ``group`` committed (Kafka's default reset, ``latest``,
-    where it has no valid offset) and read every partition to its end; the sequence numbers it sees."""
+    where it has no valid offset) and read every partition to its end, ``read_committed``; the sequence
+    numbers it sees, ``ABORTED`` for each copy of a record of an aborted transaction."""
     consumer = Consumer(
         {
             **conf,
@@ -377,7 +424,7 @@ def _resume_and_read(
             "enable.auto.commit": False,
             "enable.partition.eof": True,
             "isolation.level": "read_committed",
-            "logger": log,
+            "logger": librdkafka_log,
         }
     )
     seen: dict[int, list[int]] = {p: [] for p in range(partitions)}
@@ -399,7 +446,7 @@ def _resume_and_read(
                 if err.code() == KafkaError._PARTITION_EOF and p is not None:
                     pending.discard(p)
                 continue
-            seq = _seq_of(msg.value())
+            seq = ABORTED if _is_aborted_record(msg.value()) else _seq_of(msg.value())
             if p is not None and seq is not None:
                 seen[p].append(seq)
     except KafkaException as exc:
@@ -424,32 +471,67 @@ def score(
     sync_intervals: Mapping[int, int | None] | None = None,
     detail: str = "",
 ) -> StrategyOutcome:
-    """Lost and duplicated records per partition for one strategy, and whether its goal was met.
+    """Lost, duplicated and aborted records per partition for one strategy, and whether its goal was met.
 
     The commit point of a partition is the sequence number of the first source record at or after the
     committed offset (the offset may name a transaction marker), or everything produced when none is left.
+    ``seen`` holds ``ABORTED`` for each record of an aborted transaction read: those read before the first
+    record at or after the commit point count as ``aborted``.
     """
     parts = []
     for p in sorted(committed):
         c = committed[p]
         commit_seq = next((seq for off, seq in source_log[p] if off >= c), produced[p])
-        got = list(seen.get(p, ()))
+        read = list(seen.get(p, ()))
+        first = next((i for i, x in enumerate(read) if x >= commit_seq), len(read))
+        aborted = sum(1 for x in read[:first] if x == ABORTED)
+        got = [x for x in read if x != ABORTED]
         after = [s for s in got if s >= commit_seq]
         lost = len(set(range(commit_seq, produced[p])) - set(after))
         duplicated = sum(1 for s in got if s < commit_seq) + (len(after) - len(set(after)))
         interval = (sync_intervals or {}).get(p)
-        parts.append(PartitionOutcome(p, c, commit_seq, produced[p], target_offsets.get(p), lost, duplicated, interval))
+        parts.append(
+            PartitionOutcome(p, c, commit_seq, produced[p], target_offsets.get(p), lost, duplicated, interval, aborted)
+        )
     goal: str | None = None
     met: bool | None = None
     if strategy in (Strategy.VERIFIED, Strategy.FAILBACK, Strategy.TIMESTAMP):
-        goal = "lost 0, duplicated 0"
-        met = all(x.lost == 0 and x.duplicated == 0 for x in parts)
+        goal = "lost 0, duplicated 0, aborted 0"
+        met = all(x.lost == 0 and x.duplicated == 0 and x.aborted == 0 for x in parts)
     elif strategy is Strategy.CONSERVATIVE:
         # The conservative rule resumes just after the newest sync at or below the commit point, so it can
-        # replay at most the sync interval MM2 left there; MM2 aims to keep that within offset.lag.max.
-        goal = "lost 0, duplicated <= one sync interval per partition"
-        met = all(x.lost == 0 and x.sync_interval is not None and x.duplicated <= x.sync_interval for x in parts)
+        # replay at most the sync interval MM2 left there (records, and copies of aborted ones); MM2 aims to
+        # keep that within offset.lag.max.
+        goal = "lost 0, duplicated + aborted <= one sync interval per partition"
+        met = all(
+            x.lost == 0 and x.sync_interval is not None and x.duplicated + x.aborted <= x.sync_interval for x in parts
+        )
     return StrategyOutcome(strategy, LABELS[strategy], tuple(parts), goal, met, detail)
+
+
+def commit_before_aborted(log: Sequence[bool], want: int) -> int:
+    """How many records a consumer reading from the log start takes so that the next record after its last
+    one is a record of an aborted transaction: the smallest count at or after ``want``, else ``want``.
+    ``log`` says, per data record in offset order, whether it was aborted."""
+    taken = 0
+    for i, aborted in enumerate(log):
+        if aborted:
+            continue
+        taken += 1
+        if taken >= want and i + 1 < len(log) and log[i + 1]:
+            return taken
+    return want
+
+
+def _aborted_flags(conf: Mapping[str, str], topic: str, partitions: int) -> dict[int, list[bool]]:
+    """Per partition, each data record in offset order: was it aborted? (It is only in a read_uncommitted read.)"""
+    admin = KafkaAdmin.connect(conf)
+    ends = {p: b.latest or 0 for (_t, p), b in admin.partition_bounds([(topic, p) for p in range(partitions)]).items()}
+    committed = {(r.partition, r.offset) for r in records.read_partitions(conf, topic, end=ends)}
+    out: dict[int, list[bool]] = {p: [] for p in range(partitions)}
+    for r in records.read_partitions(conf, topic, end=ends, isolation="read_uncommitted"):
+        out[r.partition].append((r.partition, r.offset) not in committed)
+    return out
 
 
 def sync_intervals(
@@ -457,14 +539,19 @@ def sync_intervals(
     topic: str,
     committed: Mapping[int, int],
     source_end: Mapping[int, int],
+    resume: Mapping[int, int] | None = None,
 ) -> dict[int, int | None]:
     """Per partition, the sync interval around the commit point: from the newest sync with upstream <= the
-    committed offset to the next sync's upstream (or, past the last sync, the source partition's end)."""
+    committed offset to the upstream of the first sync at or after the record the group reads next (``resume``,
+    its offset; else the first sync past the committed offset), or, past the last sync, the source partition's
+    end. A sync between the two names a record of an aborted transaction MM2 copied: the replay a rule that
+    never skips allows runs on to the next committed record's copy."""
     out: dict[int, int | None] = {}
     for p, c in committed.items():
         ups = sorted(s.upstream for s in syncs.get((topic, p), ()))
         below = [u for u in ups if u <= c]
-        above = [u for u in ups if u > c]
+        nxt = max(c + 1, (resume or {}).get(p, c + 1))
+        above = [u for u in ups if u >= nxt]
         if not below:
             out[p] = None
             continue
@@ -569,7 +656,7 @@ def run_drill(
 
     src_admin = KafkaAdmin.connect(source_conf, name="source")
     src_admin.create_topics({topic: o.partitions})
-    producer = _SequenceProducer(source_conf, topic, o.partitions)
+    producer = _SequenceProducer(source_conf, topic, o.partitions, aborting=o.aborted_transactions)
     progress(
         f"producing {o.head} numbered records per partition to {topic}, then deleting the first "
         f"{o.deleted} (retention before mirroring)"
@@ -599,6 +686,10 @@ def run_drill(
     time.sleep(o.before_commit_s)
     # A different share of each partition (50%, 60%, 70%, ...), so commit points land in different places.
     want = {p: max(1, int((producer.next_seq[p] - o.deleted) * (0.5 + 0.1 * (p % 3)))) for p in range(o.partitions)}
+    if o.aborted_transactions:
+        # Just before an aborted transaction: where a position that counts offsets resumes on its copies.
+        flags = _aborted_flags(source_conf, topic, o.partitions)
+        want = {p: commit_before_aborted(flags[p], n) for p, n in want.items()}
     progress(f"group {group} consumes {sum(want.values())} records on the source, commits and stops")
     try:
         _consume_part_and_commit(source_conf, topic, group, want)
@@ -606,12 +697,15 @@ def run_drill(
     finally:
         producer.stop()
     produced = list(producer.next_seq)
-    progress(f"producers stopped: {sum(produced)} records, {producer.transactions} transactions")
+    aborted_note = f" ({producer.aborted_transactions} aborted)" if o.aborted_transactions else ""
+    progress(f"producers stopped: {sum(produced)} records, {producer.transactions} transactions{aborted_note}")
 
     committed_tp = src_admin.committed_offsets([group])[group].offsets
     committed = {p: committed_tp[(topic, p)] for p in range(o.partitions) if (topic, p) in committed_tp}
     source_log = _read_seqs(source_conf, topic, o.partitions)
-    expected = {p: len(source_log[p]) for p in range(o.partitions)}
+    # MM2 copies the records of aborted transactions too, unless its source consumer reads committed ones only.
+    copied_aborted = producer.aborted_records if flow.copies_aborted_records else [0] * o.partitions
+    expected = {p: len(source_log[p]) + copied_aborted[p] for p in range(o.partitions)}
 
     def caught_up() -> bool:
         b = dst_admin.partition_bounds([(remote, p) for p in range(o.partitions)])
@@ -722,7 +816,8 @@ def run_drill(
 
     source_end = {p: (source_log[p][-1][0] + 1 if source_log[p] else 0) for p in committed}
     written = read_sync_histories(live, flow)
-    intervals = sync_intervals(normalize_each(written), topic, committed, source_end)
+    resume = {p: next((off for off, _seq in source_log[p] if off >= c), c) for p, c in committed.items()}
+    intervals = sync_intervals(normalize_each(written), topic, committed, source_end, resume)
     for p, (a, b) in sorted(upstream_decreases(written, topic).items()):
         notes.append(
             f"the syncs of p{p} go back upstream ({a.upstream}->{a.downstream}, then {b.upstream}->{b.downstream}: "
@@ -753,6 +848,17 @@ def run_drill(
     else:
         notes.append("(f) not run: it truncates offset syncs, so it runs only on a flow the drill creates (the lab)")
 
+    aborted_copied = 0
+    if o.aborted_transactions:
+        aborted_copied = sum(
+            _is_aborted_record(r.value) for r in records.read_partitions(dst_conf, remote, list(range(o.partitions)))
+        )
+        if aborted_copied:
+            notes.append(
+                f"MM2 copied {aborted_copied} record(s) of aborted transactions to {remote} as ordinary records (its "
+                "source consumer reads uncommitted records): a consumer of the target reads those after its commit "
+                "point whatever its position; source.consumer.isolation.level=read_committed on the flow stops it"
+            )
     outcomes = []
     for strategy in Strategy:
         if strategy not in offsets:
@@ -795,6 +901,9 @@ def run_drill(
         strategies=tuple(outcomes),
         seconds=round(time.monotonic() - t0, 1),
         notes=tuple(notes),
+        aborted_transactions=producer.aborted_transactions,
+        aborted_records=sum(producer.aborted_records),
+        aborted_copied=aborted_copied,
     )
 
 

@@ -247,8 +247,9 @@ def classify(
     skip = f"try_subtract({judged}, translated_offset)"
     sync_shift = "try_subtract(latest_sync_upstream, latest_sync_downstream)"
     lag_to_source = f"try_subtract(source_latest, try_add(target_offset, {sync_shift}))"
+    cross_join = "CROSS JOIN {fresh_since} fresh_since" if moments else ""
     text = f"""
-    WITH staged AS (SELECT j.*, {status} AS status FROM {{joined}} j {"CROSS JOIN {fresh_since} fresh_since" if moments else ""}),
+    WITH staged AS (SELECT j.*, {status} AS status FROM {{joined}} j {cross_join}),
     grouped AS (
       SELECT *, (sum(CAST(status = {s[Status.SYNCED]} AS INT)) OVER (PARTITION BY cluster_pair, `group`)
         - CAST(status = {s[Status.SYNCED]} AS INT)) > 0 AS _others_synced

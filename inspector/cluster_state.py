@@ -7,7 +7,7 @@ session reads it again: the groups' offsets and the topics' ends are what moved.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -16,7 +16,9 @@ from mm2ctl.core.admin import TP, KafkaAdmin
 from mm2ctl.core.authorization import principal_of
 from mm2ctl.core.config import MM2Config, PairConfig
 from mm2ctl.core.errors import ConfigError
+from mm2ctl.core.flow_conditions import FlowCondition
 from mm2ctl.core.progress import Progress, no_progress
+from mm2ctl.inspector import flow_states
 from mm2ctl.inspector.admin_state import PairState, collect_pair_state
 from mm2ctl.inspector.internal_topics import TopicSnapshot, Unreadable, snapshot
 from mm2ctl.inspector.replication_state import ReplicationState, collect_replication_state
@@ -42,6 +44,8 @@ class PairRead:
     replication: ReplicationState
     syncs: TopicSnapshot | Unreadable
     checkpoints: TopicSnapshot | Unreadable
+    #: What the flow's configuration makes of it (``inspector.flow_states.observe``).
+    conditions: tuple[FlowCondition, ...] = ()
 
     def source_partitions(self) -> set[TP]:
         """The source partitions the run translates or reports on: every replicated one, and every one a
@@ -72,16 +76,22 @@ def read_pair(
     *,
     connect: ConnectClient | None = None,
     progress: Progress = no_progress,
+    conditions: Sequence[FlowCondition] | None = None,
 ) -> PairRead:
     """The pair's admin state, MM2's position (read first: it only moves forward) and its internal topics'
-    snapshots, taken after the group offsets so that no sync a group offset needs is missed."""
+    snapshots, taken after the group offsets so that no sync a group offset needs is missed; and the flow's
+    conditions, unless the caller has them (``conditions``: they sample the source topics)."""
     progress(f"{pair.name}: reading admin state")
     replication = collect_replication_state(config, pair, selection, connect, progress=progress)
     state = collect_pair_state(config, pair, selection, progress=progress)
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix=f"snapshot-{pair.name}") as pool:
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix=f"snapshot-{pair.name}") as pool:
         syncs = pool.submit(_snapshot, config, pair, pair.offset_syncs_cluster, pair.offset_syncs_topic)
+        observed = None
+        if conditions is None:
+            observed = pool.submit(flow_states.observe, config, pair, state.source_partitions, progress=progress)
         checkpoints = _snapshot(config, pair, pair.target, pair.checkpoints_topic)
-        return PairRead(pair, state, replication, syncs.result(), checkpoints)
+        found = tuple(observed.result() if observed is not None else conditions or ())
+        return PairRead(pair, state, replication, syncs.result(), checkpoints, found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,5 +108,13 @@ def read_cluster_state(
     *,
     connect: ConnectClient | None = None,
     progress: Progress = no_progress,
+    conditions: Mapping[str, Sequence[FlowCondition]] | None = None,
 ) -> ClusterState:
-    return ClusterState(tuple(read_pair(config, pair, selection, connect=connect, progress=progress) for pair in pairs))
+    """Every pair as ``read_pair`` reads it; ``conditions`` per pair name when the caller has them."""
+    known = conditions or {}
+    return ClusterState(
+        tuple(
+            read_pair(config, pair, selection, connect=connect, progress=progress, conditions=known.get(pair.name))
+            for pair in pairs
+        )
+    )

@@ -81,8 +81,8 @@ def exact_positions(
     dst_admin = KafkaAdmin.connect(dst_conf, name=pair.target)
     src_admin = KafkaAdmin.connect(src_conf, name=pair.source)
     out: list[ExactPosition] = []
-    # One consumer per cluster, re-assigned from partition to partition.
-    with PartitionReader(src_conf) as src_reader, PartitionReader(dst_conf) as dst_reader:
+    # One consumer per cluster, re-assigned from partition to partition; the source's marks aborted records.
+    with PartitionReader(src_conf, mark_aborted=True) as src_reader, PartitionReader(dst_conf) as dst_reader:
         for done, ((topic, p), group_rows) in enumerate(sorted(by_partition.items())):
             count(progress, EXACT_PHASE, done, len(by_partition))
             r_topic = remote.get(topic)

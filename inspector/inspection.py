@@ -18,6 +18,7 @@ session and calls ``run`` once, or again and again in one live session. Each run
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -26,8 +27,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from mm2ctl.connect_client import ConnectClient
 from mm2ctl.core.config import MM2Config, PairConfig
+from mm2ctl.core.flow_conditions import FlowCondition
 from mm2ctl.core.progress import Progress, no_progress
-from mm2ctl.inspector import classify, exact, replication_health, schemas, summary
+from mm2ctl.inspector import classify, exact, flow_states, replication_health, schemas, summary
 from mm2ctl.inspector.admin_state import reach_clusters
 from mm2ctl.inspector.cluster_state import ClusterState, PairRead, read_cluster_state, select_pairs
 from mm2ctl.inspector.frames import release
@@ -38,6 +40,8 @@ from mm2ctl.inspector.selection import Selection
 from mm2ctl.inspector.task_progress import counting_tasks
 from mm2ctl.inspector.translation import translate
 
+#: How long a live session keeps the flows' observed conditions (``inspector.flow_states.observe``).
+CONDITIONS_TTL_S = 900.0
 #: Group partitions per shuffle partition of a run's joins (at most four per core, at least one).
 ROWS_PER_SHUFFLE_PARTITION = 100_000
 #: The phase the final aggregation's Spark tasks are counted in (``inspector.task_progress``).
@@ -137,15 +141,29 @@ class Inspector:
         self.pairs = checked.pairs
         self.connect = connect
         self._kept = {pair.name: PairTopics(pair.name) for pair in self.pairs}
+        self._conditions: dict[str, tuple[FlowCondition, ...]] = {}
+        self._conditions_at = -float("inf")
 
     def kept(self, pair: str) -> PairTopics:
         """What the session keeps of ``pair``'s internal topics."""
         return self._kept[pair]
 
     def read_cluster_state(self, progress: Progress = no_progress) -> ClusterState:
-        return read_cluster_state(
-            self.config, self.pairs, self.options.selection, connect=self.connect, progress=progress
+        """What a run reads on the driver. The flows' conditions are observed again once they are
+        ``CONDITIONS_TTL_S`` old: finding them samples the source topics, and they change with the setup."""
+        fresh = time.monotonic() - self._conditions_at < CONDITIONS_TTL_S
+        state = read_cluster_state(
+            self.config,
+            self.pairs,
+            self.options.selection,
+            connect=self.connect,
+            progress=progress,
+            conditions=self._conditions if fresh else None,
         )
+        if not fresh:
+            self._conditions = {read.pair.name: read.conditions for read in state.pairs}
+            self._conditions_at = time.monotonic()
+        return state
 
     def run(self, *, progress: Progress = no_progress, cluster_state: ClusterState | None = None) -> InspectionResult:
         """One inspection of every pair; ``cluster_state`` when the caller read it already."""
@@ -191,8 +209,9 @@ class Inspector:
         notes = [
             TopicNote(pair.name, t.topic, t.cluster, t.message)
             for t in (read.syncs, read.checkpoints)
-            if isinstance(t, Unreadable)
+            if isinstance(t, Unreadable) and (t.denied or not flow_states.expected_absent(pair, t.topic))
         ]
+        notes += [TopicNote(*n) for n in flow_states.condition_notes(read.conditions)]
         progress(f"{pair.name}: reading {pair.offset_syncs_topic} and {pair.checkpoints_topic} with Spark")
         syncs = read.syncs if isinstance(read.syncs, TopicSnapshot) else None
         settings = self.config.client_settings(pair.offset_syncs_cluster, pair.name)
@@ -248,6 +267,8 @@ class Inspector:
             as_of=state.read_at,
             fresh_checkpoint_age=classify.fresh_checkpoint_age(pair),
         )
+        if not pair.emit_offset_syncs_enabled:
+            classified = flow_states.with_offset_syncs_disabled(classified)
         return replication_health.with_group_checkpoint_age(classified, as_of=state.read_at)
 
     def _with_exact(

@@ -1,8 +1,8 @@
 """The explicit shapes of every frame the inspection's pure transforms take and give.
 
-The job module (which reads Kafka and the admin APIs) must build its inputs with exactly these schemas; the
-transforms in ``inspector.decode`` and ``inspector.transforms`` select columns by these names and never infer
-them. Keeping them here, as ``StructType`` constants, means a test frame, the job and the transforms cannot
+The orchestrator (which reads Kafka and the admin APIs) must build its inputs with exactly these schemas;
+the transforms (``inspector.decode``, ``sync_state``, ``translation``, ``classify``) select columns by these
+names and never infer them. Keeping them here, as ``StructType`` constants, means a test frame, the job and the transforms cannot
 drift apart silently: a renamed column fails at analysis time, not as a wrong number in a report.
 
 Conventions shared by every frame:
@@ -339,7 +339,7 @@ REPLICATED_PARTITIONS_SCHEMA = StructType(
     ]
 )
 
-#: ``newest_syncs``: the newest offset-sync record of each source partition that has one.
+#: The newest offset-sync record of each source partition that has one (``inspector.pair_topics``).
 NEWEST_SYNCS_SCHEMA = StructType(
     [
         _f("cluster_pair", StringType(), False),

@@ -50,6 +50,12 @@ Precedence (first match wins)
 9. ``no_offset_syncs``       the partition has data but the offset-syncs topic has no sync for it at all.
 10. ``not_synced``           anything else: MM2 should have synced this partition and has not.
 
+A flow that runs with ``emit.offset-syncs.enabled=false`` (KIP-1031, Kafka 3.9+) is a configuration, not a
+fault: MM2 writes no offset syncs for it, and its checkpoint connector refuses to run without them, so no
+checkpoints and no group-offset sync either. Its rows that would be ``no_offset_syncs`` or ``not_synced``, or
+``synced`` by a target offset no translation backs, are ``offset_syncs_disabled`` (ok) instead
+(``inspector.flow_states``); ``plan failover`` translates them by timestamp, proven by content.
+
 Aiven's "other partitions synced / not synced" variants: at least one *other* partition of the same group in
 the same cluster pair (any topic) has status ``synced``.
 
@@ -78,13 +84,16 @@ class Status(StrEnum):
     SOURCE_GROUP_TOO_OLD = "source_group_too_old"
     NO_OFFSET_SYNCS = "no_offset_syncs"
     NOT_SYNCED = "not_synced"
+    OFFSET_SYNCS_DISABLED = "offset_syncs_disabled"
 
 
 #: Precedence, highest first (see the module docstring).
 PRECEDENCE: tuple[Status, ...] = tuple(Status)
 
 #: Statuses that need no action: ``is_ok`` is true exactly for these.
-OK_STATUSES = frozenset({Status.SYNCED, Status.SOURCE_PARTITION_EMPTY, Status.SOURCE_GROUP_TOO_OLD})
+OK_STATUSES = frozenset(
+    {Status.SYNCED, Status.SOURCE_PARTITION_EMPTY, Status.SOURCE_GROUP_TOO_OLD, Status.OFFSET_SYNCS_DISABLED}
+)
 
 
 class Blocking(StrEnum):
@@ -153,6 +162,12 @@ NO_OFFSET_SYNCS_MESSAGE = (
     "check the MirrorSourceConnector and the offset-syncs topic."
 )
 
+OFFSET_SYNCS_DISABLED_MESSAGE = (
+    "Not translated by MirrorMaker 2: this flow runs with emit.offset-syncs.enabled=false, so MM2 writes no "
+    "offset syncs, checkpoints or group offsets for it; plan failover translates by record timestamps, proven "
+    "by content."
+)
+
 
 def aiven_message(status: Status, others_synced: bool) -> str | None:
     """Aiven's message for a status it knows, choosing the "other partitions" variant; else None."""
@@ -176,6 +191,7 @@ OWN_MESSAGES: dict[Status, str] = {
     Status.TARGET_AHEAD: TARGET_AHEAD_MESSAGE,
     Status.STALE_SYNC: STALE_SYNC_MESSAGE,
     Status.NO_OFFSET_SYNCS: NO_OFFSET_SYNCS_MESSAGE,
+    Status.OFFSET_SYNCS_DISABLED: OFFSET_SYNCS_DISABLED_MESSAGE,
 }
 
 #: Consumer group states in which the group has (or is getting) members; MM2 refuses to write offsets then.

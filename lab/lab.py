@@ -19,6 +19,7 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,9 @@ class LabInfo:
     token_url: str = ""
     #: Processes besides the JVMs (the secured lab's identity provider).
     helper_pids: list[int] = field(default_factory=list)
+    #: The Connect worker runs source connectors with exactly-once support (KIP-618): MM2 writes the target
+    #: in transactions.
+    exactly_once: bool = False
 
     @property
     def source(self) -> ClusterInfo:
@@ -137,10 +141,15 @@ def up(
     replication_policy: str = "default",
     offset_syncs_location: str = "source",
     security_mode: str = "none",
+    exactly_once: bool = False,
     progress: Progress | None = None,
     timeout_s: float = 240,
 ) -> LabInfo:
-    """Start a lab in ``lab_dir`` and wait until both clusters answer and all three connectors run."""
+    """Start a lab in ``lab_dir`` and wait until both clusters answer and all three connectors run.
+
+    ``exactly_once`` turns on the worker's exactly-once source support (``exactly.once.source.support=enabled``,
+    KIP-618): every MM2 connector then writes the target in transactions (its records, Connect's offsets), and
+    MirrorSourceConnector writes its offset syncs once each transaction commits."""
     if replication_policy not in ("default", "identity"):
         raise LabError(f"replication policy must be 'default' or 'identity', not {replication_policy!r}")
     if offset_syncs_location not in ("source", "target"):
@@ -222,7 +231,12 @@ def up(
             for prefix in ("", "producer.", "consumer.", "admin."):
                 worker_overrides.update(lab_security.prefixed(prefix, connector_client))
             resource_security = _resource_security()
-        say(f"starting Kafka Connect worker on {worker.url}")
+        if exactly_once:
+            worker_overrides["exactly.once.source.support"] = "enabled"
+        say(
+            f"starting Kafka Connect worker on {worker.url}"
+            + (" (exactly-once source support)" if exactly_once else "")
+        )
         connect_pid = connect_worker.start_worker(worker, rel, classpath, overrides=worker_overrides)
         started.append(connect_pid)
         connect_worker.wait_for_worker(worker, connect_pid, timeout_s=timeout_s)
@@ -284,6 +298,7 @@ def up(
             oauth_bootstrap=oauth_bootstrap,
             token_url=token_url,
             helper_pids=helpers,
+            exactly_once=exactly_once,
         )
         (lab_dir / LAB_FILE).write_text(info.to_json())
         say(f"lab up in {info.boot_seconds:.1f}s")
@@ -391,6 +406,7 @@ def isolated_setup(
     replication_policy: str | None = None,
     offset_syncs_location: str | None = None,
     roles: tuple[str, ...] = ROLES,
+    source_settings: Mapping[str, str] | None = None,
 ) -> Mm2Setup:
     """The MM2 setup of an isolated flow ``name``: aliases ``<name>src`` → ``<name>dst`` on the lab's clusters,
     mirroring only topics and groups named ``iso-<name>-…`` (which the lab's own flow ignores)."""
@@ -418,6 +434,7 @@ def isolated_setup(
         groups=f"{prefix}.*",
         groups_exclude="console-consumer-.*, connect-.*, __.*",
         roles=roles,
+        source_settings=dict(source_settings or {}),
         **secured,
     )
 
@@ -429,6 +446,7 @@ def add_flow(
     replication_policy: str | None = None,
     offset_syncs_location: str | None = None,
     roles: tuple[str, ...] = ROLES,
+    source_settings: Mapping[str, str] | None = None,
     timeout_s: float = 120,
 ) -> Flow:
     """Create an MM2 flow of its own between the lab's two clusters and wait until it runs.
@@ -436,6 +454,9 @@ def add_flow(
     ``name`` (letters and digits) makes the aliases ``<name>src`` → ``<name>dst``, so the flow's
     offset-syncs, checkpoints and remote topics are its own. It mirrors only topics and groups named
     ``iso-<name>-…``, which the lab's own flow ignores. Its MM2 properties file is written to the lab folder.
+    ``source_settings`` go to its MirrorSourceConnector (and the file): ``emit.offset-syncs.enabled=false``
+    (with ``roles`` leaving out the checkpoint connector, which refuses to run then), a source consumer
+    ``isolation.level``.
     """
     setup = isolated_setup(
         info,
@@ -443,6 +464,7 @@ def add_flow(
         replication_policy=replication_policy,
         offset_syncs_location=offset_syncs_location,
         roles=roles,
+        source_settings=source_settings,
     )
     for connector, config in setup.connector_configs().items():
         connect_worker.put_connector(info.connect_url, connector, config)

@@ -59,13 +59,29 @@ class Mm2Setup:
     #: How the KafkaMirrorMaker2 resource authenticates mm2ctl (``tls`` and ``authentication`` of a cluster
     #: spec); empty: neither.
     resource_cluster_security: Mapping[str, object] = field(default_factory=dict)
+    #: More settings of the MirrorSourceConnector (``emit.offset-syncs.enabled``,
+    #: ``source.consumer.isolation.level``, ``exactly.once.support``), also in the file as ``A->B.<key>``.
+    source_settings: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def connector_names(self) -> dict[str, str]:
         """MM2 role → connector name."""
         return {role: f"{self.connector_prefix}-{role}" for role in self.roles}
 
+    @property
+    def offset_syncs_disabled(self) -> bool:
+        """The flow runs with ``emit.offset-syncs.enabled=false`` (KIP-1031)."""
+        return self.source_settings.get("emit.offset-syncs.enabled", "true").strip().lower() == "false"
+
     def _common(self) -> dict[str, str]:
+        common = self._with_offset_syncs()
+        if self.offset_syncs_disabled:
+            # MirrorSourceConnector refuses any offset-syncs.topic.* setting once offset syncs are disabled
+            # ("can't setup offset-syncs feature while emit.offset-syncs.enabled set to false").
+            common = {k: v for k, v in common.items() if not k.startswith("offset-syncs.topic.")}
+        return common
+
+    def _with_offset_syncs(self) -> dict[str, str]:
         return {
             **{f"source.cluster.{k}": v for k, v in self.connector_client.items()},
             **{f"target.cluster.{k}": v for k, v in self.connector_client.items()},
@@ -98,6 +114,7 @@ class Mm2Setup:
                 "refresh.topics.interval.seconds": "1",
                 "sync.topic.configs.interval.seconds": "5",
                 "sync.topic.acls.enabled": "false",
+                **self.source_settings,
             },
             names["checkpoint"]: {
                 **common,
@@ -133,9 +150,9 @@ clusters = {s}, {t}
 {self._file_security()}
 {s}->{t}.enabled = true
 {t}->{s}.enabled = false
-
+{self._flow_settings()}
 replication.policy.class = {POLICY_CLASSES[self.replication_policy]}
-offset-syncs.topic.location = {self.offset_syncs_location}
+{"" if self.offset_syncs_disabled else f"offset-syncs.topic.location = {self.offset_syncs_location}"}
 
 topics = {_escape(self.topics)}
 topics.exclude = {_escape(self.topics_exclude)}
@@ -152,10 +169,15 @@ emit.heartbeats.interval.seconds = 1
 
 # Single-broker clusters: every topic MM2 creates gets one replica.
 replication.factor = 1
-offset-syncs.topic.replication.factor = 1
+{"" if self.offset_syncs_disabled else "offset-syncs.topic.replication.factor = 1"}
 checkpoints.topic.replication.factor = 1
 heartbeats.topic.replication.factor = 1
 """
+
+    def _flow_settings(self) -> str:
+        """The source connector's extra settings, as the flow's (``A->B.<key>``)."""
+        flow = f"{self.source_alias}->{self.target_alias}"
+        return "".join(f"{flow}.{k} = {_escape(v)}\n" for k, v in self.source_settings.items())
 
     def _file_security(self) -> str:
         if not self.file_client:

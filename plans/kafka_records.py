@@ -24,8 +24,8 @@ READ_AHEAD = 5_000
 
 
 def digested(r: RawRecord) -> Digested:
-    """A record as verification compares it: offset, content digest, timestamp."""
-    return Digested(r.offset, record_digest(r.timestamp_ms, r.key, r.value, r.headers), r.timestamp_ms)
+    """A record as verification compares it: offset, content digest, timestamp, and whether it was aborted."""
+    return Digested(r.offset, record_digest(r.timestamp_ms, r.key, r.value, r.headers), r.timestamp_ms, r.aborted)
 
 
 class KafkaRecords:
@@ -35,7 +35,9 @@ class KafkaRecords:
     read of ``chunk`` offsets serves many groups; a request below what is held starts over. Records well below
     the newest request are dropped, so memory stays at about two chunks per partition. ``limit`` is the
     partition's end when planning began: nothing is read past it (a read there would wait for new records).
-    ``reader`` is the cluster's one consumer (``core.records.PartitionReader``), shared by its partitions.
+    ``reader`` is the cluster's one consumer (``core.records.PartitionReader``), shared by its partitions; on
+    the cluster whose records are the originals (the source of a flow) it marks the records of aborted
+    transactions (``mark_aborted``), which MM2 may have copied as ordinary records.
     """
 
     def __init__(
@@ -95,8 +97,24 @@ def normalize_each(histories: Mapping[TP, list[Sync | None]]) -> dict[TP, list[S
 
 
 def read_syncs(live: LiveState, flow: PairConfig) -> dict[TP, list[Sync]]:
-    """The syncs of each source partition's current mapping (``normalize_syncs``), sorted by upstream."""
+    """The syncs of each source partition's current mapping (``normalize_syncs``), sorted by upstream; none for
+    a flow that disables offset syncs (``syncs_disabled_note``), whatever an older run of it left."""
+    if not flow.emit_offset_syncs_enabled:
+        return {}
     return normalize_each(read_sync_histories(live, flow))
+
+
+def syncs_disabled_note(flow: PairConfig) -> str | None:
+    """What a plan says about a flow that runs with ``emit.offset-syncs.enabled=false`` (KIP-1031): MM2 writes
+    no offset syncs for it, so every position comes from the timestamp fallback, proven by content (or from
+    the checkpoints MM2 wrote before, ``--from checkpoints``). None for a flow with offset syncs."""
+    if flow.emit_offset_syncs_enabled:
+        return None
+    return (
+        f"offset syncs are disabled on {flow.name} (emit.offset-syncs.enabled=false): positions come from the "
+        "timestamp fallback, proven by content where the method says timestamp_verified, or from MM2's "
+        "checkpoints with --from checkpoints"
+    )
 
 
 class OffsetsForTimes:

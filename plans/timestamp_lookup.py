@@ -21,6 +21,9 @@ nothing matches replays records rather than skipping any.
 - Anything unproven (no match within ``max_scan`` records, timestamps rewritten by a ``LogAppendTime``
   topic) gives the lookup's answer: method ``timestamp``, which replays rather than skips.
 
+Records of aborted transactions count as ``plans.translation`` counts them: ``R`` and ``P`` are committed
+records, and an aborted record on either side may have a copy on the other or none (``translation.align``).
+
 Pure, like ``plans.translation``: records come through ``RecordSource`` and the lookup through
 ``OffsetForTime``, which the planners implement over Kafka (``plans.kafka_records``).
 """
@@ -38,6 +41,9 @@ from mm2ctl.plans.translation import (
     Digested,
     RecordSource,
     Translation,
+    align,
+    copies_after,
+    preceded_by,
 )
 
 
@@ -66,40 +72,44 @@ def by_timestamp(
         return None, f"committed offset {committed} is beyond the source end {source_bounds.end}"
     c = max(committed, source_bounds.start)
     after = source.read(c, min(source_bounds.end, c + window))
-    r = after[0] if after else None
+    r = next((x for x in after if not x.aborted), None)
     before = source.read(max(source_bounds.start, c - window), c)
-    p = before[-1] if before else None
+    p = next((x for x in reversed(before) if not x.aborted), None)
     anchor = r if r is not None else p
     if anchor is None:
-        return None, f"no source record within {window} offsets of {c} to take a timestamp from"
+        return None, f"no committed source record within {window} offsets of {c} to take a timestamp from"
     if anchor.timestamp_ms is None:
         return None, f"the source record at {anchor.offset} has no timestamp"
+    # The records of aborted transactions between P and R (or after P, with no R): a consumer reads none.
+    skipped = [
+        x for x in (*before, *after) if (p is None or x.offset > p.offset) and (r is None or x.offset < r.offset)
+    ]
     found = offset_for_time(anchor.timestamp_ms)
     candidate = target_bounds.end if found is None else max(found, target_bounds.start)
     stamp = f"timestamp {anchor.timestamp_ms} of source record {anchor.offset}"
     aligned = _aligned(
         anchor, candidate, source, target, source_bounds, target_bounds, source_offset_for_time, max_scan
     )
+    lo = max(target_bounds.start, candidate - window)  # P's copy may precede the candidate
+    hi = min(target_bounds.end, candidate + max_scan)
+    recs: Sequence[Digested] | None = None
     if aligned is not None:
         at, count = aligned
         if r is not None:
             detail = f"{stamp}: its copy is at target {at} ({count} record(s) from that timestamp on agree)"
             return Translation(at, TranslationMethod.TIMESTAMP_VERIFIED, detail), ""
+        recs = target.read(at, hi)
+        end = at + 1 if not recs else recs[copies_after(recs, 0, skipped)].offset + 1
         detail = (
             f"the group read its partition to the end: the position after the copy of source {anchor.offset} "
             f"(target {at}; {count} record(s) from its timestamp on agree)"
         )
-        return Translation(at + 1, TranslationMethod.TIMESTAMP_VERIFIED, detail), ""
-    lo = max(target_bounds.start, candidate - window)  # P's copy may precede the candidate
-    hi = min(target_bounds.end, candidate + max_scan)
+        return Translation(end, TranslationMethod.TIMESTAMP_VERIFIED, detail), ""
     recs = target.read(lo, hi)
-
-    def precedes(j: int) -> bool:
-        return p is None or (j > 0 and recs[j - 1].digest == p.digest)
 
     if r is not None:
         for j, rec in enumerate(recs):
-            if rec.offset >= candidate and rec.digest == r.digest and precedes(j):
+            if rec.offset >= candidate and rec.digest == r.digest and preceded_by(recs, j, p, skipped):
                 return (
                     Translation(
                         rec.offset,
@@ -110,14 +120,17 @@ def by_timestamp(
                 )
     if p is not None:
         # Read to the end (no R, and P is the anchor: its copy lies at or after the candidate), or R not copied
-        # yet (P's copy must then be the target's last record).
+        # yet (P's copy, and copies of the aborted records after it, must then end the target).
         for j, rec in enumerate(recs):
-            last = j == len(recs) - 1 and hi >= target_bounds.end
-            if rec.digest == p.digest and (rec.offset >= candidate if r is None else last):
+            if rec.aborted or rec.digest != p.digest:
+                continue
+            last = j + copies_after(recs, j, skipped)
+            ends = last == len(recs) - 1 and hi >= target_bounds.end
+            if rec.offset >= candidate if r is None else ends:
                 what = "the group read its partition to the end" if r is None else "its next record is not copied yet"
                 return (
                     Translation(
-                        rec.offset + 1,
+                        recs[last].offset + 1,
                         TranslationMethod.TIMESTAMP_VERIFIED,
                         f"{what}: the position after the copy of source {p.offset} (target {rec.offset})",
                     ),
@@ -157,10 +170,11 @@ def _aligned(
     ours = _from_first_at(source.read(max(s0, source_bounds.start), anchor.offset + 1), stamp)
     if not ours or ours[-1].offset != anchor.offset:
         return None
-    theirs = _from_first_at(target.read(candidate, min(target_bounds.end, candidate + max_scan)), stamp)[: len(ours)]
-    if len(theirs) < len(ours) or any(a.digest != b.digest for a, b in zip(ours, theirs, strict=True)):
+    theirs = _from_first_at(target.read(candidate, min(target_bounds.end, candidate + max_scan)), stamp)
+    pairs = align(ours, theirs)
+    if not pairs or pairs[-1][0] != len(ours) - 1:
         return None
-    return theirs[-1].offset, len(ours)
+    return theirs[pairs[-1][1]].offset, len(pairs)
 
 
 def _from_first_at(records: Sequence[Digested], timestamp_ms: int) -> Sequence[Digested]:

@@ -22,6 +22,15 @@ side only, and MM2 coalesces the syncs it would write at those gaps under load. 
   it that is not ``R'`` means the target is not the copy we think it is).
 - Anything unproven falls back to the conservative rule, and the row says so.
 
+Transactions. A consumer reads ``read_committed``: it never sees a transaction marker (one offset each) nor
+a record of an aborted transaction, which stays in the log. MirrorMaker 2's source consumer reads
+uncommitted records unless it is told otherwise, and then copies aborted records to the target, where they
+are ordinary records. So ``R`` and ``P`` are committed records; the source side also shows its aborted records
+(``Digested.aborted``), and a record of an aborted transaction on either side may have a copy on the other or
+none (``align``). On the target, the copies of the aborted records between ``P`` and ``R`` lie between
+``P'`` and ``R'``: the answer is ``R'``, so a consumer resuming there reads none of them. The target is read
+``read_committed``, so MM2's own aborted batches (exactly-once mode) are not there to compare.
+
 Reads are bounded (``window``, ``max_scan``) so a plan over a badly gapped topic degrades to the
 conservative rule instead of reading a partition end to end. Everything here is pure: the records come
 through a ``RecordSource`` the caller implements (Kafka in a planner, a list in a unit test).
@@ -59,6 +68,8 @@ class Digested:
     offset: int
     digest: str
     timestamp_ms: int | None = None
+    #: A record of an aborted transaction: no ``read_committed`` consumer reads it.
+    aborted: bool = False
 
 
 def record_digest(
@@ -191,6 +202,63 @@ def conservative(syncs: Sequence[Sync], committed: int) -> Translation | None:
     )
 
 
+def align(ours: Sequence[Digested], theirs: Sequence[Digested]) -> list[tuple[int, int]] | None:
+    """Pair the records of one side (``ours``, in log order) with their copies on the other (``theirs``,
+    from where the copy of ``ours[0]`` should be), one by one: MM2 copies every record it reads, in order.
+
+    A record of an aborted transaction, on either side, may have a counterpart or none (MM2 copies them only
+    when its source consumer reads uncommitted records). Every committed record of ``ours`` must be paired,
+    and every record of ``theirs`` before the last pair must be paired or aborted. Returns the (ours, theirs)
+    index pairs, or None when a committed record finds no copy (a mismatch, or ``theirs`` ends first).
+    """
+    pairs: list[tuple[int, int]] = []
+    i = j = 0
+    while i < len(ours):
+        if j < len(theirs) and ours[i].digest == theirs[j].digest:
+            pairs.append((i, j))
+            i += 1
+            j += 1
+        elif ours[i].aborted:
+            i += 1
+        elif j < len(theirs) and theirs[j].aborted:
+            j += 1
+        else:
+            return None
+    return pairs
+
+
+def committed(recs: Sequence[Digested]) -> list[Digested]:
+    """The records a ``read_committed`` consumer reads."""
+    return [r for r in recs if not r.aborted]
+
+
+def preceded_by(recs: Sequence[Digested], j: int, p: Digested | None, skipped: Sequence[Digested]) -> bool:
+    """Is ``recs[j]`` (or the end of ``recs``, for ``j == len(recs)``) preceded by the copy of ``p``, with at
+    most copies of ``skipped`` (the aborted records between ``p`` and the next committed record, in log
+    order) and aborted records between them?"""
+    if p is None:
+        return True
+    back = align([*reversed(skipped), p], list(reversed(recs[:j])))
+    return back is not None
+
+
+def copies_after(recs: Sequence[Digested], j: int, skipped: Sequence[Digested]) -> int:
+    """How many records of ``recs`` after index ``j`` are, in order, copies of ``skipped`` (aborted source
+    records) or aborted themselves: the run a consumer resuming after ``recs[j]`` should skip too."""
+    k, i = j + 1, 0
+    while k < len(recs):
+        if recs[k].aborted:
+            k += 1
+        elif i < len(skipped) and recs[k].digest == skipped[i].digest:
+            k += 1
+            i += 1
+        elif i < len(skipped):
+            i += 1  # that aborted record was not copied
+        else:
+            break
+    return k - j - 1
+
+
 def _first_at_or_after(recs: Sequence[Digested], offset: int) -> int | None:
     i = bisect.bisect_left([r.offset for r in recs], offset)
     return i if i < len(recs) else None
@@ -225,45 +293,49 @@ def verified(
     if committed > source_bounds.end:
         return fallback(f"committed offset {committed} is beyond the source end {source_bounds.end}")
     c = max(committed, source_bounds.start)
-    after = source.read(c, min(source_bounds.end, c + window))
-    r = after[0] if after else None
+    reach = min(source_bounds.end, c + window)
+    after = source.read(c, reach)
+    r = next((x for x in after if not x.aborted), None)
     if r is None and c + window < source_bounds.end:
-        return fallback(f"no record in the {window} offsets after {c} on the source")
+        return fallback(f"no committed record in the {window} offsets after {c} on the source")
     before = source.read(max(source_bounds.start, c - window), c)
-    p = before[-1] if before else None
+    p = next((x for x in reversed(before) if not x.aborted), None)
     if p is None and c - window > source_bounds.start:
-        return fallback(f"no record in the {window} offsets before {c} on the source")
+        return fallback(f"no committed record in the {window} offsets before {c} on the source")
     if r is None and p is None:
-        return fallback("the source partition holds no records")
+        return fallback("the source partition holds no committed records")
+    # The records of aborted transactions between P and R (or after P, with no R): a consumer reads none.
+    skipped = [
+        x for x in (*before, *after) if (p is None or x.offset > p.offset) and (r is None or x.offset < r.offset)
+    ]
 
-    # The target window: from a little before this sync's downstream (P' may precede it when c == u) to
-    # the next sync's downstream, which pins a record at or after R.
+    # The target window: from a little before this sync's downstream (P' may precede it when c == u) to the
+    # downstream of the first sync at or after R, which pins R' or a later record (a sync between names an
+    # aborted record MM2 copied); with no R, to the end (the copies of aborted records after P run on).
     lo = max(target_bounds.start, d - window)
-    hi = target_bounds.end if i + 1 >= len(syncs) else min(target_bounds.end, syncs[i + 1].downstream + 1)
+    pin = None if r is None else next((k for k in range(i, len(syncs)) if syncs[k].upstream >= r.offset), None)
+    hi = target_bounds.end if pin is None else min(target_bounds.end, syncs[pin].downstream + 1)
     hi = min(hi, lo + max_scan)
     recs = target.read(lo, hi)
     if not recs:
         return fallback("the target holds no records where the sync points")
-    truncated = hi < target_bounds.end and (i + 1 >= len(syncs) or hi <= syncs[i + 1].downstream)
+    truncated = hi < target_bounds.end and (pin is None or hi <= syncs[pin].downstream)
 
     def proves(j: int) -> bool:
-        """Is ``recs[j]`` the copy of R, preceded by the copy of P?"""
+        """Is ``recs[j]`` the copy of R, preceded by the copy of P (past copies of ``skipped``)?"""
         if r is None or recs[j].digest != r.digest:
             return False
-        if p is None:
-            return True
-        if j > 0:
-            return recs[j - 1].digest == p.digest
-        return False  # P' lies before the window: unproven here
+        return preceded_by(recs, j, p, skipped)  # False when P' lies before the window: unproven here
 
-    aligned = _aligned_from_sync(syncs[i], c, r, p, source, recs, max_scan)
+    aligned = _aligned_from_sync(syncs[i], r, p, source, recs, r.offset + 1 if r is not None else reach, max_scan)
     if aligned is not None:
         method = TranslationMethod.VERIFIED_DELTA if aligned == candidate else TranslationMethod.VERIFIED_SEARCH
         what = f"source {r.offset}" if r is not None else "the source end"
         return Translation(
             aligned,
             method,
-            f"the records from sync {u}->{d} agree one by one on both sides up to {what}: target {aligned}",
+            f"the records from sync {u}->{d} agree one by one on both sides up to {what}: target {aligned}"
+            + _skipped_note(skipped),
             candidate,
         )
     if r is not None:
@@ -272,7 +344,8 @@ def verified(
             return Translation(
                 recs[at].offset,
                 TranslationMethod.VERIFIED_DELTA,
-                f"record at source {r.offset} found at target {recs[at].offset} (downstream + delta)",
+                f"record at source {r.offset} found at target {recs[at].offset} (downstream + delta)"
+                + _skipped_note(skipped),
                 candidate,
             )
         first = _first_at_or_after(recs, d) or 0
@@ -282,50 +355,62 @@ def verified(
                     recs[j].offset,
                     TranslationMethod.VERIFIED_SEARCH,
                     f"record at source {r.offset} found at target {recs[j].offset} by search; "
-                    f"downstream + delta ({candidate}) was wrong",
+                    f"downstream + delta ({candidate}) was wrong" + _skipped_note(skipped),
                     candidate,
                 )
-    # Caught up (no R), or R not replicated yet: just after P', if P' is the target's last record.
-    if p is not None and not truncated:
-        last = recs[-1]
-        if last.digest == p.digest and hi >= target_bounds.end:
-            method = (
-                TranslationMethod.VERIFIED_DELTA if last.offset + 1 == candidate else TranslationMethod.VERIFIED_SEARCH
-            )
-            what = "the source end" if r is None else f"source {r.offset}, not replicated yet"
-            return Translation(
-                last.offset + 1,
-                method,
-                f"last consumed record (source {p.offset}) is the target's last record "
-                f"({last.offset}); position after it ({what})",
-                candidate,
-            )
+    # Caught up (no R), or R not replicated yet: just after P' (and any copies of the aborted records after
+    # P), if that is the end of the target.
+    if p is not None and not truncated and hi >= target_bounds.end and preceded_by(recs, len(recs), p, skipped):
+        end = recs[-1].offset + 1
+        method = TranslationMethod.VERIFIED_DELTA if end == candidate else TranslationMethod.VERIFIED_SEARCH
+        what = "the source end" if r is None else f"source {r.offset}, not replicated yet"
+        return Translation(
+            end,
+            method,
+            f"last consumed record (source {p.offset}) ends the target ({recs[-1].offset}); position after it "
+            f"({what})" + _skipped_note(skipped),
+            candidate,
+        )
     return fallback("no target record matched the source record at the committed offset")
+
+
+def _skipped_note(skipped: Sequence[Digested]) -> str:
+    return f"; {len(skipped)} aborted record(s) before it on the source" if skipped else ""
 
 
 def _aligned_from_sync(
     sync: Sync,
-    committed: int,
     r: Digested | None,
     p: Digested | None,
     source: RecordSource,
     target_window: Sequence[Digested],
+    stop: int,
     max_scan: int,
 ) -> int | None:
-    """The target position by counting records from the sync: MM2 copies every record in order, so the k-th
-    source record from the sync's upstream offset is the k-th target record from its downstream offset. Proven
-    when every record on the way agrees (so runs of identical records cannot mislead a search); None when they
-    do not, or the target does not hold them all yet (the caller's other proofs then apply)."""
-    if committed - sync.upstream > max_scan:
+    """The target position by counting records from the sync: MM2 copies every record it reads in order, so
+    the source records from the sync's upstream offset and the target records from its downstream offset pair
+    up one by one (``align``: an aborted record may have no copy). Proven when every committed record on the
+    way agrees (so runs of identical records cannot mislead a search); None when they do not, or the target
+    does not hold them all yet (the caller's other proofs then apply). ``stop`` ends the source records read:
+    just after R, or (no R) the end of what was read past the committed offset."""
+    if stop - sync.upstream > max_scan:
         return None
-    stop = r.offset + 1 if r is not None else committed
     ours = source.read(sync.upstream, stop)
-    if not ours or ours[0].offset != sync.upstream or (r is None and (p is None or ours[-1] != p)):
+    if not ours or ours[0].offset != sync.upstream:
+        return None
+    last = next((x for x in reversed(ours) if not x.aborted), None)
+    if r is not None and last != r:
+        return None
+    # No R: the records read end with P, or the sync names an aborted record after P (MM2 copied it).
+    if r is None and (p is None or (last != p if last is not None else p.offset > sync.upstream)):
         return None
     start = bisect.bisect_left([x.offset for x in target_window], sync.downstream)
-    theirs = target_window[start : start + len(ours)]
-    if not theirs or theirs[0].offset != sync.downstream or len(theirs) < len(ours):
+    theirs = target_window[start:]
+    if not theirs or theirs[0].offset != sync.downstream:
         return None
-    if any(a.digest != b.digest for a, b in zip(ours, theirs, strict=True)):
+    pairs = align(ours, theirs)
+    if not pairs or pairs[0] != (0, 0):
         return None
-    return theirs[-1].offset if r is not None else theirs[-1].offset + 1
+    if r is not None:
+        return next(theirs[j].offset for i, j in pairs if ours[i] == r)
+    return theirs[pairs[-1][1]].offset + 1

@@ -43,7 +43,7 @@ from mm2ctl.core.patterns import option_regex
 from mm2ctl.core.progress import Progress, count, no_progress
 from mm2ctl.core.records import PartitionReader
 from mm2ctl.plans.document import Plan, PlanKind
-from mm2ctl.plans.kafka_records import KafkaRecords, OffsetsForTimes, read_syncs
+from mm2ctl.plans.kafka_records import KafkaRecords, OffsetsForTimes, read_syncs, syncs_disabled_note
 from mm2ctl.plans.live_state import LiveState, part_group_offsets
 from mm2ctl.plans.payloads import TranslationMethod
 from mm2ctl.plans.planners.context import PlanBuilder
@@ -161,7 +161,11 @@ def plan_failback(
             f"no committed offsets on {bb} of groups matching {opts.groups!r} on remote topics of {opts.pair} "
             f"whose source topic matches {opts.topics!r}"
         )
-    progress(f"reading the offset syncs of {opts.pair} ({flow.offset_syncs_topic} on {flow.offset_syncs_cluster})")
+    disabled = syncs_disabled_note(flow)
+    if disabled is not None:
+        b.notes.append(disabled)
+    else:
+        progress(f"reading the offset syncs of {opts.pair} ({flow.offset_syncs_topic} on {flow.offset_syncs_cluster})")
     syncs = read_syncs(live, flow)
     rev = reverse_flow(live, flow)
     rev_syncs: dict[TP, list[Sync]] = {}
@@ -184,8 +188,12 @@ def plan_failback(
     report = FailbackReport()
     current: _Partition | None = None
     done = 0
-    # One consumer per cluster, re-assigned from partition to partition.
-    with PartitionReader(live.kafka_config(a)) as on_a, PartitionReader(live.kafka_config(bb)) as on_b:
+    # One consumer per cluster, re-assigned from partition to partition. A's reader also returns the records of
+    # aborted transactions, marked: MM2 may have copied them to B, where a consumer read them as ordinary records.
+    with (
+        PartitionReader(live.kafka_config(a), mark_aborted=True) as on_a,
+        PartitionReader(live.kafka_config(bb)) as on_b,
+    ):
         readers = {a: on_a, bb: on_b}
         for (r, p), t, group in todo:
             if current is None or (current.b_topic, current.partition) != (r, p):

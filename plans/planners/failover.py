@@ -55,7 +55,7 @@ from mm2ctl.core.patterns import option_regex
 from mm2ctl.core.progress import Progress, count, no_progress
 from mm2ctl.core.records import PartitionReader, read_partitions
 from mm2ctl.plans.document import Plan, PlanKind, UntranslatablePartition
-from mm2ctl.plans.kafka_records import KafkaRecords, OffsetsForTimes, read_syncs
+from mm2ctl.plans.kafka_records import KafkaRecords, OffsetsForTimes, read_syncs, syncs_disabled_note
 from mm2ctl.plans.live_state import LiveState, part_group_offsets
 from mm2ctl.plans.offsets import GroupOffset
 from mm2ctl.plans.payloads import (
@@ -154,10 +154,13 @@ def read_checkpoints(live: LiveState, flow: PairConfig) -> dict[str, dict[TP, tu
     of each key unless it is a tombstone (``core.compaction``). Malformed records are skipped."""
     topic = flow.checkpoints_topic
     if topic not in live.admin(flow.target).list_topics():
-        raise PlanError(
-            f"the checkpoints topic {topic} does not exist on {flow.target}: is the "
-            "MirrorCheckpointConnector running for this flow?"
+        why = (
+            "is the MirrorCheckpointConnector running for this flow?"
+            if flow.emit_offset_syncs_enabled
+            else "offset syncs are disabled on this flow, and MM2's checkpoint connector cannot run without them; "
+            "translate by timestamp (--from syncs, the default) instead"
         )
+        raise PlanError(f"the checkpoints topic {topic} does not exist on {flow.target}: {why}")
     keyed: list[Keyed[tuple[str, str, int], Checkpoint]] = []
     for rec in read_partitions(live.kafka_config(flow.target), topic, [0]):
         try:
@@ -203,7 +206,16 @@ def plan_failover(
     else:
         b.pair = opts.pair
     syncs: dict[TP, list[Sync]] = {}
-    if opts.source is Source.SYNCS:
+    disabled = syncs_disabled_note(flow)
+    if opts.source is Source.SYNCS and disabled is not None:
+        if opts.source_unavailable:
+            raise PlanError(
+                f"offset syncs are disabled on {opts.pair} (emit.offset-syncs.enabled=false) and the source is "
+                "unavailable, so no record can be compared: use --from checkpoints (checkpoints MM2 wrote while "
+                "its offset syncs were on)"
+            )
+        b.notes.append(disabled)
+    elif opts.source is Source.SYNCS:
         if opts.source_unavailable and flow.offset_syncs_cluster == src:
             raise PlanError(
                 f"the offset syncs of {opts.pair} live on the source ({flow.offset_syncs_topic}), "
@@ -241,8 +253,10 @@ def plan_failover(
     partitions = len({tp for tp, _c, _g in todo})
     progress(f"translating {len(todo)} group partition(s) on {partitions} source partition(s)")
     sides: Sides | None = None
-    # One consumer per cluster, re-assigned from partition to partition.
-    src_reader, dst_reader = PartitionReader(live.kafka_config(src)), PartitionReader(live.kafka_config(dst))
+    # One consumer per cluster, re-assigned from partition to partition. The source's reader also returns the
+    # records of aborted transactions, marked: MM2 may have copied them to the target as ordinary records.
+    src_reader = PartitionReader(live.kafka_config(src), mark_aborted=True)
+    dst_reader = PartitionReader(live.kafka_config(dst))
     current: TP | None = None
     translated = 0
     for (topic, p), c, group in todo:

@@ -1,10 +1,10 @@
 """The real lab for integration tests: one lab per (Kafka version, replication policy, offset-syncs location,
-security).
+security, exactly-once source support).
 
 Tests ask for ``lab`` and, when they need a non-default setup, mark themselves
-``@pytest.mark.lab(version=..., policy=..., location=..., security=...)``. Collection groups the tests by lab, so each
-lab boots once per session and only one runs at a time (the previous one is stopped before the next
-starts). Every test uses unique topic and group names, so tests share a lab without seeing each other.
+``@pytest.mark.lab(version=..., policy=..., location=..., security=..., exactly_once=...)``. Collection groups
+the tests by lab, so each lab boots once per session and only one runs at a time (the previous one is stopped
+before the next starts). Every test uses unique topic and group names, so tests share a lab without seeing each other.
 Tests that break their lab (kill a broker or the Connect worker) mark themselves ``own="<name>"`` and get
 a lab of their own, which no other test shares.
 
@@ -35,11 +35,15 @@ class LabKey:
     location: str = "source"
     security: str = "none"
     own: str = ""  # "": a shared lab; a name: a lab of its own, for tests that break it
+    exactly_once: bool = False
 
     @property
     def slug(self) -> str:
         secured = "" if self.security == "none" else f"-{self.security}"
-        return f"kafka-{self.version}-{self.policy}-{self.location}{secured}" + (f"-{self.own}" if self.own else "")
+        eos = "-exactly-once" if self.exactly_once else ""
+        return f"kafka-{self.version}-{self.policy}-{self.location}{secured}{eos}" + (
+            f"-{self.own}" if self.own else ""
+        )
 
 
 DEFAULT_KEY = LabKey()
@@ -57,6 +61,7 @@ def _key_of(item: pytest.Item) -> LabKey | None:
         location=marker.kwargs.get("location", "source"),
         security=marker.kwargs.get("security", "none"),
         own=marker.kwargs.get("own", ""),
+        exactly_once=marker.kwargs.get("exactly_once", False),
     )
 
 
@@ -69,7 +74,9 @@ def _order(key: LabKey | None) -> tuple[int, LabKey]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "lab(version, policy, location, security, own): which lab setup the test needs")
+    config.addinivalue_line(
+        "markers", "lab(version, policy, location, security, own, exactly_once): which lab setup the test needs"
+    )
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -96,6 +103,7 @@ class LabPool:
             replication_policy=key.policy,
             offset_syncs_location=key.location,
             security_mode=key.security,
+            exactly_once=key.exactly_once,
         )
         self.boot_seconds[key] = info.boot_seconds
         self.current = (key, info)

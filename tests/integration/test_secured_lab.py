@@ -41,7 +41,7 @@ from mm2ctl.core import records
 from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.config_source import ConfigSource, resolve_config
 from mm2ctl.core.exit_codes import ExitCode
-from mm2ctl.inspector.job import InspectOptions, run_inspection
+from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
 from mm2ctl.inspector.selection import Selection
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import Flow, LabInfo
@@ -119,8 +119,14 @@ def stable_rows(spark: Any, source: ConfigSource, pair: str, lab: LabInfo) -> li
 
         reader = connector_config_reader()
     config = resolve_config(source, read_connectors=reader)
-    result = run_inspection(spark, config, InspectOptions(pairs=(pair,), selection=Selection()))
-    rows = [{k: v for k, v in r.asDict().items() if k not in UNSTABLE} for r in result.rows.collect()]
+    options = InspectOptions(pairs=(pair,), selection=Selection())
+    inspector = Inspector(spark, config, options, preflight(config, options))
+    result = inspector.run()
+    try:
+        rows = [{k: v for k, v in r.items() if k not in UNSTABLE} for r in result.rows.to_arrow().to_pylist()]
+    finally:
+        result.close()
+        inspector.close()
     return sorted(rows, key=lambda r: (r["group"], r["topic"], r["partition"]))
 
 

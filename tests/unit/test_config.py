@@ -581,3 +581,55 @@ def test_real_file_round_trip(tmp_path: Path) -> None:
     config = load_mm2_config(path)
     assert config.path == str(path)
     assert config.pair("A->B").topic_filter.include == ("orders", "payments")
+
+
+# --- the flow's source consumer: does MM2 copy the records of aborted transactions? ---------------------
+
+
+@pytest.mark.parametrize(
+    ("extra", "level", "origin"),
+    [
+        ("", "read_uncommitted", "default"),
+        (
+            "A.consumer.isolation.level = read_committed\n",
+            "read_committed",
+            "mm2.properties:5 A.consumer.isolation.level",
+        ),
+        ("A->B.consumer.isolation.level = read_committed\n", "read_committed", "mm2.properties:5 A->B.consumer."),
+        (
+            "A->B.consumer.isolation.level = read_committed\nA->B.source.consumer.isolation.level = read_uncommitted\n",
+            "read_uncommitted",
+            "mm2.properties:6 A->B.source.consumer.isolation.level",
+        ),
+        (
+            "A.consumer.isolation.level = read_committed\nA->B.consumer.isolation.level = read_uncommitted\n",
+            "read_committed",
+            "mm2.properties:5 A.consumer.isolation.level",
+        ),
+        # The target's consumers and the top level do not reach MirrorSourceTask's consumer.
+        (
+            "B.consumer.isolation.level = read_committed\nconsumer.isolation.level = read_committed\n",
+            "read_uncommitted",
+            "default",
+        ),
+    ],
+)
+def test_source_isolation_follows_mm2s_source_consumer_precedence(extra: str, level: str, origin: str) -> None:
+    pair = cfg(extra).pair("A->B")
+    assert pair.source_isolation[0] == level
+    assert pair.source_isolation[1].startswith(origin)
+    assert pair.copies_aborted_records is (level == "read_uncommitted")
+
+
+def test_a_source_isolation_kafka_refuses_is_a_config_error() -> None:
+    with pytest.raises(ConfigError) as info:
+        cfg("A.consumer.isolation.level = committed\n")
+    assert "mm2.properties:5: A.consumer.isolation.level: must be read_committed or read_uncommitted" in str(info.value)
+
+
+def test_offset_syncs_topic_settings_of_a_flow_without_offset_syncs_are_warned_about() -> None:
+    config = cfg("A->B.emit.offset-syncs.enabled = false\noffset-syncs.topic.location = target\n")
+    assert not config.pair("A->B").emit_offset_syncs_enabled
+    (warning,) = [w for w in config.warnings if "offset-syncs.topic" in w]
+    assert warning.startswith("mm2.properties:6: offset-syncs.topic.location: MirrorSourceConnector refuses")
+    assert not [w for w in cfg("offset-syncs.topic.location = target\n").warnings if "offset-syncs.topic" in w]

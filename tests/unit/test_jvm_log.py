@@ -92,3 +92,34 @@ def test_embedded_settings_merge_the_log_option_and_keep_the_users_conf_winning(
     remote = embedded_settings("spark://h:7077", None, jars=jars, log_to_file=True)
     assert remote[JAVA_OPTIONS].startswith("-Dlog4j2.configurationFile=")
     assert remote["spark.jars"] == "/j/a.jar"
+
+
+def test_librdkafka_lines_go_to_the_runs_log_file_not_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import logging
+
+    from mm2ctl.core.client_log import librdkafka_log
+
+    run_log.start(verbose=False, command="plan")
+    assert run_log.failure_line() is None
+    librdkafka_log.warning("OFFSET [rdkafka#consumer-4]: offset reset: Offset out of range")
+    logging.getLogger("mm2ctl.plans").warning("mm2ctl's own line")
+    (path,) = (tmp_path / "state" / "logs").glob("plan-*.log")
+    assert "Offset out of range" in path.read_text()
+    assert "mm2ctl's own line" not in path.read_text()
+    assert "rdkafka" not in capsys.readouterr().err
+    assert run_log.failure_line() == f"mm2ctl: library log lines of this run are in {path}"
+    # A JVM started later appends to the same file.
+    assert run_log.jvm_log("inspect") == path
+
+
+def test_verbose_sends_librdkafka_lines_to_the_terminal(tmp_path: Path) -> None:
+    import logging
+
+    from mm2ctl.core.client_log import LIBRDKAFKA_LOGGER
+
+    run_log.start(verbose=True, command="plan")
+    library = logging.getLogger(LIBRDKAFKA_LOGGER)
+    assert library.propagate and not [h for h in library.handlers if type(h).__name__ == "_LibraryLog"]
+    assert not (tmp_path / "state" / "logs").exists()

@@ -409,3 +409,58 @@ def test_the_examples_readme_lists_every_resource() -> None:
     readme = (EXAMPLES.parent / "README.md").read_text()
     for path in EXAMPLES.glob("*.yaml"):
         assert f"`strimzi/{path.name}`" in readme
+
+
+# --- settings on one connector only: compared as each connector uses them -----------------------------
+
+ONE_CONNECTOR = pytest.mark.parametrize(
+    ("key", "default", "other"),
+    [
+        ("replication.policy.class", "org.apache.kafka.connect.mirror.DefaultReplicationPolicy", None),
+        ("replication.policy.separator", ".", "_"),
+        ("offset-syncs.topic.location", "source", "target"),
+    ],
+)
+
+
+def _on_source_connector(key: str, value: str) -> str:
+    return (
+        (EXAMPLES / "kafka-mirror-maker-2.yaml")
+        .read_text()
+        .replace("        sync.topic.acls.enabled", f"        {key}: {value}\n        sync.topic.acls.enabled")
+    )
+
+
+@ONE_CONNECTOR
+def test_a_setting_at_kafkas_default_on_one_connector_only_is_accepted(
+    tmp_path: Path, key: str, default: str, other: str | None
+) -> None:
+    pair = resolve(write(tmp_path, _on_source_connector(key, default))).pair("cluster-a->cluster-b")
+    assert pair.offset_syncs_topic == "mm2-offset-syncs.cluster-b.internal"
+    assert pair.remote_topic("orders") == "cluster-a.orders"
+
+
+@ONE_CONNECTOR
+def test_another_value_on_one_connector_only_is_refused_naming_both(
+    tmp_path: Path, key: str, default: str, other: str | None
+) -> None:
+    if other is None:
+        other = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
+    with pytest.raises(ConfigError) as info:
+        resolve(write(tmp_path, _on_source_connector(key, other)))
+    message = str(info.value)
+    assert f"spec.mirrors[0].sourceConnector.config.{key}" in message
+    assert repr(other) in message and repr(default) in message
+    # The resource runs Kafka 4.1.0 (spec.version): the default is named as that release's.
+    assert "not set on connector cluster-a->cluster-b.MirrorCheckpointConnector: Kafka 4.1.0's default" in message
+
+
+def test_a_refused_one_connector_setting_exits_3_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, _on_source_connector("offset-syncs.topic.location", "target"))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["config", "show", "--mm2-config", str(path)])
+    assert exit_info.value.code == ExitCode.CONFIG
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'target'" in err[0] and "'source'" in err[0], err
