@@ -2,8 +2,9 @@
 
 The orchestrator (which reads Kafka and the admin APIs) must build its inputs with exactly these schemas;
 the transforms (``inspector.decode``, ``sync_state``, ``translation``, ``classify``) select columns by these
-names and never infer them. Keeping them here, as ``StructType`` constants, means a test frame, the job and the transforms cannot
-drift apart silently: a renamed column fails at analysis time, not as a wrong number in a report.
+names and never infer them. Keeping them here, as ``StructType`` constants, means a test frame, the orchestrator
+and the transforms cannot drift apart silently: a renamed column fails at analysis time, not as a wrong number
+in a report.
 
 Conventions shared by every frame:
 
