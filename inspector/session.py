@@ -34,12 +34,14 @@ _EMBEDDED_DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
-    # Four tasks per core: the offset-sync sort's tasks then even out across the cores (the default 200 would be
-    # overhead). Adaptive coalescing stays off: it merged 4 equal tasks into 3 on 2 cores, one core idle for a
-    # whole task's time.
+    # At most four tasks per core: the sorts' tasks then even out across the cores (the default 200 would be
+    # overhead). Each run sizes it to its rows (``InspectOptions.size_shuffles``).
     "spark.sql.shuffle.partitions": str(4 * (os.cpu_count() or 2)),
-    "spark.sql.adaptive.enabled": "true",
-    "spark.sql.adaptive.coalescePartitions.enabled": "false",
+    # Adaptive execution plans each stage as a job of its own after the one before it ran: on an inspection's
+    # small frames that is more planning and more jobs than work (a warm run at 5 k group partitions took 17
+    # jobs with it and 12 without, and a fifth more CPU), and its coalescing merged 4 equal tasks into 3 on 2
+    # cores, one core idle for a whole task's time.
+    "spark.sql.adaptive.enabled": "false",
     # Joins on (pair, group, topic, partition) reuse a clustering by (pair, group) instead of reshuffling.
     "spark.sql.requireAllClusterKeysForCoPartition": "false",
     # A window buffers one source partition's syncs (10,000+ rows in an un-compacted topic) in memory.
