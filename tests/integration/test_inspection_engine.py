@@ -1,0 +1,312 @@
+"""The inspection engine on the lab, proved from Spark's own metrics and from the processes themselves.
+
+- One inspection scans each internal topic exactly once: Spark's SQL status store lists every Kafka scan that
+  ran, with the records it read, and each topic's records appear in exactly one of them.
+- A live session reads only what MM2 wrote since its last run, and its rows equal a cold run's on the same
+  state; a tombstone in the offset-syncs topic makes it read the topic in full again, and it says so.
+- Over many runs in one session, with MM2 writing all along, the driver JVM's threads and what the session keeps
+  cached stay bounded.
+- ``mm2ctl exporter`` stops cleanly when its whole process group gets SIGTERM (systemd's default), the JVM
+  included.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mm2ctl.connect_client import ConnectClient, build_connect_client
+from mm2ctl.core import records
+from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.codecs import encode_offset_sync_key
+from mm2ctl.core.config import PairConfig, load_mm2_config
+from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
+from mm2ctl.lab import lab as lab_core
+from mm2ctl.lab.lab import Flow, LabInfo
+from mm2ctl.lab.process import free_port
+from tests.integration.support import eventually
+
+pytestmark = pytest.mark.integration
+
+#: Columns that tell the time of the run, not the state it read.
+CLOCK_COLUMNS = ("group_checkpoint_age_seconds",)
+PARTITIONS = 2
+
+
+@dataclass
+class Setup:
+    lab: LabInfo
+    flow: Flow
+    pair: PairConfig
+    name: str
+    connect: ConnectClient
+
+    @property
+    def topic(self) -> str:
+        return f"iso-{self.name}-t"
+
+    def kafka(self, alias: str) -> dict[str, str]:
+        return dict(load_mm2_config(self.flow.mm2_config).kafka_config(alias, self.pair.name))
+
+    def produce(self, count: int, start: int) -> None:
+        rows = [(None, f"r{start + i}".encode(), i % PARTITIONS) for i in range(count)]
+        records.produce(self.kafka(self.pair.source), self.topic, rows)
+
+    def topic_end(self, alias: str, topic: str) -> int:
+        admin = KafkaAdmin.connect(self.kafka(alias), name=alias)
+        return int(admin.partition_bounds([(topic, 0)])[(topic, 0)].latest or 0)
+
+    def syncs_end(self) -> int:
+        return self.topic_end(self.pair.offset_syncs_cluster, self.pair.offset_syncs_topic)
+
+    def checkpoints_end(self) -> int:
+        return self.topic_end(self.pair.target, self.pair.checkpoints_topic)
+
+    def records_in(self, alias: str, topic: str) -> int:
+        return sum(1 for _ in records.read_partitions(self.kafka(alias), topic, [0]))
+
+    def stop_mirroring(self) -> None:
+        for role in ("source", "checkpoint"):
+            self.connect.stop(self.flow.connectors[role])
+        for role in ("source", "checkpoint"):
+            self.connect.wait_for_state(self.flow.connectors[role], {"STOPPED"}, timeout=60)
+
+    def resume_mirroring(self) -> None:
+        for role in ("source", "checkpoint"):
+            self.connect.resume(self.flow.connectors[role])
+        for role in ("source", "checkpoint"):
+            self.connect.wait_for_state(self.flow.connectors[role], {"RUNNING"}, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def setup(lab_pool: Any) -> Iterator[Setup]:
+    from tests.integration.conftest import DEFAULT_KEY
+
+    lab = lab_pool.get(DEFAULT_KEY)
+    name = f"eng{uuid.uuid4().hex[:8]}"
+    source = KafkaAdmin.connect({"bootstrap.servers": lab.source.bootstrap})
+    source.create_topics({f"iso-{name}-t": PARTITIONS})
+    flow = lab_core.add_flow(lab, name)
+    pair = load_mm2_config(flow.mm2_config).pair(f"{flow.source_alias}->{flow.target_alias}")
+    connect = build_connect_client([lab.connect_url])
+    s = Setup(lab, flow, pair, name, connect)
+    s.produce(400, 0)
+    groups = {f"iso-{name}-g{i}": {(s.topic, p): 50 * (i + 1) for p in range(PARTITIONS)} for i in range(3)}
+    source.alter_group_offsets(groups)
+    eventually(lambda: s.checkpoints_end() >= len(groups) * PARTITIONS, timeout_s=180, what="MM2's checkpoints")
+    s.stop_mirroring()
+    try:
+        yield s
+    finally:
+        for connector in flow.connectors.values():
+            connect.delete(connector)
+        connect.close()
+
+
+def _inspector(spark: Any, setup: Setup) -> Inspector:
+    config = load_mm2_config(setup.flow.mm2_config)
+    options = InspectOptions(pairs=(setup.pair.name,))
+    return Inspector(spark, config, options, preflight(config, options))
+
+
+def _executions(spark: Any) -> list[Any]:
+    store = spark._jsparkSession.sharedState().statusStore()
+    found, it = [], store.executionsList().iterator()
+    while it.hasNext():
+        found.append(it.next())
+    return found
+
+
+def kafka_scans(spark: Any, after: int) -> list[int]:
+    """The records each Kafka scan read, for every scan that ran in the SQL executions after ``after``: Spark's
+    own "number of output rows" metric of each ``BatchScan`` of its Kafka source. A cached frame's plan still
+    shows the scan that filled it, with no rows read in the executions that only read the cache."""
+    store = spark._jsparkSession.sharedState().statusStore()
+    read: dict[int, int] = {}
+    for execution in _executions(spark):
+        if execution.executionId() <= after:
+            continue
+        values = store.executionMetrics(execution.executionId())
+        nodes = store.planGraph(execution.executionId()).allNodes().iterator()
+        while nodes.hasNext():
+            node = nodes.next()
+            if not (node.name().startswith("BatchScan") and "KafkaScan" in node.desc()):
+                continue
+            metrics = node.metrics().iterator()
+            while metrics.hasNext():
+                metric = metrics.next()
+                value = values.get(metric.accumulatorId())
+                if metric.name() == "number of output rows" and value.isDefined():
+                    rows = int(str(value.get()).replace(",", ""))
+                    if rows:
+                        read[metric.accumulatorId()] = rows
+    return sorted(read.values())
+
+
+def _last_execution(spark: Any) -> int:
+    return max((e.executionId() for e in _executions(spark)), default=-1)
+
+
+def _rows(inspector: Inspector) -> list[dict[str, Any]]:
+    result = inspector.run()
+    try:
+        rows = [{k: v for k, v in r.items() if k not in CLOCK_COLUMNS} for r in result.rows.to_arrow().to_pylist()]
+        return rows + [dict(note=n.message, topic=n.topic) for n in result.notes]
+    finally:
+        result.close()
+
+
+def test_one_run_scans_each_internal_topic_once_and_a_later_one_only_what_is_new(spark: Any, setup: Setup) -> None:
+    inspector = _inspector(spark, setup)
+    try:
+        mark = _last_execution(spark)
+        cold = inspector.run()
+        try:
+            assert cold.group_partitions == 3 * PARTITIONS
+        finally:
+            cold.close()
+        syncs = setup.records_in(setup.pair.offset_syncs_cluster, setup.pair.offset_syncs_topic)
+        checkpoints = setup.records_in(setup.pair.target, setup.pair.checkpoints_topic)
+        assert kafka_scans(spark, mark) == sorted([syncs, checkpoints])
+
+        # MM2 copies more and writes more syncs; the live session reads only those, and keeps what a cold run
+        # of the same state would find.
+        before = setup.syncs_end()
+        setup.resume_mirroring()
+        setup.produce(200, 400)
+        eventually(lambda: setup.syncs_end() > before, timeout_s=120, what="new offset syncs")
+        setup.stop_mirroring()
+        checkpoints_before = setup.checkpoints_end()
+        new = setup.records_in(setup.pair.offset_syncs_cluster, setup.pair.offset_syncs_topic) - syncs
+        new_checkpoints = setup.records_in(setup.pair.target, setup.pair.checkpoints_topic) - checkpoints
+        mark = _last_execution(spark)
+        warm = _rows(inspector)
+        assert kafka_scans(spark, mark) == sorted(n for n in (new, new_checkpoints) if n)
+        assert setup.checkpoints_end() == checkpoints_before
+        fresh = _inspector(spark, setup)
+        try:
+            assert warm == _rows(fresh)
+        finally:
+            fresh.close()
+    finally:
+        inspector.close()
+
+
+def test_a_tombstone_makes_the_session_read_the_syncs_in_full_again(spark: Any, setup: Setup) -> None:
+    inspector = _inspector(spark, setup)
+    try:
+        inspector.run().close()
+        key = encode_offset_sync_key(setup.topic, 0)
+        records.produce(setup.kafka(setup.pair.offset_syncs_cluster), setup.pair.offset_syncs_topic, [(key, None, 0)])
+        total = setup.records_in(setup.pair.offset_syncs_cluster, setup.pair.offset_syncs_topic)
+        mark = _last_execution(spark)
+        result = inspector.run()
+        try:
+            notes = [n.message for n in result.notes if n.topic == setup.pair.offset_syncs_topic]
+            rows = {(r["group"], r["partition"]): r for r in result.rows.to_arrow().to_pylist()}
+        finally:
+            result.close()
+        assert any(n.startswith("read again in full: a tombstone") for n in notes), notes
+        assert total in kafka_scans(spark, mark)
+        # the tombstone deleted partition 0's syncs: nothing translates its groups any more
+        assert all(r["translated_offset"] is None for (_g, p), r in rows.items() if p == 0)
+        assert all(r["translated_offset"] is not None for (_g, p), r in rows.items() if p == 1)
+    finally:
+        inspector.close()
+
+
+def _jvm_threads(spark: Any) -> int:
+    return int(spark._jvm.java.lang.management.ManagementFactory.getThreadMXBean().getThreadCount())
+
+
+def _kept_blocks(spark: Any) -> int:
+    return int(spark.sparkContext._jsc.getPersistentRDDs().size())
+
+
+def test_many_runs_keep_threads_and_cached_state_bounded(spark: Any, setup: Setup) -> None:
+    """Thirty runs in one session while MM2 mirrors a trickle of new records: after each run, what the session
+    holds in Spark is its two kept frames (the offset syncs' runs and the live checkpoints), and the driver
+    JVM's thread count does not grow."""
+    inspector = _inspector(spark, setup)
+    setup.resume_mirroring()
+    threads, kept = [], []
+    held = _kept_blocks(spark)  # what other tests of the session left cached
+    try:
+        for run in range(30):
+            setup.produce(20, 1000 + 20 * run)
+            inspector.run().close()
+            threads.append(_jvm_threads(spark))
+            kept.append(_kept_blocks(spark))
+    finally:
+        setup.stop_mirroring()
+        inspector.close()
+    assert kept == [held + 2] * len(kept), kept
+    assert max(threads[10:]) <= max(threads[:10]) + 2, threads
+    assert _kept_blocks(spark) == held  # close released them
+
+
+def test_the_exporter_stops_cleanly_when_its_process_group_gets_sigterm(setup: Setup, tmp_path: Path) -> None:
+    port = free_port()
+    log = tmp_path / "exporter.err"
+    proc = subprocess.Popen(
+        [
+            sys.executable, "-m", "mm2ctl", "exporter", "--mm2-config", setup.flow.mm2_config,
+            "--listen", f"127.0.0.1:{port}", "--interval", "5",
+        ],
+        stdout=subprocess.DEVNULL, stderr=log.open("w"), text=True, start_new_session=True,
+        env={**os.environ, "MM2CTL_STATE_DIR": str(tmp_path / "state")},
+    )  # fmt: skip
+    try:
+
+        def served() -> bool:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                    return b"mm2ctl_inspection_last_success_timestamp_seconds " in r.read()
+            except OSError:
+                return False
+
+        eventually(served, timeout_s=240, what="the exporter's first inspection")
+        group = os.getpgid(proc.pid)
+        members = _group_members(group)
+        assert any("java" in _cmdline(pid) for pid in members), members  # its JVM is in the group
+        os.killpg(group, signal.SIGTERM)
+        assert proc.wait(timeout=120) == 0, log.read_text()
+        eventually(lambda: not _group_members(group), timeout_s=60, what="every process of the group to exit")
+        text = log.read_text()
+        assert "internal error" not in text and "Traceback" not in text, text
+        assert "mm2ctl exporter: stopped" in text
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+
+
+def _group_members(group: int) -> list[int]:
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(stat[2]) == group and stat[0] != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
