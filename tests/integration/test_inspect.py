@@ -355,13 +355,13 @@ def test_remote_topic_missing_and_no_offset_syncs(scenario: Scenario) -> None:
 
 
 def test_the_same_job_runs_under_spark_submit(scenario: Scenario, tmp_path: Path) -> None:
-    """The job module is a Spark application as it is: spark-submit with the Kafka source as --jars."""
+    """The job module is a Spark application as it is: spark-submit with the Kafka source as --packages."""
     import os
 
     import pyarrow.parquet as pq
     import pyspark
 
-    from mm2ctl.inspector.jars import spark_kafka_jars
+    from mm2ctl.inspector.spark_packages import submit_arguments
 
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     job = Path(__file__).resolve().parents[2] / "inspector" / "job.py"
@@ -371,7 +371,7 @@ def test_the_same_job_runs_under_spark_submit(scenario: Scenario, tmp_path: Path
             str(submit),
             "--master", "local[2]",
             "--conf", "spark.ui.enabled=false",
-            "--jars", ",".join(str(j) for j in spark_kafka_jars()),
+            *submit_arguments(),
             str(job),
             "--mm2-config", scenario.flow.mm2_config,
             "--format", "parquet",
