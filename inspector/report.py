@@ -26,6 +26,7 @@ import pyarrow.csv as pa_csv
 from pyspark.sql import DataFrame
 
 from mm2ctl.inspector import replication_health
+from mm2ctl.inspector.spark_compat import to_arrow
 
 COLUMNS: tuple[str, ...] = tuple(replication_health.GROUP_ROWS_SCHEMA.fieldNames())
 
@@ -69,7 +70,7 @@ PARTITION_ORDER = ("cluster_pair", "topic", "partition")
 
 def _table(frame: DataFrame, columns: Sequence[str], order: Sequence[str]) -> pa.Table:
     """The rows as one Arrow table in report order (Spark's ascending order: nulls first)."""
-    table = frame.select(*columns).toArrow()
+    table = to_arrow(frame.select(*columns))
     return table.sort_by([(c, "ascending", "at_start") for c in order])
 
 

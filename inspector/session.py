@@ -24,6 +24,7 @@ from mm2ctl.inspector import class_archive as archives
 from mm2ctl.inspector import spark_packages
 from mm2ctl.inspector.class_archive import ClassArchive, chooses_sharing
 from mm2ctl.inspector.jvm_log import log4j_java_option
+from mm2ctl.inspector.spark_compat import error_condition
 
 DEFAULT_MASTER = "local[*]"
 APP_NAME = "mm2ctl-inspect"
@@ -147,7 +148,7 @@ def build_session(
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
     except PySparkRuntimeError as exc:
-        if exc.getCondition() != "JAVA_GATEWAY_EXITED":
+        if error_condition(exc) != "JAVA_GATEWAY_EXITED":
             raise
         raise InspectError("Spark's driver JVM exited while starting (its own output says why)") from exc
     if jvm_log is None:

@@ -13,6 +13,7 @@ from pyspark.sql.types import StructType
 
 from mm2ctl.inspector import statuses, transforms
 from mm2ctl.inspector.schemas import CLASSIFIED_SCHEMA, JOINED_SCHEMA
+from mm2ctl.inspector.spark_compat import frame_from_arrow
 from mm2ctl.inspector.statuses import Blocking, Status
 
 PAIR = "a->b"
@@ -48,7 +49,7 @@ def _df(spark: Any, schema: StructType, rows: list[dict[str, Any]]) -> Any:
     table = pa.Table.from_pylist(
         [{name: row.get(name) for name in schema.names} for row in rows], schema=to_arrow_schema(schema)
     )
-    return spark.createDataFrame(table, schema)
+    return frame_from_arrow(spark, table, schema)
 
 
 def healthy(**overrides: Any) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from mm2ctl.core import codecs
 from mm2ctl.inspector import decode, transforms
 from mm2ctl.inspector.job import MalformedCounter, partition_numbers_on_driver
 from mm2ctl.inspector.schemas import KAFKA_RECORD_SCHEMA, SOURCE_GROUP_OFFSETS_SCHEMA
+from mm2ctl.inspector.spark_compat import frame_from_arrow
 
 pytestmark = pytest.mark.spark
 
@@ -26,7 +27,7 @@ def _records(spark: Any, pairs: list[tuple[bytes | None, bytes | None]]) -> Any:
     rows = [("a->b", k, v, "syncs", 0, i, TS, 0) for i, (k, v) in enumerate(pairs)]
     dicts = [dict(zip(KAFKA_RECORD_SCHEMA.names, r, strict=True)) for r in rows]
     table = pa.Table.from_pylist(dicts, schema=to_arrow_schema(KAFKA_RECORD_SCHEMA))
-    return spark.createDataFrame(table, KAFKA_RECORD_SCHEMA)
+    return frame_from_arrow(spark, table, KAFKA_RECORD_SCHEMA)
 
 
 def _watched(spark: Any, *, scanned: bool = True) -> tuple[MalformedCounter, Any]:
@@ -98,7 +99,7 @@ def test_driver_partition_numbers_match_the_spark_ones(spark: Any) -> None:
     ]
     table = pa.Table.from_pylist(rows, schema=to_arrow_schema(SOURCE_GROUP_OFFSETS_SCHEMA))
     on_driver = partition_numbers_on_driver(spark, table)
-    in_spark = transforms.partition_numbers(spark.createDataFrame(table, SOURCE_GROUP_OFFSETS_SCHEMA))
+    in_spark = transforms.partition_numbers(frame_from_arrow(spark, table, SOURCE_GROUP_OFFSETS_SCHEMA))
     assert on_driver.schema == in_spark.schema
     assert sorted(on_driver.collect()) == sorted(in_spark.collect())
     assert on_driver.count() == 10

@@ -31,6 +31,7 @@ from mm2ctl.inspector.schemas import (
     TARGET_GROUP_OFFSETS_SCHEMA,
     TARGET_PARTITIONS_SCHEMA,
 )
+from mm2ctl.inspector.spark_compat import frame_from_arrow
 from mm2ctl.plans.translation import (
     Sync,
     conservative,
@@ -62,7 +63,7 @@ def _df(spark: Any, schema: StructType, rows: list[dict[str, Any]]) -> Any:
     table = pa.Table.from_pylist(
         [{name: row.get(name) for name in schema.names} for row in rows], schema=to_arrow_schema(schema)
     )
-    return spark.createDataFrame(table, schema)
+    return frame_from_arrow(spark, table, schema)
 
 
 def _sync_record(offset: int, topic: str, partition: int, up: int | None, down: int | None, **kw: Any) -> dict:

@@ -20,6 +20,7 @@ from mm2ctl.inspector.replication_health import (
     PartitionStatus,
 )
 from mm2ctl.inspector.schemas import KAFKA_RECORD_SCHEMA
+from mm2ctl.inspector.spark_compat import frame_from_arrow
 
 pytestmark = pytest.mark.spark
 
@@ -31,7 +32,7 @@ def _df(spark: Any, schema: StructType, rows: list[dict[str, Any]]) -> Any:
     table = pa.Table.from_pylist(
         [{name: row.get(name) for name in schema.names} for row in rows], schema=to_arrow_schema(schema)
     )
-    return spark.createDataFrame(table, schema)
+    return frame_from_arrow(spark, table, schema)
 
 
 def partition(**overrides: Any) -> dict[str, Any]:

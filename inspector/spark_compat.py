@@ -1,0 +1,135 @@
+"""The PySpark calls the inspector makes that differ between the Spark releases it admits (3.5 and 4.x).
+
+Each helper takes the Spark 4 API where the installed pyspark has it, and otherwise does what Spark 4 does
+with what Spark 3.5 offers, so the two give the same rows. The choice is made by the API's presence (a
+function, a method), or by the release where nothing public tells.
+
+| helper | Spark 4.0+ | Spark 3.5 |
+|---|---|---|
+| ``is_valid_utf8`` | ``F.is_valid_utf8`` | the string's bytes decoded as UTF-8 give the same string back |
+| ``frame_from_arrow`` | ``createDataFrame(pyarrow.Table)`` | the same Arrow batches sent to the JVM as 4.0 does |
+| ``to_arrow`` | ``DataFrame.toArrow`` | ``_collect_as_arrow`` batches cast to the frame's schema |
+| ``error_condition`` | ``PySparkException.getCondition`` | ``getErrorClass`` (4.0 renamed it) |
+| ``observation_done`` | the JVM observation's future | the JVM observation's metrics field |
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.errors import PySparkException
+    from pyspark.sql import Observation
+
+
+def spark_major() -> int:
+    """The installed pyspark's major release (3 or 4)."""
+    import pyspark
+
+    return int(pyspark.__version__.split(".", 1)[0])
+
+
+def is_valid_utf8(column: Column) -> Column:
+    """Whether a string column's bytes are valid UTF-8 (null for null), as Spark 4's ``is_valid_utf8``.
+
+    A binary cast to string keeps its bytes as they are. On 3.5, ``decode`` reads those bytes as UTF-8 and
+    replaces every malformed sequence with U+FFFD, so the decoded string equals the original exactly when
+    there was none (a well-formed U+FFFD decodes to itself).
+    """
+    if hasattr(F, "is_valid_utf8"):
+        return F.is_valid_utf8(column)
+    return F.decode(column.cast("binary"), "UTF-8") == column
+
+
+def frame_from_arrow(spark: SparkSession, table: pa.Table, schema: StructType) -> DataFrame:
+    """``table`` as a DataFrame of ``schema``, its Arrow batches handed to Spark as they are (no row through
+    Python): Spark 4's ``createDataFrame(pyarrow.Table)``.
+
+    pyspark 3.5 takes only pandas there. Its pandas path would copy every column into pandas and turn an
+    integer column with nulls into floats (an offset above 2^53 loses digits); instead the table is cast to
+    the schema's Arrow types and sent to the JVM the way Spark 4 does it (``_create_from_arrow_table``):
+    the same Arrow stream, read by the same ``PythonSQLUtils.toDataFrame``. A Spark Connect session takes
+    a table on every release.
+    """
+    if spark_major() >= 4 or not hasattr(spark, "_jsparkSession"):
+        return spark.createDataFrame(table, schema)
+    return _frame_from_arrow_35(spark, table, schema)
+
+
+def _frame_from_arrow_35(spark: SparkSession, table: pa.Table, schema: StructType) -> DataFrame:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyspark.sql.pandas.serializers import ArrowStreamSerializer
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import TimestampType
+
+    # As Spark 4: a naive timestamp bound for a TimestampType column is a time in the session's zone.
+    zone = str(spark.conf.get("spark.sql.session.timeZone"))
+    columns = [
+        pc.assume_timezone(column, zone)
+        if pa.types.is_timestamp(column.type) and column.type.tz is None and isinstance(field.dataType, TimestampType)
+        else column
+        for column, field in zip(table.columns, schema.fields, strict=True)
+    ]
+    arrow_schema = to_arrow_schema(schema)
+    table = pa.Table.from_arrays(columns, names=table.column_names).cast(arrow_schema)
+    jconf: Any = spark._jconf
+    jvm: Any = spark._jvm
+    batches = table.to_batches(max_chunksize=jconf.arrowMaxRecordsPerBatch())
+    iterator = spark.sparkContext._serialize_to_jvm(
+        batches,
+        ArrowStreamSerializer(),
+        lambda path: jvm.PythonSQLUtils.readArrowStreamFromFile(path),
+        lambda: jvm.ArrowIteratorServer(),
+    )
+    frame = DataFrame(jvm.PythonSQLUtils.toDataFrame(iterator, schema.json(), spark._jsparkSession), spark)
+    frame._schema = schema  # as pyspark's own path does: no JVM round trip
+    return frame
+
+
+def to_arrow(frame: DataFrame) -> pa.Table:
+    """Every row of ``frame`` collected as one Arrow table of its schema: Spark 4's ``toArrow``.
+
+    On 3.5 the same batches pyspark's ``toPandas`` collects (``_collect_as_arrow``), cast as 4.0 casts them
+    (timestamps in UTC), and an empty table of the schema when there is no row.
+    """
+    if hasattr(frame, "toArrow"):
+        return frame.toArrow()
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    schema = to_arrow_schema(frame.schema)
+    batches = frame._collect_as_arrow()  # type: ignore[operator]
+    return pa.Table.from_batches(batches).cast(schema) if batches else schema.empty_table()
+
+
+def error_condition(error: PySparkException) -> str | None:
+    """The error's condition (``JAVA_GATEWAY_EXITED``…): ``getCondition`` from 4.0, ``getErrorClass`` before."""
+    get = getattr(error, "getCondition", None) or error.getErrorClass
+    condition: str | None = get()
+    return condition
+
+
+def observation_done(observation: Observation) -> bool | None:
+    """Whether Spark delivered the observation's metrics, without waiting (``Observation.get`` waits with no
+    limit, and an observed scan the optimizer removed never delivers); None before it observes a frame.
+
+    Spark 4's JVM ``Observation`` completes a future; 3.5's sets a private ``metrics`` option, read here
+    through Java reflection (Spark's classes are on the class path, outside the JDK's sealed modules).
+    """
+    jo: Any = getattr(observation, "_jo", None)
+    if jo is None:
+        return None
+    if spark_major() >= 4:
+        return bool(jo.future().isCompleted())
+    field = jo.getClass().getDeclaredField("metrics")
+    field.setAccessible(True)
+    return bool(field.get(jo).isDefined())
+
+
+__all__ = ["error_condition", "frame_from_arrow", "is_valid_utf8", "observation_done", "spark_major", "to_arrow"]
