@@ -165,7 +165,8 @@ def _driver_running() -> bool:
 
 
 def _start_driver(master: str, settings: Mapping[str, str], jvm_log: Path | None) -> None:
-    """Start the driver JVM and its SparkContext, the JVM's output going to ``jvm_log`` when given.
+    """Start the driver JVM and its SparkContext, the JVM's output going to ``jvm_log`` when given, else to
+    this process's stderr.
 
     PySpark starts the JVM (``bin/spark-submit``, then ``java``) with ``Popen``; given the log file as the
     child's stdout and stderr, the JVM writes there for its whole life: the launcher's own warnings,
@@ -178,7 +179,10 @@ def _start_driver(master: str, settings: Mapping[str, str], jvm_log: Path | None
     spark_conf = SparkConf().setMaster(master).setAppName(APP_NAME).setAll(list(settings.items()))
     with spark_packages.resolution_lock(settings):  # the JVM resolves the packages before it answers
         if jvm_log is None:
-            gateway = launch_gateway(spark_conf)  # type: ignore[no-untyped-call]
+            # The JVM's stdout goes to this process's stderr (descriptor 2): stdout is the report's (a CSV or
+            # JSON report printed there), and the JVM prints there too: Spark 3.5's Ivy its settings line, the
+            # JVM its class-sharing warnings.
+            gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": 2})  # type: ignore[no-untyped-call]
         else:
             with jvm_log.open("ab") as out:  # the JVM gets its own copy of the descriptor
                 popen = {"stdout": out, "stderr": subprocess.STDOUT}
