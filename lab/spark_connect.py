@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mm2ctl.core.errors import LabError
+from mm2ctl.core.polling import poll_until
 from mm2ctl.inspector.spark_packages import SparkBuild, installed_build, submit_arguments
 from mm2ctl.lab.process import free_port, is_alive, start_command, stop_pids, tail, wait_until
 
@@ -135,9 +136,10 @@ def start(folder: Path, *, conf: Mapping[str, str] | None = None, timeout_s: flo
 
 def stop(server: SparkConnectServer, *, timeout_s: float = 30.0) -> None:
     """SIGTERM the server's process group (Spark's shutdown hook stops the gRPC service and the driver), then
-    SIGKILL what is left at the deadline; a process of its still running then is a ``LabError``."""
+    SIGKILL what is left at the deadline, and wait until its port is closed: the JVM's main thread may be
+    gone while its other threads still serve. A server still there after that is a ``LabError``."""
     stop_pids([server.pid], str(server.folder), timeout_s=timeout_s)
-    if is_alive(server.pid):
+    if not poll_until(lambda: not listening(server.port) and not is_alive(server.pid), timeout_s=30.0, interval_s=0.2):
         raise LabError(f"the Spark Connect server {server.pid} in {server.folder} survived:\n{tail(server.log)}")
 
 
