@@ -56,19 +56,21 @@ def frame_from_arrow(spark: SparkSession, table: pa.Table, schema: StructType) -
     the same Arrow stream, read by the same ``PythonSQLUtils.toDataFrame``. A Spark Connect session takes
     a table on every release.
     """
-    if spark_major() >= 4 or not hasattr(spark, "_jsparkSession"):
+    if spark_major() >= 4:
         return spark.createDataFrame(table, schema)
+    if not hasattr(spark, "_jsparkSession"):
+        return _connect_frame_from_arrow_35(spark, table, schema)
     return _frame_from_arrow_35(spark, table, schema)
 
 
-def _frame_from_arrow_35(spark: SparkSession, table: pa.Table, schema: StructType) -> DataFrame:
+def _as_schema(spark: Any, table: pa.Table, schema: StructType) -> pa.Table:
+    """``table`` cast to ``schema``'s Arrow types; as Spark 4 does, a naive timestamp bound for a
+    ``TimestampType`` column is read as a time in the session's zone."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    from pyspark.sql.pandas.serializers import ArrowStreamSerializer
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import TimestampType
 
-    # As Spark 4: a naive timestamp bound for a TimestampType column is a time in the session's zone.
     zone = str(spark.conf.get("spark.sql.session.timeZone"))
     columns = [
         pc.assume_timezone(column, zone)
@@ -76,8 +78,13 @@ def _frame_from_arrow_35(spark: SparkSession, table: pa.Table, schema: StructTyp
         else column
         for column, field in zip(table.columns, schema.fields, strict=True)
     ]
-    arrow_schema = to_arrow_schema(schema)
-    table = pa.Table.from_arrays(columns, names=table.column_names).cast(arrow_schema)
+    return pa.Table.from_arrays(columns, names=table.column_names).cast(to_arrow_schema(schema))
+
+
+def _frame_from_arrow_35(spark: SparkSession, table: pa.Table, schema: StructType) -> DataFrame:
+    from pyspark.sql.pandas.serializers import ArrowStreamSerializer
+
+    table = _as_schema(spark, table, schema)
     jconf: Any = spark._jconf
     jvm: Any = spark._jvm
     batches = table.to_batches(max_chunksize=jconf.arrowMaxRecordsPerBatch())
@@ -92,11 +99,28 @@ def _frame_from_arrow_35(spark: SparkSession, table: pa.Table, schema: StructTyp
     return frame
 
 
+def _connect_frame_from_arrow_35(spark: Any, table: pa.Table, schema: StructType) -> DataFrame:
+    """A Spark Connect 3.5 session's ``createDataFrame`` takes pandas, not Arrow, though it sends Arrow: the
+    same local relation (cached on the server past its size threshold), built from the table itself."""
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+    from pyspark.sql.connect.plan import CachedLocalRelation, LocalRelation
+
+    table = _as_schema(spark, table, schema)
+    plan: Any = LocalRelation(table, schema=schema.json())
+    (threshold,) = spark._client.get_configs("spark.sql.session.localRelationCacheThreshold")
+    if threshold is not None and int(threshold) <= table.nbytes:
+        plan = CachedLocalRelation(spark._cache_local_relation(plan))
+    remote: Any = ConnectDataFrame  # ``withPlan`` is 3.5's; 4.0 made it the constructor
+    frame: DataFrame = remote.withPlan(plan, spark)
+    return frame
+
+
 def to_arrow(frame: DataFrame) -> pa.Table:
     """Every row of ``frame`` collected as one Arrow table of its schema: Spark 4's ``toArrow``.
 
-    On 3.5 the same batches pyspark's ``toPandas`` collects (``_collect_as_arrow``), cast as 4.0 casts them
-    (timestamps in UTC), and an empty table of the schema when there is no row.
+    On 3.5 the same batches pyspark's ``toPandas`` collects (``_collect_as_arrow``; a Spark Connect frame's
+    client receives them as a table), cast as 4.0 casts them (timestamps in UTC), and an empty table of the
+    schema when there is no row.
     """
     if hasattr(frame, "toArrow"):
         return frame.toArrow()
@@ -104,6 +128,11 @@ def to_arrow(frame: DataFrame) -> pa.Table:
     from pyspark.sql.pandas.types import to_arrow_schema
 
     schema = to_arrow_schema(frame.schema)
+    if not hasattr(frame, "_collect_as_arrow"):  # Spark Connect
+        remote: Any = frame
+        client = remote._session.client
+        table, _ = client.to_table(remote._plan.to_proto(client))
+        return table.cast(schema) if table.num_columns else schema.empty_table()
     batches = frame._collect_as_arrow()  # type: ignore[operator]
     return pa.Table.from_batches(batches).cast(schema) if batches else schema.empty_table()
 
