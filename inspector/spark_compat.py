@@ -11,6 +11,8 @@ function, a method), or by the release where nothing public tells.
 | ``to_arrow`` | ``DataFrame.toArrow`` | ``_collect_as_arrow`` batches cast to the frame's schema |
 | ``error_condition`` | ``PySparkException.getCondition`` | ``getErrorClass`` (4.0 renamed it) |
 | ``observation_done`` | the JVM observation's future | the JVM observation's metrics field |
+
+On Spark Connect (``SparkSession.builder.remote``) each helper takes the path that works there.
 """
 
 from __future__ import annotations
@@ -149,9 +151,14 @@ def observation_done(observation: Observation) -> bool | None:
     limit, and an observed scan the optimizer removed never delivers); None before it observes a frame.
 
     Spark 4's JVM ``Observation`` completes a future; 3.5's sets a private ``metrics`` option, read here
-    through Java reflection (Spark's classes are on the class path, outside the JDK's sealed modules).
+    through Java reflection (Spark's classes are on the class path, outside the JDK's sealed modules). A Spark
+    Connect observation has no JVM side: the action's own response carries the metrics, so once it observes
+    a frame it is done (``get`` is then what arrived, empty when the scan never ran). Spark Connect 3.5's
+    client drops observed metrics: its observations stay None.
     """
-    jo: Any = getattr(observation, "_jo", None)
+    if not hasattr(observation, "_jo"):  # Spark Connect
+        return None if getattr(observation, "_result", None) is None else True
+    jo: Any = observation._jo
     if jo is None:
         return None
     if spark_major() >= 4:
