@@ -25,9 +25,10 @@ from inspect_scale import MM2_FILE, PAIR  # the sibling script (bench/ is on sys
 
 from mm2ctl.core.config import load_mm2_config
 from mm2ctl.inspector import decode, schemas, transforms
-from mm2ctl.inspector.admin_state import Selection, collect_pair_state
+from mm2ctl.inspector.admin_state import collect_pair_state
 from mm2ctl.inspector.job import InspectOptions, fresh_checkpoint_age
 from mm2ctl.inspector.kafka_read import read_topic
+from mm2ctl.inspector.selection import Selection
 from mm2ctl.inspector.session import build_session
 from mm2ctl.lab import lab
 

@@ -49,9 +49,10 @@ from confluent_kafka import Producer
 from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.codecs import encode_checkpoint_key, encode_checkpoint_value, encode_offset_sync_key
 from mm2ctl.core.config import MM2Config, PairConfig, load_mm2_config
-from mm2ctl.inspector.admin_state import Selection, collect_pair_state
+from mm2ctl.inspector.admin_state import collect_pair_state
 from mm2ctl.inspector.job import InspectOptions, run_inspection
 from mm2ctl.inspector.kafka_read import read_topic
+from mm2ctl.inspector.selection import Selection
 from mm2ctl.inspector.session import build_session
 from mm2ctl.lab import lab
 from mm2ctl.lab.mm2_setup import POLICY_CLASSES
@@ -153,7 +154,8 @@ def downstream(upstream: int) -> int:
 
 
 def translate(spec: LoadSpec, committed: int) -> int:
-    """DESIGN §5 against the loaded syncs (one per upstream offset 0..last): the reference answer."""
+    """The translation rule (docs/design.md, "Translation") against the loaded syncs (one per upstream offset 0..last):
+    the reference answer."""
     upstream = min(committed, spec.last_sync_upstream)
     if is_marker(upstream):
         upstream -= 1  # the newest sync at or below it

@@ -1,10 +1,13 @@
 """``mm2ctl inspect`` warm: the inspection run again and again in one live Spark session, as the exporter runs it.
 
-Run it as ``.venv/bin/python bench/inspect_warm.py --mm2-config FILE [--runs N] [--groups REGEX] [--json]``.
+Run it as ``.venv/bin/python bench/inspect_warm.py --mm2-config FILE [--runs N] [--new-syncs K] [--json]``.
 One process builds the session (embedded, as ``mm2ctl exporter`` does) and runs ``Exporter.run_once`` (the
 inspection, then its metrics) ``N + 1`` times, one after the other; the first run is the cold one and is
-reported apart. It prints each run's seconds and the median of the warm ones, and where the last warm run's
-time went, by the progress steps the inspection reports. ``bench/peer_inspect.py`` runs it at 5 k.
+reported apart. With ``--new-syncs K``, K offset syncs are written before each warm run, spread over the
+pair's partitions, each continuing its partition's newest sync by one record on both sides (what MM2 writes
+as it copies), so every warm run reads and folds in new records. It prints each run's seconds and the median
+of the warm ones, and where the last warm run's time went, by the progress steps the inspection reports.
+``bench/peer_inspect.py`` runs it at 5 k.
 """
 
 from __future__ import annotations
@@ -21,12 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from bench_lab import loadavg, say
+from confluent_kafka import Producer
 
-from mm2ctl.core.config import load_mm2_config
-from mm2ctl.inspector.admin_state import Selection
+from mm2ctl.core.codecs import encode_offset_sync_key, encode_offset_sync_value
+from mm2ctl.core.config import MM2Config, load_mm2_config
 from mm2ctl.inspector.exporter import Exporter
-from mm2ctl.inspector.job import InspectOptions
+from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
 from mm2ctl.inspector.prometheus_output import InspectionCollector
+from mm2ctl.inspector.selection import Selection
 from mm2ctl.inspector.session import build_session, stop_session
 
 
@@ -39,25 +44,43 @@ class _Steps(logging.Handler):
         self._record(record.getMessage())
 
 
-def measure(mm2_config: Path, runs: int, groups: str | None) -> dict[str, Any]:
+def write_new_syncs(config: MM2Config, inspector: Inspector, count: int) -> None:
+    """``count`` syncs, round-robin over each pair's partitions, each one record past its partition's newest."""
+    for pair in inspector.pairs:
+        newest = {tp: n for tp, n in inspector.kept(pair.name).newest.items() if n.is_sync}
+        if not newest:
+            continue
+        producer = Producer(dict(config.kafka_config(pair.offset_syncs_cluster, pair.name)))
+        partitions = sorted(newest)
+        step = dict.fromkeys(partitions, 0)
+        for i in range(count):
+            tp = partitions[i % len(partitions)]
+            step[tp] += 1
+            n = newest[tp]
+            assert n.upstream is not None and n.downstream is not None
+            value = encode_offset_sync_value(n.upstream + step[tp], n.downstream + step[tp])
+            producer.produce(pair.offset_syncs_topic, key=encode_offset_sync_key(*tp), value=value, partition=0)
+        producer.flush()
+
+
+def measure(mm2_config: Path, runs: int, groups: str | None, new_syncs: int) -> dict[str, Any]:
+    config = load_mm2_config(mm2_config)
+    options = InspectOptions(selection=Selection(groups=groups))
+    checked = preflight(config, options)
     spark = build_session(None, None, jvm_log=Path(tempfile.mkstemp(prefix="mm2ctl-warm-", suffix=".log")[1]))
     try:
         steps: list[tuple[float, str]] = []
         started = time.monotonic()
-        exporter = Exporter(
-            spark,
-            load_mm2_config(mm2_config),
-            InspectOptions(selection=Selection(groups=groups)),
-            connect=None,
-            interval_s=3600.0,
-            collector=InspectionCollector(),
-        )
+        inspector = Inspector(spark, config, options, checked)
+        exporter = Exporter(inspector, interval_s=3600.0, collector=InspectionCollector())
         steps_log = logging.getLogger("mm2ctl.exporter")  # the exporter logs each step it is told
         steps_log.setLevel(logging.INFO)
         steps_log.propagate = False
         steps_log.addHandler(_Steps(lambda m: steps.append((time.monotonic() - started, m))))
         seconds: list[float] = []
         for run in range(runs + 1):
+            if run and new_syncs:
+                write_new_syncs(config, inspector, new_syncs)
             steps.clear()
             started = time.monotonic()
             if not exporter.run_once():
@@ -71,6 +94,7 @@ def measure(mm2_config: Path, runs: int, groups: str | None) -> dict[str, Any]:
         "cold_seconds": seconds[0],
         "warm_seconds": seconds[1:],
         "warm_median": round(statistics.median(seconds[1:]), 2),
+        "new_syncs_per_run": new_syncs,
         "last_run_steps": last,
     }
 
@@ -80,9 +104,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mm2-config", required=True, type=Path)
     parser.add_argument("--runs", type=int, default=5, help="warm runs after the first (5)")
     parser.add_argument("--groups", help="a group regex, as inspect --groups")
+    parser.add_argument("--new-syncs", type=int, default=0, help="offset syncs written before each warm run (0)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    figures = {"loadavg_start": loadavg(), **measure(args.mm2_config, args.runs, args.groups), "loadavg_end": loadavg()}
+    figures = {
+        "loadavg_start": loadavg(),
+        **measure(args.mm2_config, args.runs, args.groups, args.new_syncs),
+        "loadavg_end": loadavg(),
+    }
     if args.json:
         print(json.dumps(figures))
     else:

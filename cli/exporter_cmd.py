@@ -70,22 +70,30 @@ def exporter(
     """
     from mm2ctl.cli import run_log
     from mm2ctl.cli.inspect_cmd import parse_spark_conf
-    from mm2ctl.inspector.admin_state import Selection
+    from mm2ctl.inspector.cluster_state import read_cluster_state
     from mm2ctl.inspector.exporter import Exporter, Listen, MetricsServer, metrics_app
-    from mm2ctl.inspector.job import InspectOptions, select_pairs
+    from mm2ctl.inspector.inspection import InspectOptions, Inspector, driver_memory_for, preflight
     from mm2ctl.inspector.prometheus_output import InspectionCollector
-    from mm2ctl.inspector.session import build_session, stop_session
+    from mm2ctl.inspector.selection import Selection
+    from mm2ctl.inspector.session import DRIVER_MEMORY, SHUFFLE_PARTITIONS, build_session, stop_session
 
     address = Listen.parse(listen)
     connect = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
     config = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).resolve(connect)
-    select_pairs(config, pair or [])  # a bad --pair fails now, not at the first run
     conf = parse_spark_conf(spark_conf)
     options = InspectOptions(
         pairs=tuple(pair or ()),
         selection=Selection(groups=groups, topics=topics),
         lag_threshold=lag_threshold,
+        size_shuffles=SHUFFLE_PARTITIONS not in conf,
     )
+    checked = preflight(config, options)  # a bad --pair or a dead broker fails now, not at the first run
+    connect_client = connect.client((from_connect,) if from_connect else ())
+    if DRIVER_MEMORY not in conf:
+        # The heap is sized to what the inspection keeps, from a first read of the clusters.
+        state = read_cluster_state(config, checked.pairs, options.selection, connect=connect_client)
+        conf[DRIVER_MEMORY] = driver_memory_for(state)
+        log.info("Spark driver memory %s, sized to the inspection", conf[DRIVER_MEMORY])
     collector = InspectionCollector()
     stopping = threading.Event()
 
@@ -94,15 +102,9 @@ def exporter(
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     spark = build_session(spark_master, conf, jvm_log=run_log.jvm_log("exporter"))
+    inspector = Inspector(spark, config, options, checked, connect=connect_client)
     try:
-        runner = Exporter(
-            spark,
-            config,
-            options,
-            connect=connect.client((from_connect,) if from_connect else ()),
-            interval_s=interval,
-            collector=collector,
-        )
+        runner = Exporter(inspector, interval_s=interval, collector=collector)
         server = MetricsServer(address, metrics_app(collector, runner.alive))
         runner.start()
         server.start()

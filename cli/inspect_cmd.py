@@ -8,7 +8,7 @@ import time
 from contextlib import nullcontext
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, TextIO
+from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
@@ -30,6 +30,12 @@ from mm2ctl.cli.options import (
 from mm2ctl.cli.render import inspect_summary_lines, replication_summary_lines
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.core.progress import Progress
+
+if TYPE_CHECKING:
+    from mm2ctl.core.config import MM2Config as MM2Setup
+    from mm2ctl.inspector.inspection import Inspector
+    from mm2ctl.inspector.result import InspectionResult
 
 
 class Format(StrEnum):
@@ -113,6 +119,14 @@ def inspect(
         help="Read records on both clusters for every row whose translation is not exact, so "
         "replay_if_failover_now and skip_if_failover_now are true counts (slower: it reads per partition).",
     ),
+    watch: float | None = typer.Option(
+        None,
+        "--watch",
+        min=1.0,
+        metavar="SECONDS",
+        help="Inspect again every SECONDS in one live session, printing the table each time, until Ctrl-C; "
+        "each run after the first reads only what MM2 wrote since.",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
 ) -> None:
     """Run the Spark inspection over an MM2 setup.
@@ -127,32 +141,20 @@ def inspect(
 
     Exit code 0 when every row is ok, 10 when any row is a problem (see README "Exit codes").
     """
-    import re
-
     from mm2ctl.cli import run_log
     from mm2ctl.cli.progress import terminal_progress
-    from mm2ctl.inspector.admin_state import Selection, reach_clusters
-    from mm2ctl.inspector.job import InspectOptions, read_cluster_state, run_inspection, select_pairs
-    from mm2ctl.inspector.report import (
-        PARTITION_COLUMNS,
-        PARTITION_ORDER,
-        write_csv,
-        write_distributed,
-        write_json_lines,
-    )
-    from mm2ctl.inspector.session import SessionStart
+    from mm2ctl.inspector.cluster_state import read_cluster_state
+    from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
+    from mm2ctl.inspector.selection import Selection
+    from mm2ctl.inspector.session import SHUFFLE_PARTITIONS, SessionStart
 
-    for name, regex in (("--groups", groups), ("--topics", topics)):
-        if regex is not None:
-            try:
-                re.compile(regex)
-            except re.error as exc:
-                raise ConfigError(f"{name} {regex!r} is not a valid regex: {exc}") from exc
     if fmt in (Format.parquet, Format.prometheus) and output is None:
         what = (
             "a folder" if fmt is Format.parquet else "a file (atomically: node_exporter's textfile collector reads it)"
         )
         raise ConfigError(f"--format {fmt.value} writes {what}: give it with --output PATH")
+    if watch is not None and fmt is not Format.table:
+        raise ConfigError("--watch prints the table again and again: it takes no --format other than table")
     connect = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
     config = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).resolve(connect)
     conf = parse_spark_conf(spark_conf)
@@ -162,67 +164,111 @@ def inspect(
         only_problems=only_problems,
         exact=exact,
         lag_threshold=lag_threshold,
+        size_shuffles=SHUFFLE_PARTITIONS not in conf,
     )
-    by_partition = rows is Rows.partitions
-    parquet_output = output if fmt is Format.parquet and not by_partition else None
     connect_client = connect.client((from_connect,) if from_connect else ())
     with terminal_progress(quiet=quiet) as say:  # closed before any row reaches stdout
         say("reaching the clusters")
-        reach_clusters(select_pairs(config, pair or []))
+        checked = preflight(config, options)
         # Spark's driver JVM starts on a thread of its own while the clusters' admin state is read.
         say("starting Spark")
-        session = SessionStart(spark_master, conf, jvm_log=run_log.jvm_log("inspect"), share_classes=True)
-        cluster_state = read_cluster_state(config, options, connect=connect_client, progress=say)
-        spark = session.result()
-        started = time.monotonic()
-        result = run_inspection(
-            spark,
-            config,
-            options,
-            progress=say,
-            parquet_output=parquet_output,
-            connect=connect_client,
-            cluster_state=cluster_state,
+        session = SessionStart(spark_master, conf, jvm_log=run_log.jvm_log("inspect"), share_classes=watch is None)
+        cluster_state = read_cluster_state(
+            config, checked.pairs, options.selection, connect=connect_client, progress=say
         )
-        if fmt is Format.prometheus:
-            from mm2ctl.inspector.health_metrics import inspection_metrics
-            from mm2ctl.inspector.prometheus_output import InspectionCollector, write_textfile
-
-            collector = InspectionCollector()
-            metrics = inspection_metrics(result, config)
-            collector.succeeded(metrics, duration_seconds=time.monotonic() - started, finished_at=time.time())
-    problems = result.problem_count()
-    partition_problems = result.partition_problem_count()
-    if fmt is Format.prometheus:
-        assert output is not None
-        write_textfile(output, collector)
-        say(f"wrote {output}")
-    elif parquet_output is not None:
-        say(f"wrote {parquet_output}")
-    elif fmt is Format.parquet:
-        assert output is not None
-        write_distributed(result.partitions, "parquet", output, PARTITION_COLUMNS)
-        say(f"wrote {output}")
-    else:
-        say(f"writing the rows ({fmt.value}) to {output or 'stdout'}")
-        target: TextIO
-        with Path(output).open("w", newline="", encoding="utf-8") if output else nullcontext(sys.stdout) as target:
-            layout = {"columns": PARTITION_COLUMNS, "order": PARTITION_ORDER} if by_partition else {}
-            if fmt is Format.table:
-                for line in [*inspect_summary_lines(result), *replication_summary_lines(result, lag_threshold)]:
-                    target.write(line + "\n")
-            elif fmt is Format.csv:
-                write_csv(result.partitions if by_partition else result.rows, target, **layout)
-            else:
-                write_json_lines(result.partitions if by_partition else result.rows, target, **layout)
-    for note in result.notes:
-        if fmt is not Format.table:
-            say(f"note: {note.cluster_pair}: {note.topic} on {note.cluster}: {note.message}")
-    replicated = result.partitions.count()
+        inspector = Inspector(session.result(), config, options, checked, connect=connect_client)
+        started = time.monotonic()
+        result = inspector.run(progress=say, cluster_state=cluster_state)
+    if watch is not None:
+        _watch(inspector, result, watch, quiet=quiet, lag_threshold=lag_threshold)
+        return
+    try:
+        _write(
+            result,
+            fmt,
+            by_partition=rows is Rows.partitions,
+            output=output,
+            say=say,
+            config=config,
+            started=started,
+            lag_threshold=lag_threshold,
+        )
+        for note in result.notes:
+            if fmt is not Format.table:
+                say(f"note: {note.cluster_pair}: {note.topic} on {note.cluster}: {note.message}")
+    finally:
+        result.close()
     session.finish(say)  # the first embedded run: its JVM writes the class archive as it exits
     say(
-        f"{result.group_partitions} group partition(s) inspected, {problems} problem(s); "
-        f"{replicated} replicated partition(s), {partition_problems} problem(s)"
+        f"{result.group_partitions} group partition(s) inspected, {result.problems} problem(s); "
+        f"{result.replicated_partitions} replicated partition(s), {result.partition_problems} problem(s)"
     )
-    if problems or partition_problems:
+    if result.problems or result.partition_problems:
         raise typer.Exit(int(ExitCode.PROBLEMS_FOUND))
+
+
+def _write(
+    result: InspectionResult,
+    fmt: Format,
+    *,
+    by_partition: bool,
+    output: str | None,
+    say: Progress,
+    config: MM2Setup,
+    started: float,
+    lag_threshold: int,
+) -> None:
+    """The result in ``fmt``, to ``output`` or stdout."""
+    from mm2ctl.inspector.report import write_csv, write_json_lines, write_parquet
+
+    if fmt is Format.prometheus:
+        from mm2ctl.inspector.health_metrics import inspection_metrics
+        from mm2ctl.inspector.prometheus_output import InspectionCollector, write_textfile
+
+        assert output is not None
+        collector = InspectionCollector()
+        duration = time.monotonic() - started
+        collector.succeeded(inspection_metrics(result, config), duration_seconds=duration, finished_at=time.time())
+        write_textfile(output, collector)
+        say(f"wrote {output}")
+        return
+    if fmt is Format.parquet:
+        assert output is not None
+        if by_partition:
+            write_parquet(result.partitions, output)
+        else:
+            result.rows.write("parquet", output)
+        say(f"wrote {output}")
+        return
+    say(f"writing the rows ({fmt.value}) to {output or 'stdout'}")
+    target: TextIO
+    with Path(output).open("w", newline="", encoding="utf-8") if output else nullcontext(sys.stdout) as target:
+        if fmt is Format.table:
+            for line in [*inspect_summary_lines(result), *replication_summary_lines(result, lag_threshold)]:
+                target.write(line + "\n")
+            return
+        table = result.partitions if by_partition else result.rows.to_arrow()
+        (write_csv if fmt is Format.csv else write_json_lines)(table, target)
+
+
+def _watch(inspector: Inspector, first: InspectionResult, seconds: float, *, quiet: bool, lag_threshold: int) -> None:
+    """Print the table of ``first``, then inspect every ``seconds`` in the same session until Ctrl-C."""
+    from mm2ctl.cli.progress import terminal_progress
+
+    result = first
+    try:
+        while True:
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+            typer.echo(f"-- {stamp} --")
+            for line in [*inspect_summary_lines(result), *replication_summary_lines(result, lag_threshold)]:
+                typer.echo(line)
+            result.close()
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                time.sleep(min(0.5, deadline - time.monotonic()))
+            with terminal_progress(quiet=quiet) as say:
+                result = inspector.run(progress=say)
+    except KeyboardInterrupt:
+        result.close()
+    finally:
+        inspector.close()

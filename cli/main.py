@@ -32,6 +32,7 @@ from mm2ctl.cli.lab_cmd import lab_app
 from mm2ctl.cli.options import JsonOutput
 from mm2ctl.cli.plan_cmd import plan_app
 from mm2ctl.cli.render import result_json
+from mm2ctl.cli.report_cmd import report
 from mm2ctl.core.errors import Mm2ctlError
 from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.core.redaction import redact_text
@@ -55,6 +56,7 @@ app = typer.Typer(
 app.add_typer(lab_app, name="lab")
 app.command("inspect")(inspect)
 app.command("exporter")(exporter)
+app.command("report")(report)
 app.add_typer(plan_app, name="plan")
 app.add_typer(config_app, name="config")
 app.command("show")(show)

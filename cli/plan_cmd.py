@@ -272,7 +272,9 @@ def plan_failover_cmd(
     groups: str = typer.Option(".*", "--groups", help="Regex of consumer groups (full match)."),
     topics: str = typer.Option(".*", "--topics", help="Regex of source topics (full match)."),
     source: str = typer.Option(
-        "syncs", "--from", help="syncs (DESIGN §5, verified when the source is readable) | checkpoints (MM2's own)."
+        "syncs",
+        "--from",
+        help="syncs (the one translation rule, verified when the source is readable) | checkpoints (MM2's own).",
     ),
     source_unavailable: bool = typer.Option(
         False,

@@ -21,7 +21,7 @@ from mm2ctl.core.exit_codes import ExitCode, meaning_of
 if TYPE_CHECKING:
     from mm2ctl.core.config_report import Difference, SetupReport
     from mm2ctl.drill.failover_drill import DrillResult
-    from mm2ctl.inspector.job import InspectResult
+    from mm2ctl.inspector.result import InspectionResult
     from mm2ctl.lab.lab import LabInfo, LabStatus
     from mm2ctl.plans.document import Plan
     from mm2ctl.plans.planners.failover import FailoverReport
@@ -136,68 +136,56 @@ def failover_rows_json(report: FailoverReport) -> list[dict[str, object]]:
 # -------------------------------------------------------------------------------------------- inspect
 
 
-def inspect_summary_lines(result: InspectResult, *, max_problem_rows: int = 40) -> list[str]:
-    """The default ``table`` format: per pair and status, then notes, then the problem rows."""
-    from mm2ctl.inspector.report import ORDER
-
+def inspect_summary_lines(result: InspectionResult) -> list[str]:
+    """The default ``table`` format: per pair and status, then notes, then the first problem rows."""
     lines: list[str] = []
-    summary = result.summary.collect()
+    summary = result.summary
     for pair in result.pairs:
-        rows = [r for r in summary if r["cluster_pair"] == pair]
-        total = rows[0]["pair_partitions"] if rows else 0
-        problems = rows[0]["pair_problem_partitions"] if rows else 0
-        problem_groups = rows[0]["pair_problem_groups"] if rows else 0
-        lines.append(f"{pair}: {total} group partition(s), {problems} problem(s) in {problem_groups} group(s)")
+        totals = summary.totals[pair]
+        lines.append(
+            f"{pair}: {totals.partitions} group partition(s), {totals.problem_partitions} problem(s) in "
+            f"{totals.problem_groups} group(s)"
+        )
         lines.append(f"  {'status':<26} {'ok':<4} {'partitions':>10} {'groups':>7} {'replay>=':>9} {'skip<=':>9}")
-        for r in rows:
+        for r in summary.statuses:
+            if r.pair != pair:
+                continue
             lines.append(
-                f"  {r['status']:<26} {'yes' if r['is_ok'] else 'NO':<4} {r['partitions']:>10} {r['groups']:>7} "
-                f"{_num(r['replay_if_failover_now_at_least']):>9} {_num(r['skip_if_failover_now_at_most']):>9}"
+                f"  {r.status:<26} {'yes' if r.is_ok else 'NO':<4} {r.partitions:>10} {r.groups:>7} "
+                f"{_num(r.replay_if_failover_now_at_least):>9} {_num(r.skip_if_failover_now_at_most):>9}"
             )
     for note in result.notes:
         lines.append(f"note: {note.cluster_pair}: {note.topic} on {note.cluster}: {note.message}")
-    problems_frame = result.rows.where("NOT is_ok")
-    shown = problems_frame.orderBy(*ORDER).limit(max_problem_rows).collect()
+    shown = summary.problem_rows
     if shown:
         lines.append("")
         lines.append("problem rows (group  topic/partition  source offset -> target offset  status: message)")
-        for r in shown:
-            target = _num(r["target_offset"])
+        for p in shown:
             lines.append(
-                f"  {r['group']}  {r['topic']}/{r['partition']}  {_num(r['source_offset'])} -> {target}"
-                f"  {r['status']}: {r['message']}"
-                + (f" {r['explanation']}" if r["explanation"] else "")
-                + (f" [{r['error']}]" if r["error"] else "")
+                f"  {p['group']}  {p['topic']}/{p['partition']}  {_num(p['source_offset'])} -> "
+                f"{_num(p['target_offset'])}  {p['status']}: {p['message']}"
+                + (f" {p['explanation']}" if p["explanation"] else "")
+                + (f" [{p['error']}]" if p["error"] else "")
             )
-        more = problems_frame.count() - len(shown)
+        more = summary.problems - len(shown)
         if more > 0:
             lines.append(f"  … and {more} more; --format csv|json --output FILE writes every row")
     return lines
 
 
-def replication_summary_lines(result: InspectResult, lag_threshold: int, *, max_problem_rows: int = 40) -> list[str]:
+def replication_summary_lines(result: InspectionResult, lag_threshold: int, *, max_problem_rows: int = 40) -> list[str]:
     """The ``table`` format's replication section: per pair, where MM2's position came from, the replicated
     partitions per status with their lag and loss, the freshness of offset syncs and checkpoints, then the
     problem partitions."""
-    from pyspark.sql import functions as F
-
-    from mm2ctl.inspector.replication_health import GROUP_CHECKPOINT_AGE, summarize_partitions
+    from mm2ctl.inspector.result import summarize_partitions
 
     lines = ["", f"replication (MM2's next offset to copy against the source; lagging above {lag_threshold} records)"]
-    summary = summarize_partitions(result.partitions).orderBy("cluster_pair", "status").collect()
-    groups = (
-        result.rows.groupBy("cluster_pair", "group")
-        .agg(F.min(GROUP_CHECKPOINT_AGE).alias("age"))
-        .groupBy("cluster_pair")
-        .agg(F.max("age").alias("oldest"), F.count(F.lit(1)).alias("groups"), F.count("age").alias("checkpointed"))
-        .collect()
-    )
-    freshness = {r["cluster_pair"]: r for r in groups}
+    summary = summarize_partitions(result.partitions)
     for position in result.positions:
         pair = position.pair
-        rows = [r for r in summary if r["cluster_pair"] == pair]
-        total = sum(r["partitions"] for r in rows)
-        problems = sum(r["partitions"] for r in rows if not r["is_ok"])
+        rows = [r for r in summary if r.pair == pair]
+        total = sum(r.partitions for r in rows)
+        problems = sum(r.partitions for r in rows if not r.is_ok)
         lines.append(f"{pair}: {total} replicated partition(s), {problems} problem(s)")
         if position.known:
             lines.append(f"  MM2's position: {position.read_from}")
@@ -206,28 +194,27 @@ def replication_summary_lines(result: InspectResult, lag_threshold: int, *, max_
         lines.append(f"  {'status':<18} {'ok':<4} {'partitions':>10} {'lag':>12} {'lost':>10} {'oldest sync':>12}")
         for r in rows:
             lines.append(
-                f"  {r['status']:<18} {'yes' if r['is_ok'] else 'NO':<4} {r['partitions']:>10} "
-                f"{_num(r['replication_lag_records']):>12} {_num(r['records_lost_to_retention']):>10} "
-                f"{_age(r['max_offset_sync_age_seconds']):>12}"
+                f"  {r.status:<18} {'yes' if r.is_ok else 'NO':<4} {r.partitions:>10} "
+                f"{_num(r.replication_lag_records):>12} {_num(r.records_lost_to_retention):>10} "
+                f"{_age(r.max_offset_sync_age_seconds):>12}"
             )
-        fresh = freshness.get(pair)
-        if fresh is not None:
+        totals = result.summary.totals.get(pair)
+        if totals is not None and totals.groups:
             lines.append(
-                f"  checkpoints: {fresh['checkpointed']} of {fresh['groups']} group(s) have one; the oldest group's "
-                f"newest is {_age(fresh['oldest'])} old"
+                f"  checkpoints: {totals.checkpointed_groups} of {totals.groups} group(s) have one; the oldest "
+                f"group's newest is {_age(totals.oldest_checkpoint_age_seconds)} old"
             )
-    shown = result.partitions.where("NOT is_ok").orderBy("cluster_pair", "topic", "partition").limit(max_problem_rows)
-    problem_rows = shown.collect()
+    problem_rows = [r for r in result.partitions.to_pylist() if not r["is_ok"]]
     if problem_rows:
         lines.append("")
         lines.append("problem partitions (pair  topic/partition  MM2 next  source [earliest, latest)  status: message)")
-        for r in problem_rows:
+        for r in problem_rows[:max_problem_rows]:
             lines.append(
                 f"  {r['cluster_pair']}  {r['topic']}/{r['partition']}  {_num(r['mm2_next_offset'])}  "
                 f"[{_num(r['source_earliest'])}, {_num(r['source_latest'])})  {r['status']}: {r['message']}"
                 + (f" [{r['error']}]" if r["error"] else "")
             )
-        more = result.partitions.where("NOT is_ok").count() - len(problem_rows)
+        more = len(problem_rows) - max_problem_rows
         if more > 0:
             lines.append(f"  … and {more} more; --rows partitions --format csv|json writes every row")
     return lines

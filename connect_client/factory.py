@@ -1,7 +1,7 @@
 """Builds the real ConnectClient: a ``requests.Session`` with auth and TLS, plus worker URLs.
 
 This is the only place that configures a session. Tests construct :class:`ConnectClient` directly with
-a plain session pointed at a local fake, as STYLE.md's "clients are passed in" asks.
+a plain session pointed at a local fake, so clients are passed in, never built inside the code that uses them.
 """
 
 from __future__ import annotations

@@ -87,6 +87,16 @@ class TopicDescription:
 
 
 @dataclass(frozen=True, slots=True)
+class TopicAccess:
+    """A topic as this client may see it (KIP-430): its id, and the operations the broker says it may run
+    (None when the broker did not say); or the error of the lookup (a missing topic, a denied DESCRIBE)."""
+
+    topic_id: str | None
+    operations: frozenset[str] | None
+    error: ItemError | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class PartitionResult:
     """Outcome of a write to one partition (alter/delete offsets, delete records)."""
 
@@ -234,20 +244,8 @@ class KafkaAdmin:
             ops = described.authorized_operations
             return None if ops is None else frozenset(getattr(op, "name", str(op)) for op in ops)
 
-        if topics:
-            try:
-                futures = self._client.describe_topics(
-                    TopicCollection(sorted(set(topics))),
-                    include_authorized_operations=True,
-                    request_timeout=self._timeout,
-                )
-            except Exception as exc:
-                raise _raise_whole_call(f"describing topics on {self._name}", exc) from exc
-            for name, fut in futures.items():
-                try:
-                    out[("topic", name)] = operations(fut.result())
-                except Exception as exc:
-                    out[("topic", name)] = item_error(exc)
+        for name, access in self.topic_access(topics).items():
+            out[("topic", name)] = access.error or access.operations
         if groups:
             try:
                 futures = self._client.describe_consumer_groups(
@@ -260,6 +258,29 @@ class KafkaAdmin:
                     out[("group", name)] = operations(fut.result())
                 except Exception as exc:
                     out[("group", name)] = item_error(exc)
+        return out
+
+    def topic_access(self, topics: Sequence[str]) -> dict[str, TopicAccess]:
+        """Each topic's id and what this client may do on it, in one describe (``TopicAccess``)."""
+        if not topics:
+            return {}
+        try:
+            futures = self._client.describe_topics(
+                TopicCollection(sorted(set(topics))), include_authorized_operations=True, request_timeout=self._timeout
+            )
+        except Exception as exc:
+            raise _raise_whole_call(f"describing topics on {self._name}", exc) from exc
+        out: dict[str, TopicAccess] = {}
+        for name, fut in futures.items():
+            try:
+                described = fut.result()
+            except Exception as exc:
+                out[name] = TopicAccess(None, None, item_error(exc))
+                continue
+            ops = described.authorized_operations
+            operations = None if ops is None else frozenset(getattr(op, "name", str(op)) for op in ops)
+            topic_id = None if described.topic_id is None else str(described.topic_id)
+            out[name] = TopicAccess(topic_id, operations)
         return out
 
     def create_topics(self, topics: Mapping[str, int], *, config: Mapping[str, str] | None = None) -> None:

@@ -1,4 +1,4 @@
-"""Byte-exact codecs for MM2's internal records (DESIGN §3).
+"""Byte-exact codecs for MM2's internal records (docs/design.md, "Record formats").
 
 MM2 writes these with Kafka Connect's Struct serialization: fields back to back with no framing; INT16,
 INT32 and INT64 are big-endian and signed; a STRING is an INT16 length then UTF-8 bytes. The Spark job
@@ -153,10 +153,16 @@ def encode_checkpoint(cp: Checkpoint) -> tuple[bytes, bytes]:
     )
 
 
-def decode_checkpoint(key: bytes | None, value: bytes | None) -> Checkpoint:
+def decode_checkpoint_key(key: bytes | None) -> tuple[str, str, int]:
+    """The (group, target topic, partition) a checkpoint record is about; a tombstone has only this."""
     k = _Reader(_need(key, "checkpoint key"))
     group, topic, partition = k.string(), k.string(), k.i32()
     k.done()
+    return group, topic, partition
+
+
+def decode_checkpoint(key: bytes | None, value: bytes | None) -> Checkpoint:
+    group, topic, partition = decode_checkpoint_key(key)
     v = _Reader(_need(value, "checkpoint value"))
     version = v.i16()
     if version != CHECKPOINT_VERSION:

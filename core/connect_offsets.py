@@ -2,9 +2,9 @@
 
 Why read the topic instead of ``GET /connectors/{c}/offsets``: a worker older than 3.5 has no offsets API,
 dedicated-mode MM2 has no REST API at all, and a tombstone only works when its key is *byte-identical* to
-the stored key and lands on the *same partition* (DESIGN §6). So the key bytes and the partition are kept
-exactly as read; nothing here re-serializes a key. JSON is decoded only to select the connector's keys and
-to show offsets to a human.
+the stored key and lands on the *same partition* (docs/design.md, "Connect offsets"). So the key bytes and the partition
+are kept exactly as read; nothing here re-serializes a key. JSON is decoded only to select the connector's keys and to
+show offsets to a human.
 
 Key form as the lab's 4.3.1 worker writes it (JsonConverter, schemas off), read back byte for byte:
 ``["mm2-x-source",{"cluster":"xsrc","partition":0,"topic":"iso-x-a"}]``, value ``{"offset":4}``.
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mm2ctl.core import records
+from mm2ctl.core.compaction import Keyed, newest_records
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,14 +74,16 @@ def latest_offsets(
     Sorted by (partition, key) so a fingerprint of it is stable. Reads the whole topic up to the end
     offsets seen when the read began: the topic is compacted, so that is bounded by the live key count.
     """
-    newest: dict[tuple[int, bytes], StoredOffset] = {}
-    for rec in records.read_partitions(config, topic, timeout_s=timeout_s):
-        if rec.key is None or connector_of_key(rec.key) != connector:
-            continue
-        newest[(rec.partition, rec.key)] = StoredOffset(rec.partition, rec.offset, rec.key, rec.value)
-    return [newest[k] for k in sorted(newest)]
+    keyed = (
+        Keyed((rec.partition, rec.key), rec.offset, rec.value)
+        for rec in records.read_partitions(config, topic, timeout_s=timeout_s)
+        if rec.key is not None and connector_of_key(rec.key) == connector
+    )
+    newest = newest_records(keyed)
+    return [StoredOffset(p, newest[(p, k)].offset, k, newest[(p, k)].value) for p, k in sorted(newest)]
 
 
 def live_offsets(stored: list[StoredOffset]) -> list[StoredOffset]:
-    """Only the keys whose newest record holds a value: what the worker would load for the connector."""
+    """Only the keys whose newest record holds a value (``core.compaction``'s rule): what the worker would load
+    for the connector."""
     return [s for s in stored if s.value is not None]

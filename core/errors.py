@@ -15,6 +15,7 @@ sensitive settings.
     │   └── ConnectNotFoundError . 404: no such connector
     ├── LabError ................ the local Kafka/Connect/MM2 lab could not be resolved, started or stopped
     ├── InspectError ............ the Spark inspection could not run
+    ├── InspectionFileError ..... a saved inspection given to ``report`` is missing, unreadable or of the wrong kind
     ├── PlanError ............... a plan file is unreadable or invalid
     │   ├── ForeignPlanError ..... the plan was made for other clusters or another Connect worker
     │   ├── StalePlanError ....... live state changed since the plan was made
@@ -128,6 +129,17 @@ class InspectError(Mm2ctlError):
     """The Spark inspection could not run at all (per-row problems are data, not this)."""
 
     exit_code = ExitCode.ERROR
+
+
+class InspectionFileError(Mm2ctlError):
+    """A saved inspection (the Parquet folder or JSON lines ``inspect`` writes) is missing, unreadable, or holds
+    other rows than the ones asked for. Names the path."""
+
+    exit_code = ExitCode.INSPECTION_FILE
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: {problem}")
 
 
 class PlanError(Mm2ctlError):

@@ -52,6 +52,9 @@ class ExitCode(IntEnum):
     #: ``plan failover``/``plan failback`` wrote a plan that leaves group partitions untranslatable; ``apply``
     #: refuses such a plan unless ``--allow-untranslatable``.
     UNTRANSLATABLE = 19
+    #: ``report``: a saved inspection (``--group-rows``, ``--partition-rows``) is missing, unreadable or not
+    #: the rows ``inspect`` writes.
+    INSPECTION_FILE = 20
 
     @property
     def meaning(self) -> str:
@@ -86,6 +89,7 @@ MEANINGS: dict[ExitCode, str] = {
         "plan failover/failback: the plan leaves group partitions untranslatable "
         "(apply refuses it without --allow-untranslatable)"
     ),
+    ExitCode.INSPECTION_FILE: "report: a saved inspection is missing, unreadable or not the rows inspect writes",
 }
 
 

@@ -3,7 +3,8 @@
 What identifies a flow's connectors on a worker is their class and cluster aliases, never their names
 (operators name them anything); dedicated-mode MM2 names them after the class. MirrorSourceConnector stores
 one source offset per replicated partition, ``{"cluster","topic","partition"} -> {"offset": u}`` with ``u``
-the last upstream offset it copied (DESIGN §6, §12), whether read over REST or from an offsets topic.
+the last upstream offset it copied (docs/design.md, "Connect offsets" and "MM2's position"), whether read over REST or
+from an offsets topic.
 
 Pure functions only: the planners and the inspector read the worker and the topics, and ask these.
 """

@@ -1,4 +1,4 @@
-"""Topic names MM2 derives, exactly as Kafka's replication policies derive them (DESIGN §4).
+"""Topic names MM2 derives, exactly as Kafka's replication policies derive them (docs/design.md, "Topic names").
 
 Everything here follows ``DefaultReplicationPolicy`` / ``IdentityReplicationPolicy`` and the
 ``ReplicationPolicy`` interface defaults in ``connect/mirror-client``. A wrong name is silent and
@@ -23,8 +23,8 @@ Facts carried over from Kafka's source:
   only extends Kafka's identity policy, so it names topics exactly as Kafka's does.
 * Any other class is custom code mm2ctl cannot run. It is accepted when the user declares which of the two
   naming schemes it follows (``mm2ctl.replication.policy.naming``), as the custom policies people write
-  usually keep one of them (seed 002, option 2: identity names for application topics, MM2's own names for
-  its internal topics, which is what the identity scheme does).
+  usually keep one of them (a common migration layout: identity names for application topics, MM2's own
+  names for its internal topics, which is what the identity scheme does).
 """
 
 from __future__ import annotations

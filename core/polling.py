@@ -1,4 +1,4 @@
-"""Waiting for a condition: poll it until a deadline, never sleep a fixed time (DESIGN §9).
+"""Waiting for a condition: poll it until a deadline, never sleep a fixed time (docs/design.md, "The lab").
 
 A Kafka cluster, a Connect worker or MM2 reaches a state when it does; a fixed sleep is either too short on a
 loaded machine or wasted on a quick one. Every wait in mm2ctl is this loop: check, give up once the deadline

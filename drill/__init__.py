@@ -1,1 +1,1 @@
-"""The failover drill (seed 002's quarterly test) and the demo, run against a lab or given clusters."""
+"""The failover drill (the failover test a DR plan asks for) and the demo, run against a lab or given clusters."""

@@ -1,5 +1,5 @@
 """The scenario ``mm2ctl demo`` runs on a lab: traffic and consumer groups, some healthy and some broken in the
-ways seed 002 describes, on an isolated MM2 flow so a running lab's own connectors are never touched.
+ways a failover goes wrong, on an isolated MM2 flow so a running lab's own connectors are never touched.
 
 The groups (all on one two-partition topic whose head retention deleted before MM2 started, so source and
 target offsets differ by ``DELETED``):

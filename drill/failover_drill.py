@@ -1,4 +1,4 @@
-"""The failover drill seed 002 asks every team to run: count what a consumer loses or reads twice when it
+"""The failover drill a DR plan asks every team to run: count what a consumer loses or reads twice when it
 moves from the source to the target, for each way of choosing its target position, on the same data.
 
 Why a drill and not a unit test: MM2 translates offsets from sparse syncs that it writes under load, at
@@ -18,8 +18,9 @@ behind), then stop (a planned migration). The strategies then put the group on t
 
 - (a) ``raw``: the committed source offset *number* copied as is (replication without translation);
 - (b) ``mm2``: what MM2's own ``sync.group.offsets`` wrote on the target;
-- (c) ``conservative``: ``mm2ctl plan failover --source-unavailable`` (DESIGN §5, from syncs and checkpoints
-  only), planned with the source's address replaced by a closed port to prove it needs nothing from it;
+- (c) ``conservative``: ``mm2ctl plan failover --source-unavailable`` (the one rule, docs/design.md,
+  "Translation", from syncs and checkpoints only), planned with the source's address replaced by a closed port
+  to prove it needs nothing from it;
 - (d) ``verified``: ``mm2ctl plan failover --stop-mirroring`` (verified exact translation), which also waits
   for MM2 to catch up and stops the flow's connectors;
 - (e) ``failback``: the round trip. A copy of the group starts on the target where (d) put it, consumes more

@@ -1,6 +1,6 @@
 """Collect one pair's admin state on the driver, concurrently, as Arrow tables in the inspector's schemas.
 
-What is read, per pair (DESIGN §7):
+What is read, per pair (docs/design.md, "Inspect"):
 - the source groups MM2 mirrors (MM2's group filter, then the user's regex), their state and committed
   offsets, on topics MM2 replicates (MM2's topic filter and internal-topic rules, then the user's regex);
 - earliest/latest of those source partitions, and of their **remote** partitions on the target;
@@ -13,7 +13,6 @@ requests in flight. A failed lookup becomes the ``error`` of the rows it concern
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -24,22 +23,8 @@ from mm2ctl.core.admin import GroupDescription, ItemError, KafkaAdmin
 from mm2ctl.core.authorization import AUTHORIZATION_CODES, denial_text, is_denial, principal_of
 from mm2ctl.core.config import MM2Config, PairConfig
 from mm2ctl.core.progress import Progress
+from mm2ctl.inspector.selection import Selection
 from mm2ctl.inspector.statuses import ACTIVE_GROUP_STATES
-
-
-@dataclass(frozen=True, slots=True)
-class Selection:
-    """The user's narrowing of what MM2 mirrors: regexes matched anywhere (anchor with ^…$)."""
-
-    groups: str | None = None
-    topics: str | None = None
-    active_only: bool = False
-
-    def group_ok(self, group: str) -> bool:
-        return self.groups is None or re.search(self.groups, group) is not None
-
-    def topic_ok(self, topic: str) -> bool:
-        return self.topics is None or re.search(self.topics, topic) is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""Decode MM2's internal records (DESIGN §3) from Spark's Kafka source, with SQL expressions only.
+"""Decode MM2's internal records (docs/design.md, "Record formats") from Spark's Kafka source, with SQL expressions
+only.
 
 The offset-syncs and checkpoints topics can hold millions of records, so decoding runs as native Spark SQL
 (``octet_length``, ``substr``, ``hex``/``conv``, ``is_valid_utf8``) rather than a Python UDF: no row crosses
@@ -12,9 +13,9 @@ negative target base makes ``conv`` treat the 64 bits as two's complement), so -
 re-signed arithmetically.
 
 Nothing here raises on bad bytes. A record that does not parse keeps its row with ``malformed_reason`` set and
-its decoded fields null, so the job can count and report it and go on (DESIGN §3). A null *value* with
-a good key is a tombstone: in a compacted topic it deletes the key, so it is data (``is_tombstone``), not
-damage. A null key is malformed: a compacted topic cannot hold one, so it can only come from a foreign writer.
+its decoded fields null, so the job can count and report it and go on (docs/design.md, "Record formats"). A null *value*
+with a good key is a tombstone: in a compacted topic it deletes the key, so it is data (``is_tombstone``), not damage. A
+null key is malformed: a compacted topic cannot hold one, so it can only come from a foreign writer.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """``inspect --exact``: the true position of every group partition whose translation is not exact, found by
 reading records on both clusters, so the report's replay and skip counts are true counts.
 
-The Spark job gives every row the rule's answer (DESIGN §5): exact where a sync sits at the committed offset,
-otherwise ``downstream + 1`` of the sync below it, which replays up to a sync interval, or nothing where no
-sync lies at or below it. For those rows this module asks ``plans.positions`` what ``plan failover`` asks,
-on the driver, a source partition at a time (each partition's records are read ahead once for all its
-groups): the position proven by content, or found by timestamp. Only those rows are read; the rest keep the
-rule's exact answer.
+The Spark job gives every row the rule's answer (docs/design.md, "Translation"): exact where a sync sits at the
+committed offset, otherwise ``downstream + 1`` of the sync below it, which replays up to a sync interval, or nothing
+where no sync lies at or below it. For those rows this module asks ``plans.positions`` what ``plan failover`` asks, on
+the driver, a source partition at a time (each partition's records are read ahead once for all its groups): the position
+proven by content, or found by timestamp. Only those rows are read; the rest keep the rule's exact answer.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ keeps the last good ones, counts ``mm2ctl_inspection_errors_total`` and logs one
 
 ``stop`` (the CLI calls it on SIGTERM or SIGINT) ends the loop: the thread stops at the next step of the run
 (``Progress`` is how a run reports its steps, and raises here once stopping), and the Spark jobs in flight
-are cancelled, so a stop takes seconds, not a whole inspection. Each run's cached frames are dropped when it
-ends, so memory stays at one inspection's worth.
+are cancelled, so a stop takes seconds, not a whole inspection. Each run's rows are released when its metrics
+are made; what the inspector keeps between runs is the decoded internal topics, sized to what they hold.
 """
 
 from __future__ import annotations
@@ -24,15 +24,13 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import make_wsgi_app
-from pyspark.sql import SparkSession
 
-from mm2ctl.connect_client import ConnectClient
-from mm2ctl.core.config import MM2Config
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.redaction import redact_text
 from mm2ctl.inspector.health_metrics import inspection_metrics
-from mm2ctl.inspector.job import InspectOptions, run_inspection
+from mm2ctl.inspector.inspection import Inspector
 from mm2ctl.inspector.prometheus_output import InspectionCollector, registry_of
+from mm2ctl.inspector.session import cancel_jobs
 
 log = logging.getLogger("mm2ctl.exporter")
 
@@ -66,22 +64,12 @@ def one_line(exc: BaseException) -> str:
 
 
 class Exporter:
-    """Runs the inspection every ``interval_s`` in ``spark`` and records each outcome in ``collector``."""
+    """Runs ``inspector``'s inspection every ``interval_s`` and records each outcome in ``collector``. The
+    inspector keeps the decoded internal topics between runs, so each run after the first reads only what
+    MM2 wrote since."""
 
-    def __init__(
-        self,
-        spark: SparkSession,
-        config: MM2Config,
-        options: InspectOptions,
-        *,
-        connect: ConnectClient | None,
-        interval_s: float,
-        collector: InspectionCollector,
-    ) -> None:
-        self.spark = spark
-        self.config = config
-        self.options = options
-        self.connect = connect
+    def __init__(self, inspector: Inspector, *, interval_s: float, collector: InspectionCollector) -> None:
+        self.inspector = inspector
         self.interval_s = interval_s
         self.collector = collector
         self._stop = threading.Event()
@@ -96,19 +84,20 @@ class Exporter:
         """One inspection; True when it completed and its metrics replaced the previous ones."""
         started = time.monotonic()
         try:
-            result = run_inspection(self.spark, self.config, self.options, progress=self._step, connect=self.connect)
-            metrics = inspection_metrics(result, self.config)
+            result = self.inspector.run(progress=self._step)
+            try:
+                metrics = inspection_metrics(result, self.inspector.config)
+            finally:
+                result.close()
         except _Stopping:
             return False
         except Exception as exc:  # any failure keeps the last good metrics; the exporter goes on
             if self._stop.is_set():
-                return False  # a job cancelled by stop()
+                return False  # a job cancelled by stop(), or Spark's JVM stopping under a signal
             self.collector.failed()
             errors = self.collector.errors
             log.error("inspection failed (%d so far), keeping the last good metrics: %s", errors, one_line(exc))
             return False
-        finally:
-            self.spark.catalog.clearCache()
         duration = time.monotonic() - started
         self.collector.succeeded(metrics, duration_seconds=duration, finished_at=time.time())
         log.info("inspection took %.1fs", duration)
@@ -131,9 +120,9 @@ class Exporter:
 
     def stop(self, *, timeout_s: float) -> bool:
         """End the loop: cancel the Spark jobs in flight and wait up to ``timeout_s`` for the thread.
-        True when it ended in time."""
+        True when it ended in time. Spark's JVM may be gone already (a signal to the whole process group)."""
         self._stop.set()
-        self.spark.sparkContext.cancelAllJobs()
+        cancel_jobs(self.inspector.spark)
         if self._thread is None:
             return True
         self._thread.join(timeout_s)

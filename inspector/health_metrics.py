@@ -1,9 +1,9 @@
 """An inspection's result reduced to what monitoring needs: per partition, per group and per status figures.
 
-``inspection_metrics`` runs one small aggregation over the group-partition rows (a row per pair, group and
-status comes back) and collects the replicated-partition rows, so what leaves Spark is a few thousand values
-however many group partitions were inspected. The result is plain, frozen Python: ``prometheus_output`` turns
-it into metric families, and the exporter keeps the last good one while the next inspection runs.
+``inspection_metrics`` reads the values an inspection hands back (its per-group figures and its
+replicated-partition rows, ``inspector.result``), so it needs no Spark. The result is plain, frozen Python:
+``prometheus_output`` turns it into metric families, and the exporter keeps the last good one while the next
+inspection runs.
 """
 
 from __future__ import annotations
@@ -11,12 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from pyspark.sql import functions as F
-
 from mm2ctl.core.config import MM2Config
-from mm2ctl.inspector.job import InspectResult
-from mm2ctl.inspector.replication_health import GROUP_CHECKPOINT_AGE, PartitionStatus
-from mm2ctl.inspector.statuses import Status
+from mm2ctl.inspector.result import InspectionResult
+from mm2ctl.inspector.statuses import PartitionStatus, Status
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,33 +53,15 @@ class InspectionMetrics:
     checkpoint_interval_seconds: Mapping[str, float] = field(default_factory=dict)
 
 
-def inspection_metrics(result: InspectResult, config: MM2Config) -> InspectionMetrics:
+def inspection_metrics(result: InspectionResult, config: MM2Config) -> InspectionMetrics:
     """The monitoring figures of ``result`` (whose pairs are ``config``'s)."""
-    per_group_status = (
-        result.rows.groupBy("cluster_pair", "group", "status")
-        .agg(
-            F.count(F.lit(1)).alias("partitions"),
-            # The true count where inspect knows it (an exact translation, or --exact), else the bound every
-            # translated row has: replay at least, skip at most.
-            F.sum(F.coalesce("replay_if_failover_now", "replay_if_failover_now_at_least")).alias("replay"),
-            F.sum(F.coalesce("skip_if_failover_now", "skip_if_failover_now_at_most")).alias("skip"),
-            F.min(GROUP_CHECKPOINT_AGE).alias("age"),
-        )
-        .collect()
-    )
     group_partitions = {(flow, s.value): 0 for flow in result.pairs for s in Status}
-    groups: dict[tuple[str, str], GroupMetrics] = {}
-    for r in per_group_status:
-        flow, group = r["cluster_pair"], r["group"]
-        group_partitions[(flow, r["status"])] = group_partitions.get((flow, r["status"]), 0) + r["partitions"]
-        seen = groups.get((flow, group)) or GroupMetrics(flow, group, r["age"], 0, 0)
-        groups[(flow, group)] = GroupMetrics(
-            flow,
-            group,
-            seen.checkpoint_age_seconds,  # the same on every row of the group
-            seen.failover_replay_messages + int(r["replay"] or 0),
-            seen.failover_skip_messages + int(r["skip"] or 0),
-        )
+    for count in result.summary.statuses:
+        group_partitions[(count.pair, count.status)] = count.partitions
+    groups = tuple(
+        GroupMetrics(g.pair, g.group, g.checkpoint_age_seconds, g.failover_replay_messages, g.failover_skip_messages)
+        for g in result.summary.groups
+    )
     partitions = tuple(
         PartitionMetrics(
             flow=r["cluster_pair"],
@@ -93,17 +72,7 @@ def inspection_metrics(result: InspectResult, config: MM2Config) -> InspectionMe
             records_lost_to_retention=r["records_lost_to_retention"],
             offset_sync_age_seconds=r["offset_sync_age_seconds"],
         )
-        for r in result.partitions.select(
-            "cluster_pair",
-            "topic",
-            "partition",
-            "status",
-            "replication_lag_records",
-            "records_lost_to_retention",
-            "offset_sync_age_seconds",
-        )
-        .orderBy("cluster_pair", "topic", "partition")
-        .collect()
+        for r in result.partitions.select(_PARTITION_FIELDS).to_pylist()
     )
     replicated = {(flow, s.value): 0 for flow in result.pairs for s in PartitionStatus}
     for p in partitions:
@@ -111,10 +80,21 @@ def inspection_metrics(result: InspectResult, config: MM2Config) -> InspectionMe
     return InspectionMetrics(
         flows=tuple(result.pairs),
         partitions=partitions,
-        groups=tuple(groups[key] for key in sorted(groups)),
+        groups=groups,
         group_partitions=group_partitions,
         replicated_partitions=replicated,
         checkpoint_interval_seconds={
             name: float(config.pair(name).emit_checkpoints_interval_seconds) for name in result.pairs
         },
     )
+
+
+_PARTITION_FIELDS = [
+    "cluster_pair",
+    "topic",
+    "partition",
+    "status",
+    "replication_lag_records",
+    "records_lost_to_retention",
+    "offset_sync_age_seconds",
+]

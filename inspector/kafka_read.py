@@ -11,6 +11,7 @@ and with ``read_committed``, so aborted records are skipped. Both topics have a 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 from pyspark.sql import DataFrame, SparkSession
@@ -52,6 +53,39 @@ def read_topic(
         .option("minPartitions", str(min_partitions))
         .load()
     )
+    return _shaped(raw, cluster_pair)
+
+
+def read_ranges(
+    spark: SparkSession,
+    java_client_settings: Mapping[str, str],
+    topic: str,
+    ranges: Mapping[int, tuple[int, int]],
+    *,
+    cluster_pair: str,
+    min_partitions: int,
+) -> DataFrame:
+    """The records of ``topic`` in each partition's ``[start, end)`` of ``ranges`` (a run's snapshot, or what
+    is past the previous one), shaped as ``schemas.KAFKA_RECORD_SCHEMA``. Partitions with nothing to read are
+    left out; with none left, no read at all."""
+    wanted = {p: r for p, r in sorted(ranges.items()) if r[0] < r[1]}
+    if not wanted:
+        return empty_records(spark)
+    raw = (
+        spark.read.format("kafka")
+        .options(**kafka_options(java_client_settings))
+        .option("kafka.isolation.level", "read_committed")
+        .option("assign", json.dumps({topic: list(wanted)}))
+        .option("startingOffsets", json.dumps({topic: {str(p): r[0] for p, r in wanted.items()}}))
+        .option("endingOffsets", json.dumps({topic: {str(p): r[1] for p, r in wanted.items()}}))
+        .option("failOnDataLoss", "false")
+        .option("minPartitions", str(min_partitions))
+        .load()
+    )
+    return _shaped(raw, cluster_pair)
+
+
+def _shaped(raw: DataFrame, cluster_pair: str) -> DataFrame:
     return raw.select(
         F.lit(cluster_pair).alias("cluster_pair"),
         "key",

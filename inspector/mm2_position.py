@@ -1,7 +1,7 @@
 """MM2's replication position per source partition: the next upstream offset MirrorSourceConnector copies.
 
-MirrorSourceConnector stores, per source partition, the last upstream offset it copied (DESIGN §12); the
-next one it copies is that plus one. Where the position is read from, in order:
+MirrorSourceConnector stores, per source partition, the last upstream offset it copied (docs/design.md, "MM2's
+position"); the next one it copies is that plus one. Where the position is read from, in order:
 
 1. a Connect worker (``--connect-url``) with ``GET /connectors/{c}/offsets`` (Kafka 3.5+): the flow's
    MirrorSourceConnector, found by class and cluster aliases, read over REST;

@@ -21,8 +21,8 @@ from mm2ctl.connect_client import ConnectClient
 from mm2ctl.core.admin import ItemError, KafkaAdmin
 from mm2ctl.core.config import MM2Config, PairConfig
 from mm2ctl.core.progress import Progress
-from mm2ctl.inspector.admin_state import Selection
 from mm2ctl.inspector.mm2_position import Mm2Position, read_position
+from mm2ctl.inspector.selection import Selection
 
 
 @dataclass(frozen=True, slots=True)

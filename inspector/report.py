@@ -1,34 +1,24 @@
-"""Write an inspection's rows: RFC 4180 CSV, JSON Lines, or Spark's own distributed writers.
+"""Write an inspection's rows as text: RFC 4180 CSV and JSON Lines, from one Arrow table.
 
-CSV and JSON write the rows to one file (or stdout): the driver collects them as one Arrow table (a Spark
-job, its rows sent in Arrow batches), sorts them there, and spells each column at once, never a Python object
-per value for CSV. The driver then holds the report, about 0.5 KB a row; a report too large for that is
-written with Parquet or Spark's distributed writers instead. Parquet is written by the job itself
-(``run_inspection(parquet_output=…)``) with ``parquet_writer_options``: Spark's own writer, a folder of part
-files, for runs too large for one file.
-Columns come in ``schemas.CLASSIFIED_SCHEMA`` order, Aiven's first, then ours, then the group's checkpoint
-age (``replication_health.GROUP_ROWS_SCHEMA``); ``--rows partitions`` writes ``PARTITION_COLUMNS`` instead.
+The rows come from the run as one Arrow table in report columns and order (``result.RowSet.to_arrow``: a
+Spark job, its rows sent in Arrow batches, sorted on the driver), and each column is spelled at once, never a
+Python object per value for CSV. The driver then holds the report, about 0.5 KB a row; a report too large for
+that is written with Parquet, by Spark's own writer (``RowSet.write``) with ``parquet_writer_options``: a folder
+of part files. Columns come in ``schemas.GROUP_ROWS_SCHEMA`` order (Aiven's first, then ours, then the group's
+checkpoint age), or ``schemas.PARTITION_HEALTH_SCHEMA``'s for ``--rows partitions``.
 
-Only data writers live here, shared by ``mm2ctl inspect`` and the ``spark-submit`` entry (``job.main``);
-the human table is the CLI's (``mm2ctl.cli.render``). The job imports this module, never the reverse.
+Nothing here imports Spark: the CLI writes a result's rows with it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Sequence
 from typing import Any, TextIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
-from pyspark.sql import DataFrame
-
-from mm2ctl.inspector import replication_health
-from mm2ctl.inspector.spark_compat import to_arrow
-
-COLUMNS: tuple[str, ...] = tuple(replication_health.GROUP_ROWS_SCHEMA.fieldNames())
 
 
 def _cell(value: Any) -> Any:
@@ -36,10 +26,6 @@ def _cell(value: Any) -> Any:
         stamp = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
         return stamp.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     return value
-
-
-#: The order every printed or streamed report lists its rows in.
-ORDER = ("cluster_pair", "group", "topic", "partition")
 
 
 #: Row columns whose values are close to unique (offsets, lags, timestamps). Parquet's dictionary encoding only
@@ -61,17 +47,6 @@ PARQUET_PLAIN_COLUMNS = (
 def parquet_writer_options() -> dict[str, str]:
     """The Parquet writer options the rows are written with (``PARQUET_PLAIN_COLUMNS``)."""
     return {f"parquet.enable.dictionary#{c}": "false" for c in PARQUET_PLAIN_COLUMNS}
-
-
-#: The replicated-partition rows (``--rows partitions``): their columns and order.
-PARTITION_COLUMNS: tuple[str, ...] = replication_health.PARTITION_COLUMNS
-PARTITION_ORDER = ("cluster_pair", "topic", "partition")
-
-
-def _table(frame: DataFrame, columns: Sequence[str], order: Sequence[str]) -> pa.Table:
-    """The rows as one Arrow table in report order (Spark's ascending order: nulls first)."""
-    table = to_arrow(frame.select(*columns))
-    return table.sort_by([(c, "ascending", "at_start") for c in order])
 
 
 def csv_text(value: Any) -> str:
@@ -113,12 +88,11 @@ def _spelled(table: pa.Table, *, for_json: bool) -> pa.Table:
 _SLICE_ROWS = 65_536
 
 
-def write_csv(frame: DataFrame, out: TextIO, columns: Sequence[str] = COLUMNS, order: Sequence[str] = ORDER) -> int:
+def write_csv(table: pa.Table, out: TextIO) -> int:
     """RFC 4180: a header, CRLF line ends, every field quoted (so commas and quotes in messages survive),
-    nulls as ``""``."""
-    table = _table(frame, columns, order)
+    nulls as ``""``. ``table`` is in report columns and order already (``result.RowSet.to_arrow``)."""
     options = {"eol": "\r\n", "quoting_style": "all_valid"}
-    out.write(",".join(f'"{c}"' for c in columns) + "\r\n")
+    out.write(",".join(f'"{c}"' for c in table.column_names) + "\r\n")
     for start in range(0, table.num_rows, _SLICE_ROWS):
         part = _spelled(table.slice(start, _SLICE_ROWS), for_json=False)
         part = pa.table([pc.fill_null(c, "") for c in part.columns], names=part.column_names)
@@ -128,23 +102,16 @@ def write_csv(frame: DataFrame, out: TextIO, columns: Sequence[str] = COLUMNS, o
     return int(table.num_rows)
 
 
-def write_json_lines(
-    frame: DataFrame, out: TextIO, columns: Sequence[str] = COLUMNS, order: Sequence[str] = ORDER
-) -> int:
+def write_json_lines(table: pa.Table, out: TextIO) -> int:
     """One JSON object per row and line, nulls as ``null``."""
-    table = _table(frame, columns, order)
     for start in range(0, table.num_rows, _SLICE_ROWS):
         part = _spelled(table.slice(start, _SLICE_ROWS), for_json=True)
         out.writelines(json.dumps(row, separators=(",", ":")) + "\n" for row in part.to_pylist())
     return int(table.num_rows)
 
 
-def write_distributed(frame: DataFrame, fmt: str, path: str, columns: Sequence[str] = COLUMNS) -> None:
-    """Spark's own writers (folders of part files at a path or URI), for ``spark-submit`` on a cluster."""
-    writer = frame.select(*columns).write.mode("overwrite")
-    if fmt == "parquet":
-        writer.options(**(parquet_writer_options() if tuple(columns) == COLUMNS else {})).parquet(path)
-    elif fmt == "csv":
-        writer.option("header", "true").option("quoteAll", "true").csv(path)
-    else:
-        writer.json(path)
+def write_parquet(table: pa.Table, path: str) -> None:
+    """One Parquet file at ``path`` (the replicated-partition rows, a row per partition: small)."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, path)

@@ -17,9 +17,12 @@ Conventions shared by every frame:
 
 from __future__ import annotations
 
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     BinaryType,
     BooleanType,
+    DoubleType,
     IntegerType,
     LongType,
     StringType,
@@ -315,3 +318,74 @@ SUMMARY_SCHEMA = StructType(
         _f("pair_problem_groups", LongType(), False),
     ]
 )
+
+# --- Replication health (inspector.replication_health) ---
+
+#: The driver's input (``inspector.replication_state``): one row per replicated source partition.
+#: ``position_known`` is the pair's (false: no way to read MM2's position); ``mm2_next_offset`` is null for a
+#: partition MM2 stored no position for; ``error`` joins the row's failed lookups.
+REPLICATED_PARTITIONS_SCHEMA = StructType(
+    [
+        _f("cluster_pair", StringType(), False),
+        _f("topic", StringType(), False),
+        _f("partition", IntegerType(), False),
+        _f("remote_topic", StringType(), False),
+        _f("source_earliest", LongType()),
+        _f("source_latest", LongType()),
+        _f("target_latest", LongType()),
+        _f("position_known", BooleanType(), False),
+        _f("mm2_next_offset", LongType()),
+        _f("error", StringType()),
+    ]
+)
+
+#: ``newest_syncs``: the newest offset-sync record of each source partition that has one.
+NEWEST_SYNCS_SCHEMA = StructType(
+    [
+        _f("cluster_pair", StringType(), False),
+        _f("topic", StringType(), False),
+        _f("partition", IntegerType(), False),
+        _f("newest_sync_upstream", LongType()),
+        _f("newest_sync_downstream", LongType()),
+        _f("newest_sync_timestamp", TimestampType()),
+    ]
+)
+
+#: The partition rows (``inspect --rows partitions``), in report column order.
+PARTITION_HEALTH_SCHEMA = StructType(
+    [
+        _f("cluster_pair", StringType(), False),
+        _f("topic", StringType(), False),
+        _f("partition", IntegerType(), False),
+        _f("remote_topic", StringType(), False),
+        _f("source_earliest", LongType()),
+        _f("source_latest", LongType()),
+        _f("target_latest", LongType()),
+        _f("mm2_next_offset", LongType()),
+        _f("replication_lag_records", LongType()),
+        _f("records_lost_to_retention", LongType()),
+        _f("source_reset", BooleanType()),
+        _f("newest_sync_upstream", LongType()),
+        _f("newest_sync_downstream", LongType()),
+        _f("newest_sync_timestamp", TimestampType()),
+        _f("offset_sync_age_seconds", DoubleType()),
+        _f("status", StringType(), False),
+        _f("is_ok", BooleanType(), False),
+        _f("message", StringType(), False),
+        _f("error", StringType()),
+    ]
+)
+
+PARTITION_COLUMNS: tuple[str, ...] = tuple(PARTITION_HEALTH_SCHEMA.fieldNames())
+
+#: The column ``with_group_checkpoint_age`` appends to the group-partition rows.
+GROUP_CHECKPOINT_AGE = "group_checkpoint_age_seconds"
+
+#: The group-partition rows as reported: ``transforms.classify``'s columns, then the group's checkpoint age.
+GROUP_ROWS_SCHEMA = StructType([*CLASSIFIED_SCHEMA.fields, _f(GROUP_CHECKPOINT_AGE, DoubleType())])
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    """The Arrow schema of a frame the driver builds (the admin state, MM2's position): derived from the Spark
+    schema, so the two cannot drift apart."""
+    return to_arrow_schema(schema)

@@ -9,6 +9,7 @@ writes to a log file when given one (``inspector.jvm_log``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import threading
@@ -157,6 +158,17 @@ def build_session(
     return spark
 
 
+#: The driver JVM's heap: 4 GiB for a one-off ``inspect``; the exporter sizes it to what it keeps.
+DRIVER_MEMORY = "spark.driver.memory"
+#: The setting an inspection sizes for each run unless the user chose it (``InspectOptions.size_shuffles``).
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+
+
+def submitted_shuffle_partitions(spark: SparkSession) -> bool:
+    """Whether ``spark-submit`` (``--conf``, spark-defaults.conf) chose ``spark.sql.shuffle.partitions``."""
+    return under_spark_submit() and bool(spark.sparkContext.getConf().contains(SHUFFLE_PARTITIONS))
+
+
 def _driver_running() -> bool:
     """Whether this process already has a driver JVM (a session built before, stopped or not)."""
     from pyspark import SparkContext
@@ -248,6 +260,15 @@ class SessionStart:
 ARCHIVE_WRITE_TIMEOUT_S = 180.0
 
 
+def cancel_jobs(spark: SparkSession) -> None:
+    """Cancel the Spark jobs in flight, if Spark is still there to ask (a signal to the whole process group
+    stops its JVM too, and then there is nothing left to cancel)."""
+    try:
+        spark.sparkContext.cancelAllJobs()
+    except Exception:  # the JVM or its gateway is gone: no job runs any more
+        return
+
+
 def stop_session(spark: SparkSession, *, timeout_s: float = 20.0) -> bool:
     """Stop the session and, when this process started its driver JVM, wait for that JVM to exit; whether it
     exited by itself (rather than killed after ``timeout_s``).
@@ -258,7 +279,8 @@ def stop_session(spark: SparkSession, *, timeout_s: float = 20.0) -> bool:
     """
     gateway = spark.sparkContext._gateway
     proc = getattr(gateway, "proc", None)
-    spark.stop()
+    with contextlib.suppress(Exception):  # the JVM stopped first (a signal to the process group)
+        spark.stop()
     if gateway is None or proc is None or under_spark_submit():
         return False
     gateway.shutdown()

@@ -3,7 +3,7 @@
 Every classified row — one (cluster pair, group, source topic, partition) — gets exactly one machine-readable
 ``status`` code and one human ``message``. Aiven's offset sync inspector is the compatibility anchor (DESIGN
 §7): where a row falls in one of its cases the message is Aiven's, verbatim as its documentation prints it
-(seed ``000``). Our extra statuses say *why* in words an operator can act on.
+(its documentation's table of statuses). Our extra statuses say *why* in words an operator can act on.
 
 Definitions used below, per row
 -------------------------------
@@ -96,7 +96,7 @@ class Blocking(StrEnum):
     TARGET_GROUP = "target-group"
 
 
-# --- Aiven's messages, verbatim from its documentation (seed 000) ---
+# --- Aiven's messages, verbatim from its documentation ---
 AIVEN_SYNCED = "Successfully synced, operating normally."
 AIVEN_EMPTY_OTHERS_SYNCED = (
     "Intentionally not synced because the source partition is empty. Other partitions in this group are synced."
@@ -113,7 +113,7 @@ AIVEN_ERRONEOUS_OTHERS_SYNCED = (
 AIVEN_ERRONEOUS_OTHERS_NOT_SYNCED = (
     "Erroneously not synced. Source partition has data, and other partitions for this group are not synced."
 )
-#: The six messages of the seed, in its table order.
+#: The six messages of Aiven's documentation, in its table order.
 AIVEN_MESSAGES: tuple[str, ...] = (
     AIVEN_SYNCED,
     AIVEN_EMPTY_OTHERS_SYNCED,
@@ -182,3 +182,42 @@ OWN_MESSAGES: dict[Status, str] = {
 #: Spelled as the Java/confluent-kafka clients name them (``GroupDescription.state``); the Spark transforms
 #: compare them case-insensitively.
 ACTIVE_GROUP_STATES = frozenset({"Stable", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"})
+
+
+# --- replicated partitions (inspector.replication_health) ---
+
+
+class PartitionStatus(StrEnum):
+    """Stable status codes of a replicated source partition; part of the report format."""
+
+    ERROR = "error"
+    POSITION_UNKNOWN = "position_unknown"
+    SOURCE_RESET = "source_reset"
+    LOST_RECORDS = "lost_records"
+    NOT_STARTED = "not_started"
+    LAGGING = "lagging"
+    REPLICATING = "replicating"
+
+
+#: Statuses that need no action.
+OK_PARTITION_STATUSES = frozenset({PartitionStatus.REPLICATING, PartitionStatus.POSITION_UNKNOWN})
+
+PARTITION_MESSAGES: dict[PartitionStatus, str] = {
+    PartitionStatus.ERROR: "Not inspected: a lookup for this partition failed; see the error column.",
+    PartitionStatus.POSITION_UNKNOWN: (
+        "MM2's position is unknown: give --connect-url (or run dedicated-mode MM2) to read it."
+    ),
+    PartitionStatus.SOURCE_RESET: (
+        "Source reset: MM2's position is beyond the source partition's end, so the topic was recreated or "
+        "truncated under MM2; it starts again from the source's earliest offset."
+    ),
+    PartitionStatus.LOST_RECORDS: (
+        "Records lost: retention deleted records on the source before MM2 copied them; they are not on the target."
+    ),
+    PartitionStatus.NOT_STARTED: (
+        "Not started: MM2 has stored no position for this partition, which holds records; check the "
+        "MirrorSourceConnector's tasks and topic filter."
+    ),
+    PartitionStatus.LAGGING: "Lagging: more records wait to be copied than the lag threshold allows.",
+    PartitionStatus.REPLICATING: "Replicating: MM2 keeps up with this partition.",
+}

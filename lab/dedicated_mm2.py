@@ -2,10 +2,10 @@
 
 Dedicated MM2 has no ``/connectors`` REST API: it keeps its connector offsets in
 ``mm2-offsets.<source>.internal`` on the target, and its workers join the group ``<source>-mm2`` there
-(DESIGN §4). mm2ctl may only write those offsets while that group has no members, so the tests need a
-real dedicated process they can start, observe and stop. Like ``lab.add_flow`` it gets its own aliases
-(``<name>src`` → ``<name>dst``) and mirrors only ``iso-<name>-…`` topics, so it never touches the lab's
-Connect-mode flows. The one properties file is read by MirrorMaker and by ``mm2ctl --mm2-config`` alike.
+(docs/design.md, "Topic names"). mm2ctl may only write those offsets while that group has no members, so the tests need
+a real dedicated process they can start, observe and stop. Like ``lab.add_flow`` it gets its own aliases (``<name>src``
+→ ``<name>dst``) and mirrors only ``iso-<name>-…`` topics, so it never touches the lab's Connect-mode flows. The one
+properties file is read by MirrorMaker and by ``mm2ctl --mm2-config`` alike.
 """
 
 from __future__ import annotations

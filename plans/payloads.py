@@ -153,7 +153,7 @@ class OffsetSyncsTruncate:
 
 
 class TranslationMethod(StrEnum):
-    """How a group offset row's target offset was obtained (DESIGN §5)."""
+    """How a group offset row's target offset was obtained (docs/design.md, "Translation")."""
 
     #: A sync with upstream == committed: the downstream offset.
     OFFSET_SYNC_EXACT = "offset_sync_exact"
@@ -176,6 +176,19 @@ class TranslationMethod(StrEnum):
     #: No offset sync at or below the position, and no copy found by content: the earliest target offset with
     #: the next record's timestamp or later (replays rather than skips).
     TIMESTAMP = "timestamp"
+
+
+#: The methods whose position is exact: the replay and skip counts from it are true counts (the others give a
+#: bound, or nothing). ``inspect``'s rows and the migration report both judge by it.
+EXACT_METHODS: frozenset[str] = frozenset(
+    m.value
+    for m in (
+        TranslationMethod.OFFSET_SYNC_EXACT,
+        TranslationMethod.VERIFIED_DELTA,
+        TranslationMethod.VERIFIED_SEARCH,
+        TranslationMethod.TIMESTAMP_VERIFIED,
+    )
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,12 +1,12 @@
 """The timestamp fallback: find a group's position on the other cluster by its next record's timestamp, then
 prove it by content, where no offset sync lies at or below the committed offset.
 
-Why it works (DESIGN §10). MirrorSourceTask copies each record's timestamp, so a record and its copy have the
-same timestamp. ListOffsets by timestamp gives the earliest offset whose timestamp is at or after ``T``; for
-the record ``R`` at the committed offset, with timestamp ``T``, that offset is at or before ``R``'s copy, even
-when producers' CreateTimes are out of order (every record before it is older than ``T``). So reading
-forward from it and comparing content (timestamp, key, value, headers) finds the copy, and stopping at the
-lookup's answer when nothing matches replays records rather than skipping any.
+Why it works (docs/design.md, "Failback and timestamps"). MirrorSourceTask copies each record's timestamp, so a record
+and its copy have the same timestamp. ListOffsets by timestamp gives the earliest offset whose timestamp is at or after
+``T``; for the record ``R`` at the committed offset, with timestamp ``T``, that offset is at or before ``R``'s copy,
+even when producers' CreateTimes are out of order (every record before it is older than ``T``). So reading forward from
+it and comparing content (timestamp, key, value, headers) finds the copy, and stopping at the lookup's answer when
+nothing matches replays records rather than skipping any.
 
 - ``R`` is the record a consumer at ``c`` reads next, ``P`` the one it read last. On the source, the same
   lookup gives ``s0``, the first record with a timestamp at or after ``T``; everything before it is older,

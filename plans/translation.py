@@ -1,4 +1,5 @@
-"""Translate a source group offset to its target position: DESIGN §5's conservative rule, and a verified
+"""Translate a source group offset to its target position: the conservative rule (docs/design.md,
+"Translation"), and a verified
 exact translation that proves its answer by comparing records.
 
 Why two rules. §5 (what MM2 itself does since 3.5) only ever trusts a sync's exact pair: ``upstream == c``
@@ -131,8 +132,8 @@ SyncHistory = Sequence[Sync | None]
 def current_mapping_start(history: SyncHistory) -> int:
     """Where the partition's current mapping starts in ``history``: the index of its first record.
 
-    **The rule** (DESIGN §5, the one rule ``inspect`` and every planner apply): the current mapping is the
-    longest run of the most recently written syncs that all agree with each other (``agree``), after the
+    **The rule** (docs/design.md, "Translation", the one rule ``inspect`` and every planner apply): the current mapping
+    is the longest run of the most recently written syncs that all agree with each other (``agree``), after the
     partition's last tombstone. So:
 
     - syncs written out of order stay, as long as they agree (MM2 wrote ``254->159`` before ``252->158``);
@@ -176,7 +177,7 @@ def inverted(syncs: Sequence[Sync]) -> list[Sync]:
 
 
 def conservative(syncs: Sequence[Sync], committed: int) -> Translation | None:
-    """DESIGN §5: exact sync → downstream; older sync → downstream + 1; none → None (untranslatable)."""
+    """The rule: exact sync → downstream; older sync → downstream + 1; none → None (untranslatable)."""
     i = newest_sync_at_or_below(syncs, committed)
     if i is None:
         return None

@@ -1,4 +1,5 @@
-"""Apply, resume and roll back a plan (DESIGN §8). The order of operations is the safety argument:
+"""Apply, resume and roll back a plan (docs/design.md, "Plans, apply and rollback"). The order of operations
+is the safety argument:
 
 apply
   1. re-read every fingerprint part and the cluster ids: ``ForeignPlanError`` (other clusters) before

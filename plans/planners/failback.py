@@ -1,5 +1,5 @@
 """``mm2ctl plan failback``: move consumer groups that consume on B after a failover over the flow A->B back to
-A, writing on A the position each group has reached on B (DESIGN §10).
+A, writing on A the position each group has reached on B (docs/design.md, "Failback and timestamps").
 
 A group's committed offset ``t`` on B, on a remote topic of A->B (``A.t`` under the default policy, ``t``
 under the identity policy), is in one of two places:
@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 
 from mm2ctl.core.admin import TP
 from mm2ctl.core.config import PairConfig
-from mm2ctl.core.errors import ConfigError, PlanError, PreconditionError
+from mm2ctl.core.errors import PlanError, PreconditionError
+from mm2ctl.core.patterns import option_regex
 from mm2ctl.core.progress import Progress, count, no_progress
 from mm2ctl.core.records import PartitionReader
 from mm2ctl.plans.document import Plan, PlanKind
@@ -84,13 +85,6 @@ class FailbackReport(FailoverReport):
 
     #: Rows whose A offset would move backwards, not written (no ``allow_rewind``).
     rewinds: list[FailoverRow] = field(default_factory=list)
-
-
-def _regex(value: str, option: str) -> re.Pattern[str]:
-    try:
-        return re.compile(value)
-    except re.error as exc:
-        raise ConfigError(f"{option} {value!r}: not a valid regular expression ({exc})") from exc
 
 
 def reverse_flow(live: LiveState, flow: PairConfig) -> PairConfig | None:
@@ -156,7 +150,7 @@ def plan_failback(
     live = b.live
     flow = live.mm2.pair(opts.pair)
     a, bb = flow.source, flow.target
-    groups_re, topics_re = _regex(opts.groups, "--groups"), _regex(opts.topics, "--topics")
+    groups_re, topics_re = option_regex(opts.groups, "--groups"), option_regex(opts.topics, "--topics")
     b.kind = PlanKind.FAILBACK
     b.pair = opts.pair
 

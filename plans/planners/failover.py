@@ -1,11 +1,12 @@
 """``mm2ctl plan failover``: write each consumer group's translated position to the target before its
-consumers move there, then read it back (seed 002: MM2 replicates offset *numbers*; we translate them).
+consumers move there, then read it back. MM2 copies records, not offsets: a group's offset number copied as
+it is replays or skips records on the target, so it is translated.
 
 Where a row's position comes from (``plans.translation`` has the rules and why):
 
-- ``--from syncs`` (default): the flow's offset syncs, with DESIGN §5's conservative rule, or, when the
-  source is readable, the verified exact translation (records compared on both sides). This works under
-  both replication policies whatever MM2's checkpoints say.
+- ``--from syncs`` (default): the flow's offset syncs, with the conservative rule (docs/design.md,
+  "Translation"), or, when the source is readable, the verified exact translation (records compared on both
+  sides). This works under both replication policies whatever MM2's checkpoints say.
 - ``--from checkpoints``: MM2's own checkpoint, the newest per group and remote partition.
 - The group's committed source offset is read on the source; with ``--source-unavailable`` it is the
   ``upstreamOffset`` of MM2's newest checkpoint (the last one MM2 saw), and only the conservative rule runs.
@@ -46,9 +47,11 @@ from enum import StrEnum
 
 from mm2ctl.connect_client.models import ConnectorState
 from mm2ctl.core.admin import TP
-from mm2ctl.core.codecs import RecordDecodeError, decode_checkpoint
+from mm2ctl.core.codecs import Checkpoint, RecordDecodeError, decode_checkpoint, decode_checkpoint_key
+from mm2ctl.core.compaction import Keyed, live_values
 from mm2ctl.core.config import PairConfig
-from mm2ctl.core.errors import ConfigError, PlanError, PreconditionError
+from mm2ctl.core.errors import PlanError, PreconditionError
+from mm2ctl.core.patterns import option_regex
 from mm2ctl.core.progress import Progress, count, no_progress
 from mm2ctl.core.records import PartitionReader, read_partitions
 from mm2ctl.plans.document import Plan, PlanKind, UntranslatablePartition
@@ -147,28 +150,26 @@ class FailoverOptions:
 
 
 def read_checkpoints(live: LiveState, flow: PairConfig) -> dict[str, dict[TP, tuple[int, int]]]:
-    """group -> {(target topic, partition): (upstream, downstream)} from MM2's newest checkpoints."""
+    """group -> {(target topic, partition): (upstream, downstream)}: MM2's live checkpoints, the newest record
+    of each key unless it is a tombstone (``core.compaction``). Malformed records are skipped."""
     topic = flow.checkpoints_topic
     if topic not in live.admin(flow.target).list_topics():
         raise PlanError(
             f"the checkpoints topic {topic} does not exist on {flow.target}: is the "
             "MirrorCheckpointConnector running for this flow?"
         )
-    out: dict[str, dict[TP, tuple[int, int]]] = {}
+    keyed: list[Keyed[tuple[str, str, int], Checkpoint]] = []
     for rec in read_partitions(live.kafka_config(flow.target), topic, [0]):
         try:
-            cp = decode_checkpoint(rec.key, rec.value)
+            key = decode_checkpoint_key(rec.key)
+            value = None if rec.value is None else decode_checkpoint(rec.key, rec.value)
         except RecordDecodeError:
             continue
-        out.setdefault(cp.group, {})[(cp.topic, cp.partition)] = (cp.upstream_offset, cp.downstream_offset)
+        keyed.append(Keyed(key, rec.offset, value))
+    out: dict[str, dict[TP, tuple[int, int]]] = {}
+    for (group, remote, partition), cp in live_values(keyed).items():
+        out.setdefault(group, {})[(remote, partition)] = (cp.upstream_offset, cp.downstream_offset)
     return out
-
-
-def _regex(value: str, option: str) -> re.Pattern[str]:
-    try:
-        return re.compile(value)
-    except re.error as exc:
-        raise ConfigError(f"{option} {value!r}: not a valid regular expression ({exc})") from exc
 
 
 def _last_record_offset(reader: PartitionReader, topic: str, partition: int, bounds: Bounds) -> int | None:
@@ -193,7 +194,7 @@ def plan_failover(
     live = b.live
     flow = live.mm2.pair(opts.pair)
     src, dst = flow.source, flow.target
-    groups_re, topics_re = _regex(opts.groups, "--groups"), _regex(opts.topics, "--topics")
+    groups_re, topics_re = option_regex(opts.groups, "--groups"), option_regex(opts.topics, "--topics")
     b.kind = PlanKind.FAILOVER
     if opts.source_unavailable:
         b.aliases.add(dst)  # the plan must be appliable with the source down: it names only the target

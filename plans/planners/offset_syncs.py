@@ -1,5 +1,5 @@
 """``mm2ctl plan truncate-offset-syncs`` and ``reset-mm2``: empty a flow's offset-syncs topic, and the full
-reset of seed 001's TL;DR (stop connectors, truncate offset-syncs, reset connector offsets, resume).
+reset operators do by hand (stop connectors, truncate offset-syncs, reset connector offsets, resume).
 
 Truncation deletes records up to the end offset seen *at plan time*, on whichever cluster
 ``offset-syncs.topic.location`` puts the topic. Kafka cannot un-delete, so the records are first copied to a

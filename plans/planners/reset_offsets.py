@@ -1,6 +1,6 @@
 """``mm2ctl plan reset-connector-offsets``: reset or set a connector's source offsets, by REST or tombstones.
 
-Methods (DESIGN §6, seed 001):
+Methods (docs/design.md, "Connect offsets"):
 
 - ``rest`` (Connect >= 3.6): stop, then ``DELETE /offsets`` (everything) or ``PATCH /offsets`` (selected
   partitions set to null, or explicit positions), then restore the connector's state.

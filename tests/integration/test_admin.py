@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from confluent_kafka import Consumer
 
@@ -122,9 +120,7 @@ def test_delete_records_moves_the_low_watermark(lab: LabInfo, admin: KafkaAdmin)
 
 def test_a_dead_broker_is_one_clear_error() -> None:
     admin = KafkaAdmin.connect({"bootstrap.servers": f"127.0.0.1:{free_port()}"}, name="nowhere", timeout_s=2)
-    started = time.monotonic()
     with pytest.raises(KafkaClusterError) as info:
         admin.cluster_id()
     assert "reaching nowhere failed" in str(info.value)
     assert info.value.code is not None
-    assert time.monotonic() - started < 30

@@ -5,8 +5,8 @@ partition (Prometheus shows a lag of exactly 500), records are produced and dele
 (lost to retention), and a topic is recreated smaller than MM2's position (a source reset); `inspect` reports the
 three partitions. MM2 resumes and the lag goes back to 0 while the loss stays; the textfile output parses with
 prometheus_client. With MirrorCheckpointConnector paused while a group moves on, the group's checkpoint age
-passes the shipped alert's threshold, and Prometheus evaluates that alert. SIGTERM then stops the exporter and
-its JVM.
+passes the shipped alert's threshold, and Prometheus evaluates that alert. Every panel of the Grafana dashboard
+(examples/grafana/mm2ctl.json) returns data. SIGTERM then stops the exporter and its JVM.
 
 Prometheus (Debian's `prometheus` package, which `.ci/run` installs) runs on loopback with a 1 s scrape and
 evaluation interval and the shipped rules file.
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -45,6 +46,7 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "examples" / "prometheus" / "mm2ctl-rules.yaml"
+DASHBOARD = ROOT / "examples" / "grafana" / "mm2ctl.json"
 EXPORTER_INTERVAL_S = 5
 
 
@@ -306,6 +308,36 @@ def test_a_paused_checkpoint_connector_ages_the_group_past_the_alert(env: Env) -
         assert (prom.value(age) or 0) > 10
     finally:
         env.connect.resume(checkpoint_connector)
+
+
+def _label_values(prom: Prometheus, query: str) -> set[str]:
+    """A Grafana ``label_values(SELECTOR, LABEL)`` variable query, as its Prometheus data source runs it."""
+    found = re.fullmatch(r"label_values\((.+), (\w+)\)", query)
+    assert found, query
+    answer = requests.get(f"{prom.url}/api/v1/series", params={"match[]": found.group(1)}, timeout=10).json()
+    assert answer["status"] == "success", answer
+    return {series[found.group(2)] for series in answer["data"] if found.group(2) in series}
+
+
+def test_every_grafana_panel_returns_data(env: Env) -> None:
+    """The dashboard's variables find this flow and its group, and every panel's query, variables substituted,
+    returns data from the Prometheus that scrapes the exporter."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    prom, group = env.prometheus, env.topic("g")
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert env.pair in _label_values(prom, variables["flow"]["query"]["query"])
+    chosen = {"flow": env.pair, "group": group}
+    assert not any(re.search(r"[.*+?()|\[\]{}^$\\]", v) for v in chosen.values())  # no regex escaping needed
+    group_query = variables["group"]["query"]["query"].replace("$flow", env.pair)
+    assert group in _label_values(prom, group_query)
+    panels = [p for top in dashboard["panels"] for p in [top, *top.get("panels", [])] if p["type"] != "row"]
+    queries = [(p["title"], t["expr"]) for p in panels for t in p["targets"]]
+    assert len(queries) >= 15
+    for title, expr in queries:
+        substituted = expr.replace("$flow", chosen["flow"]).replace("$group", chosen["group"])
+        assert "$" not in substituted, (title, substituted)
+        result = eventually(lambda q=substituted: prom.query(q), timeout_s=60, what=f"data for panel {title!r}")
+        assert all(r["value"][1] not in ("NaN", "") for r in result), (title, result)
 
 
 def test_sigterm_stops_the_exporter_and_its_jvm(env: Env) -> None:

@@ -41,8 +41,8 @@ from mm2ctl.core import records
 from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.config_source import ConfigSource, resolve_config
 from mm2ctl.core.exit_codes import ExitCode
-from mm2ctl.inspector.admin_state import Selection
 from mm2ctl.inspector.job import InspectOptions, run_inspection
+from mm2ctl.inspector.selection import Selection
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import Flow, LabInfo
 from mm2ctl.lab.security import MM2CTL, LabSecurity

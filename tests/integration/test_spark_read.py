@@ -1,4 +1,4 @@
-"""Spark's Kafka source against a really compacted, transactional topic in the lab (DESIGN §9).
+"""Spark's Kafka source against a really compacted, transactional topic in the lab (docs/design.md, "The lab").
 
 MM2's internal topics are compacted and may hold transaction markers, so their offsets have gaps. This proves
 what the inspector relies on: a batch read with ``failOnDataLoss=false`` and ``read_committed`` returns

@@ -1,4 +1,4 @@
-"""The reference codecs for MM2's internal records, byte for byte (DESIGN §3)."""
+"""The reference codecs for MM2's internal records, byte for byte (docs/design.md, "Record formats")."""
 
 from __future__ import annotations
 

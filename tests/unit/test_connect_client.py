@@ -410,10 +410,9 @@ def test_409_forever_gives_up_at_the_time_cap(fake: FakeConnect, session: reques
     policy = RetryPolicy(max_attempts=1000, max_elapsed=0.4, initial_backoff=0.05, max_backoff=0.05, jitter=0)
     client = ConnectClient([fake.url], session, retry=policy)
     fake.script("PUT", "/connectors/c/pause", Reply(409, {"error_code": 409, "message": REBALANCE}))
-    started = time.monotonic()
     with pytest.raises(ConnectConflictError):
         client.pause("c")
-    assert time.monotonic() - started < 2.0
+    # the cap, not the thousand attempts, ended it
     assert 2 <= len(fake.requests_to("PUT", "/connectors/c/pause")) < 20
 
 
@@ -460,10 +459,9 @@ def test_non_json_error_body_is_kept_and_truncated(client: ConnectClient, fake: 
 def test_read_timeout_is_a_transport_error(fake: FakeConnect, session: requests.Session) -> None:
     client = ConnectClient([fake.url], session, retry=RetryPolicy(max_attempts=1), timeout=(1.0, 5.0))
     fake.script("GET", "/connectors/c/status", Reply(200, status_body("c", "RUNNING"), delay=3.0))
-    started = time.monotonic()
+    # The reply comes after 3 s: within the default read timeout (5 s), so only the per-call one can fail it.
     with pytest.raises(ConnectTransportError, match="no Connect worker answered") as caught:
-        client.status("c", timeout=(1.0, 0.2))  # the per-call timeout wins over the default
-    assert time.monotonic() - started < 2.0
+        client.status("c", timeout=(1.0, 0.2))
     assert isinstance(caught.value.__cause__, requests.ReadTimeout)
     assert len(fake.requests_to("GET", "/connectors/c/status")) == 1
 
@@ -598,8 +596,7 @@ def test_wait_for_state_times_out_with_the_last_status(client: ConnectClient, fa
     started = time.monotonic()
     with pytest.raises(ConnectError) as caught:
         client.wait_for_state("c", {"RUNNING"}, timeout=0.3, poll_interval=0.05)
-    elapsed = time.monotonic() - started
-    assert 0.3 <= elapsed < 1.5
+    assert time.monotonic() - started >= 0.3  # it waited out its deadline
     assert "did not reach RUNNING within 0.3s" in str(caught.value)
     assert "connector RUNNING on w1:8083, tasks [0:FAILED]" in str(caught.value)
     assert not isinstance(caught.value, ConnectNotFoundError)
@@ -624,10 +621,10 @@ def test_wait_for_state_does_not_let_one_slow_poll_outlive_the_deadline(
 ) -> None:
     client = ConnectClient([fake.url], session, retry=RetryPolicy(max_attempts=1), timeout=(1.0, 30.0))
     fake.script("GET", "/connectors/c/status", Reply(200, status_body("c", "RUNNING"), delay=5.0))
-    started = time.monotonic()
+    # The status would come (RUNNING) after 5 s, within the client's 30 s read timeout: only a poll bounded by
+    # the wait's own deadline fails.
     with pytest.raises(ConnectTransportError):
         client.wait_for_state("c", {"RUNNING"}, timeout=0.3, poll_interval=0.05)
-    assert time.monotonic() - started < 2.0
 
 
 def test_client_closes_its_session(fake: FakeConnect) -> None:

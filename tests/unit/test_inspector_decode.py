@@ -1,4 +1,5 @@
-"""The SQL decoders against the byte layouts of DESIGN §3 and the Python reference codecs."""
+"""The SQL decoders against the byte layouts (docs/design.md, "Record formats") and the Python reference
+codecs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Report writers: the CSV is RFC 4180 and parses back to exactly the rows written; JSON is one object a line."""
+"""Report writers: rows come in report order; the CSV is RFC 4180 and parses back to exactly the rows
+written; JSON is one object a line."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ from typing import Any
 
 import pytest
 
-from mm2ctl.inspector.replication_health import GROUP_ROWS_SCHEMA
-from mm2ctl.inspector.report import COLUMNS, csv_text, write_csv, write_json_lines
+from mm2ctl.inspector.inspection import SparkRows
+from mm2ctl.inspector.report import csv_text, write_csv, write_json_lines
+from mm2ctl.inspector.schemas import GROUP_ROWS_SCHEMA
+
+COLUMNS = tuple(GROUP_ROWS_SCHEMA.fieldNames())
 
 pytestmark = pytest.mark.spark
 
@@ -47,7 +51,7 @@ def _row(i: int, message: str) -> dict[str, Any]:
 @pytest.fixture
 def frame(spark: Any) -> Any:
     rows = [tuple(_row(i, m)[c] for c in COLUMNS) for i, m in enumerate(TRICKY)]
-    return spark.createDataFrame(rows, GROUP_ROWS_SCHEMA)
+    return SparkRows(spark.createDataFrame(rows, GROUP_ROWS_SCHEMA)).to_arrow()
 
 
 def test_csv_parses_back_to_exactly_the_rows_written(frame: Any) -> None:
@@ -91,7 +95,7 @@ def test_rows_come_in_report_order(spark: Any) -> None:
     rows = [tuple(_row(i, "m")[c] for c in COLUMNS) for i in (3, 1, 2, 0)]
     frame = spark.createDataFrame(rows, GROUP_ROWS_SCHEMA).repartition(3)
     out = io.StringIO(newline="")
-    write_csv(frame, out)
+    write_csv(SparkRows(frame).to_arrow(), out)
     parsed = list(csv.reader(io.StringIO(out.getvalue(), newline="")))[1:]
     groups = [r[COLUMNS.index("group")] for r in parsed]
     assert groups == sorted(groups) == ['g"0', 'g"1', 'g"2', 'g"3']

@@ -1,4 +1,5 @@
-"""Topic naming under both policies, both offset-syncs locations and custom separators (DESIGN §4)."""
+"""Topic naming under both policies, both offset-syncs locations and custom separators (docs/design.md, "Topic
+names")."""
 
 from __future__ import annotations
 

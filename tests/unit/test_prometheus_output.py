@@ -136,39 +136,38 @@ def samples_of(collector: InspectionCollector) -> dict[tuple[str, frozenset[tupl
     return samples(generate_latest(registry_of(collector)).decode())
 
 
-class _Catalog:
-    def clearCache(self) -> None:
-        self.cleared = True
+class _Result:
+    """What a run hands back, as far as the exporter reads it: metrics made from it, then closed."""
+
+    def __init__(self, metrics: Any) -> None:
+        self.metrics = metrics
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
 
 
-class _Context:
-    def cancelAllJobs(self) -> None:
-        pass
+class _Inspector:
+    """The inspection's outcomes, one per run, without Spark: the exporter's loop logic only."""
 
+    config = None
 
-class _Spark:
-    catalog = _Catalog()
-    sparkContext = _Context()
+    def __init__(self, outcomes: list[Any]) -> None:
+        self.outcomes = outcomes
+        self.results: list[_Result] = []
+
+    def run(self, **_k: Any) -> _Result:
+        outcome = self.outcomes.pop(0)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        self.results.append(_Result(outcome))
+        return self.results[-1]
 
 
 def _exporter(monkeypatch: pytest.MonkeyPatch, outcomes: list[Any]) -> tuple[Exporter, InspectionCollector]:
-    def fake_run(*_a: Any, **_k: Any) -> Any:
-        outcome = outcomes.pop(0)
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return outcome
-
-    monkeypatch.setattr(exporter_module, "run_inspection", fake_run)
-    monkeypatch.setattr(exporter_module, "inspection_metrics", lambda result, _config: result)
+    monkeypatch.setattr(exporter_module, "inspection_metrics", lambda result, _config: result.metrics)
     collector = InspectionCollector()
-    runner = Exporter(
-        _Spark(),  # type: ignore[arg-type]
-        None,  # type: ignore[arg-type]
-        None,  # type: ignore[arg-type]
-        connect=None,
-        interval_s=60,
-        collector=collector,
-    )
+    runner = Exporter(_Inspector(outcomes), interval_s=60, collector=collector)  # type: ignore[arg-type]
     return runner, collector
 
 
@@ -178,6 +177,7 @@ def test_the_loop_keeps_the_last_good_metrics_and_logs_one_line(
     boom = RuntimeError("broker gone\n\tat org.apache.kafka.Something(Something.java:1)\npassword=hunter2")
     runner, collector = _exporter(monkeypatch, [metrics(lag=5), boom])
     assert runner.run_once()
+    assert runner.inspector.results[0].closed  # the run's rows are released once its metrics are made
     with caplog.at_level(logging.ERROR, logger="mm2ctl.exporter"):
         assert not runner.run_once()
     (record,) = caplog.records

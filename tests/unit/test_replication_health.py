@@ -1,5 +1,6 @@
 """Replication health per source partition: every status and its precedence, lag and loss, the newest offset
-sync from raw records (by record offset, tombstones, malformed and foreign-partition records), freshness."""
+sync of each partition from the one read of the topic (by record offset, tombstones, malformed and
+foreign-partition records), freshness."""
 
 from __future__ import annotations
 
@@ -12,15 +13,17 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from mm2ctl.core.codecs import OffsetSync, encode_offset_sync
-from mm2ctl.inspector import replication_health
-from mm2ctl.inspector.replication_health import (
+from mm2ctl.inspector import decode, replication_health, statuses, sync_state
+from mm2ctl.inspector.pair_topics import Numbering
+from mm2ctl.inspector.schemas import (
+    KAFKA_RECORD_SCHEMA,
     NEWEST_SYNCS_SCHEMA,
     PARTITION_HEALTH_SCHEMA,
+    PARTITION_NUMBERS_SCHEMA,
     REPLICATED_PARTITIONS_SCHEMA,
-    PartitionStatus,
+    arrow_schema,
 )
-from mm2ctl.inspector.schemas import KAFKA_RECORD_SCHEMA
-from mm2ctl.inspector.spark_compat import frame_from_arrow
+from mm2ctl.inspector.statuses import PartitionStatus
 
 pytestmark = pytest.mark.spark
 
@@ -32,7 +35,7 @@ def _df(spark: Any, schema: StructType, rows: list[dict[str, Any]]) -> Any:
     table = pa.Table.from_pylist(
         [{name: row.get(name) for name in schema.names} for row in rows], schema=to_arrow_schema(schema)
     )
-    return frame_from_arrow(spark, table, schema)
+    return spark.createDataFrame(table, schema)
 
 
 def partition(**overrides: Any) -> dict[str, Any]:
@@ -83,8 +86,8 @@ def test_status_lag_loss_and_reset(
 ) -> None:
     (row,) = classify(spark, [partition(**overrides)])
     assert row["status"] == status.value
-    assert row["is_ok"] == (status in replication_health.OK_PARTITION_STATUSES)
-    assert row["message"] == replication_health.PARTITION_MESSAGES[status]
+    assert row["is_ok"] == (status in statuses.OK_PARTITION_STATUSES)
+    assert row["message"] == statuses.PARTITION_MESSAGES[status]
     assert row["replication_lag_records"] == lag
     assert row["records_lost_to_retention"] == lost
     assert row["source_reset"] == reset
@@ -139,7 +142,7 @@ def _sync(topic: str, partition: int, up: int, down: int) -> tuple[bytes, bytes]
     return encode_offset_sync(OffsetSync(topic, partition, up, down))
 
 
-def test_newest_syncs_by_record_offset(spark: Any) -> None:
+def test_newest_sync_of_each_partition_by_record_offset(spark: Any) -> None:
     o0 = _sync("orders", 0, 10, 10)
     o0_later = _sync("orders", 0, 5, 4)  # out of order, but written last: the newest record wins
     o1 = _sync("orders", 1, 7, 7)
@@ -155,15 +158,20 @@ def test_newest_syncs_by_record_offset(spark: Any) -> None:
         (b"\x00\x09orders", o0[1], 0, 0),  # a malformed key: no partition of anyone's
         (*_sync("audit", 0, 1, 1), 0, 0),  # not a partition asked about
     ]
-    wanted = _df(spark, REPLICATED_PARTITIONS_SCHEMA, [partition(partition=p) for p in range(4)])
+    numbering = Numbering.of([("orders", p) for p in range(4)])
+    known = spark.createDataFrame(numbering.table(PAIR), schema=PARTITION_NUMBERS_SCHEMA)
+    decoded = sync_state.records(decode.decode_offset_syncs(_records(spark, records), known=known))
+    facts = sync_state.partition_facts(sync_state.sorted_records(decoded, 2)).collect()
+    key_of = {n: tp for tp, n in numbering.parts.items()}
     got = {
-        r["partition"]: (r["topic"], r["newest_sync_upstream"], r["newest_sync_downstream"], r["newest_sync_timestamp"])
-        for r in replication_health.newest_syncs(_records(spark, records), wanted).collect()
+        key_of[f._part][1]: (f.newest_upstream, f.newest_downstream, f.newest_timestamp)
+        for f in facts
+        if f._part is not None and f.newest_is_sync
     }
-    assert set(got) == {0, 1}
-    assert got[0][:3] == ("orders", 5, 4)
-    assert got[0][3] == (NOW - dt.timedelta(seconds=999)).replace(tzinfo=None)  # the session reads UTC naive
-    assert got[1][:3] == ("orders", 7, 7)
+    assert set(got) == {0, 1}  # orders/2's newest record is a tombstone; orders/3 is on partition 1 only
+    assert got[0][:2] == (5, 4)
+    assert got[0][2] == (NOW - dt.timedelta(seconds=999)).replace(tzinfo=None)  # the session reads UTC naive
+    assert got[1][:2] == (7, 7)
 
 
 def test_group_checkpoint_age_is_the_groups_newest(spark: Any) -> None:
@@ -187,19 +195,21 @@ def test_the_table_section_and_the_partition_csv(spark: Any) -> None:
 
     from mm2ctl.cli.render import replication_summary_lines
     from mm2ctl.inspector.mm2_position import Mm2Position
-    from mm2ctl.inspector.report import PARTITION_COLUMNS, PARTITION_ORDER, write_csv
+    from mm2ctl.inspector.report import write_csv
+    from mm2ctl.inspector.result import PairTotals
 
     partitions = replication_health.classify_partitions(
         _df(spark, REPLICATED_PARTITIONS_SCHEMA, [partition(), partition(partition=1, mm2_next_offset=40)]),
         _df(spark, NEWEST_SYNCS_SCHEMA, []),
         as_of=NOW,
     )
-    rows = spark.createDataFrame(
-        [(PAIR, "g1", 5.0), (PAIR, "g1", 5.0), (PAIR, "g2", None)],
-        "cluster_pair string, group string, group_checkpoint_age_seconds double",
+    table = pa.Table.from_pylist(
+        [r.asDict() for r in partitions.orderBy("partition").collect()], schema=arrow_schema(PARTITION_HEALTH_SCHEMA)
     )
     result = SimpleNamespace(
-        rows=rows, partitions=partitions, positions=[Mm2Position(PAIR, {}, read_from="GET /connectors/s/offsets")]
+        partitions=table,
+        positions=[Mm2Position(PAIR, {}, read_from="GET /connectors/s/offsets")],
+        summary=SimpleNamespace(totals={PAIR: PairTotals(3, 0, 0, 2, 1, 5.0)}),
     )
     text = "\n".join(replication_summary_lines(result, 10_000))  # type: ignore[arg-type]
     assert "a->b: 2 replicated partition(s), 1 problem(s)" in text
@@ -208,7 +218,7 @@ def test_the_table_section_and_the_partition_csv(spark: Any) -> None:
     assert "a->b  orders/1  40  [100, 600)  lost_records: Records lost" in text
 
     out = io.StringIO(newline="")
-    assert write_csv(partitions, out, PARTITION_COLUMNS, PARTITION_ORDER) == 2
+    assert write_csv(table, out) == 2
     header, first, _ = out.getvalue().split("\r\n", 2)
-    assert header.split(",") == [f'"{c}"' for c in PARTITION_COLUMNS]
+    assert header.split(",") == [f'"{c}"' for c in PARTITION_HEALTH_SCHEMA.fieldNames()]
     assert first.startswith('"a->b","orders","0","a.orders","100","600","500","600","0","0","false"')

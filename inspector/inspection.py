@@ -1,0 +1,320 @@
+"""The inspection, orchestrated once for every caller: ``mm2ctl inspect``, the spark-submit job, the exporter.
+
+A caller checks the setup first (``preflight``: the flows exist, the clusters answer; the ``--groups`` and
+``--topics`` regexes were checked when the ``Selection`` was made), then makes an ``Inspector`` on a Spark
+session and calls ``run`` once, or again and again in one live session. Each run:
+
+1. reads the admin state, MM2's position and a snapshot of each internal topic's offsets on the driver
+   (``inspector.cluster_state``; ``inspect`` reads it while Spark starts and hands it in);
+2. reads each internal topic once, up to its snapshot, into what the run needs (``inspector.pair_topics``);
+   a live session reads only what is past the previous run's snapshot;
+3. translates and classifies every group partition (``inspector.translation``, ``inspector.classify``), the
+   rows cached; and runs one final aggregation of them (``inspector.summary``) and the replicated-partition
+   rows (``inspector.replication_health``), whose values come back as an ``InspectionResult``.
+
+``InspectionResult.close`` releases the run's rows; ``Inspector.close`` what the session kept.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from mm2ctl.connect_client import ConnectClient
+from mm2ctl.core.config import MM2Config, PairConfig
+from mm2ctl.core.progress import Progress, no_progress
+from mm2ctl.inspector import classify, exact, replication_health, schemas, summary
+from mm2ctl.inspector.admin_state import reach_clusters
+from mm2ctl.inspector.cluster_state import ClusterState, PairRead, read_cluster_state, select_pairs
+from mm2ctl.inspector.frames import release
+from mm2ctl.inspector.internal_topics import TopicSnapshot, Unreadable
+from mm2ctl.inspector.pair_topics import Numbering, PairTopics, tasks_for
+from mm2ctl.inspector.result import ORDER, PARTITION_ORDER, InspectionResult, TopicNote, summarize
+from mm2ctl.inspector.selection import Selection
+from mm2ctl.inspector.task_progress import counting_tasks
+from mm2ctl.inspector.translation import translate
+
+#: Group partitions per shuffle partition of a run's joins (at most four per core, at least one).
+ROWS_PER_SHUFFLE_PARTITION = 100_000
+#: The phase the final aggregation's Spark tasks are counted in (``inspector.task_progress``).
+CLASSIFY_PHASE = "Spark tasks"
+
+
+@dataclass(frozen=True, slots=True)
+class InspectOptions:
+    pairs: tuple[str, ...] = ()
+    selection: Selection = field(default_factory=Selection)
+    only_problems: bool = False
+    #: Read records on both clusters for every row whose translation is not exact (``inspector.exact``).
+    exact: bool = False
+    #: More records than this waiting to be copied makes a replicated partition ``lagging``.
+    lag_threshold: int = replication_health.DEFAULT_LAG_THRESHOLD
+    #: Set ``spark.sql.shuffle.partitions`` for each run from its size (off when the user chose it).
+    size_shuffles: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Preflight:
+    """A setup that passed the checks every entry point makes before Spark starts: its pairs."""
+
+    pairs: tuple[PairConfig, ...]
+
+
+def preflight(config: MM2Config, options: InspectOptions) -> Preflight:
+    """The flows asked for exist and are enabled, and every cluster of theirs answers (a dead broker or a
+    mistyped address fails in seconds, not after Spark's start-up and the admin calls' longer timeout)."""
+    pairs = select_pairs(config, options.pairs)
+    reach_clusters(pairs)
+    return Preflight(tuple(pairs))
+
+
+#: The driver heap a live session starts from, and what each kept or cached item adds to it.
+BASE_HEAP_MIB = 448
+HEAP_BYTES_PER_GROUP_PARTITION = 1_500
+HEAP_BYTES_PER_TOPIC_RECORD = 120
+MAX_HEAP_MIB = 16_384
+
+
+def driver_memory_for(state: ClusterState) -> str:
+    """``spark.driver.memory`` for a live session over ``state``: a base for Spark itself, plus the cached
+    rows of a run (per group partition) and what a full read of the internal topics sorts and keeps (per
+    offset in their snapshots), in MiB. A one-off ``inspect`` keeps Spark's 4 GiB instead: it holds nothing
+    between runs and stops in seconds."""
+    rows = sum(p.state.group_partitions for p in state.pairs)
+    records = sum(t.records_span for p in state.pairs for t in (p.syncs, p.checkpoints) if isinstance(t, TopicSnapshot))
+    extra = rows * HEAP_BYTES_PER_GROUP_PARTITION + records * HEAP_BYTES_PER_TOPIC_RECORD
+    return f"{min(MAX_HEAP_MIB, BASE_HEAP_MIB + extra // 2**20)}m"
+
+
+def _with_error(table: pa.Table, error: str) -> pa.Table:
+    """Every row of ``table`` marked with ``error`` (kept where a row already has one)."""
+    errors = pa.array([e if e is not None else error for e in table.column("error").to_pylist()], pa.string())
+    return table.set_column(table.schema.get_field_index("error"), "error", errors)
+
+
+class SparkRows:
+    """``result.RowSet`` over a run's cached rows."""
+
+    def __init__(self, frame: DataFrame) -> None:
+        self._frame = frame
+
+    def to_arrow(self) -> pa.Table:
+        table = self._frame.select(*schemas.GROUP_ROWS_SCHEMA.fieldNames()).toArrow()
+        return table.sort_by([(c, "ascending", "at_start") for c in ORDER])
+
+    def write(self, fmt: str, path: str) -> None:
+        from mm2ctl.inspector.report import parquet_writer_options
+
+        writer = self._frame.select(*schemas.GROUP_ROWS_SCHEMA.fieldNames()).write.mode("overwrite")
+        if fmt == "parquet":
+            writer.options(**parquet_writer_options()).parquet(path)
+        elif fmt == "csv":
+            writer.option("header", "true").option("quoteAll", "true").csv(path)
+        else:
+            writer.json(path)
+
+
+class Inspector:
+    """Runs the inspection of ``preflight``'s pairs in ``spark``: once (``inspect``), or every interval in one
+    live session that keeps the decoded internal topics between runs (the exporter, ``inspect --watch``)."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        config: MM2Config,
+        options: InspectOptions,
+        checked: Preflight,
+        *,
+        connect: ConnectClient | None = None,
+    ) -> None:
+        self.spark = spark
+        self.config = config
+        self.options = options
+        self.pairs = checked.pairs
+        self.connect = connect
+        self._kept = {pair.name: PairTopics(pair.name) for pair in self.pairs}
+
+    def kept(self, pair: str) -> PairTopics:
+        """What the session keeps of ``pair``'s internal topics."""
+        return self._kept[pair]
+
+    def read_cluster_state(self, progress: Progress = no_progress) -> ClusterState:
+        return read_cluster_state(
+            self.config, self.pairs, self.options.selection, connect=self.connect, progress=progress
+        )
+
+    def run(self, *, progress: Progress = no_progress, cluster_state: ClusterState | None = None) -> InspectionResult:
+        """One inspection of every pair; ``cluster_state`` when the caller read it already."""
+        state = cluster_state or self.read_cluster_state(progress)
+        if self.options.size_shuffles:
+            group_partitions = sum(p.state.group_partitions for p in state.pairs)
+            partitions = tasks_for(group_partitions, per_task=ROWS_PER_SHUFFLE_PARTITION)
+            self.spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+        notes: list[TopicNote] = []
+        cached: list[DataFrame] = []
+        for read in state.pairs:
+            notes += self._refresh(read, progress)
+        frames = [self._pair_rows(read, progress, cached) for read in state.pairs]
+        rows = functools.reduce(DataFrame.unionByName, frames)
+        if self.options.only_problems:
+            rows = rows.where("NOT is_ok")
+        rows = rows.select(*schemas.GROUP_ROWS_SCHEMA.fieldNames()).cache()
+        cached.append(rows)
+        progress("classifying")
+        try:
+            with counting_tasks(self.spark, progress, CLASSIFY_PHASE):
+                figures = [r.asDict(recursive=True) for r in summary.group_figures(rows).collect()]
+            progress("replication health")
+            partitions = self._replicated_partitions(state)
+        except BaseException:
+            for frame in cached:
+                release(frame)
+            raise
+        names = tuple(read.pair.name for read in state.pairs)
+        return InspectionResult(
+            pairs=names,
+            summary=summarize(figures, names),
+            partitions=partitions,
+            positions=tuple(read.replication.position for read in state.pairs),
+            notes=tuple(notes),
+            rows=SparkRows(rows),
+            release=_releaser(cached),
+        )
+
+    def _refresh(self, read: PairRead, progress: Progress) -> list[TopicNote]:
+        """Bring the pair's kept internal topics to this run's snapshots; what the run noticed about them."""
+        pair, kept = read.pair, self._kept[read.pair.name]
+        notes = [
+            TopicNote(pair.name, t.topic, t.cluster, t.message)
+            for t in (read.syncs, read.checkpoints)
+            if isinstance(t, Unreadable)
+        ]
+        progress(f"{pair.name}: reading {pair.offset_syncs_topic} and {pair.checkpoints_topic} with Spark")
+        syncs = read.syncs if isinstance(read.syncs, TopicSnapshot) else None
+        settings = self.config.client_settings(pair.offset_syncs_cluster, pair.name)
+        reason = kept.refresh_syncs(self.spark, settings, syncs, read.source_partitions(), progress)
+        if reason is not None:
+            notes.append(
+                TopicNote(
+                    pair.name, pair.offset_syncs_topic, pair.offset_syncs_cluster, f"read again in full: {reason}"
+                )
+            )
+        checkpoints = read.checkpoints if isinstance(read.checkpoints, TopicSnapshot) else None
+        settings = self.config.client_settings(pair.target, pair.name)
+        reason = kept.refresh_checkpoints(self.spark, settings, checkpoints)
+        if reason is not None:
+            notes.append(TopicNote(pair.name, pair.checkpoints_topic, pair.target, f"read again in full: {reason}"))
+        syncs_bad, checkpoints_bad = kept.malformed()
+        for topic, cluster, bad in (
+            (pair.offset_syncs_topic, pair.offset_syncs_cluster, syncs_bad),
+            (pair.checkpoints_topic, pair.target, checkpoints_bad),
+        ):
+            notes += [
+                TopicNote(pair.name, topic, cluster, f"{n} malformed record(s) skipped: {r}") for r, n in bad.items()
+            ]
+        return notes
+
+    def _pair_rows(self, read: PairRead, progress: Progress, cached: list[DataFrame]) -> DataFrame:
+        """The pair's classified rows (``schemas.GROUP_ROWS_SCHEMA``)."""
+        spark, pair, state, kept = self.spark, read.pair, read.state, self._kept[read.pair.name]
+        group_offsets = state.source_group_offsets
+        for denied in read.denied:  # every row of the pair needs the topic that cannot be read
+            group_offsets = _with_error(group_offsets, denied)
+        numbering = kept.numbering or Numbering.of(read.source_partitions())
+        numbers = spark.createDataFrame(numbering.table(pair.name), schema=schemas.PARTITION_NUMBERS_SCHEMA)
+        offsets = spark.createDataFrame(group_offsets, schema=schemas.SOURCE_GROUP_OFFSETS_SCHEMA)
+        translated = translate(offsets, kept.empty_runs(spark), numbers)
+        if self.options.exact:
+            translated = self._with_exact(read, translated, progress, cached)
+        joined = classify.join_target_state(
+            translated,
+            source_partitions=spark.createDataFrame(state.source_partitions, schema=schemas.SOURCE_PARTITIONS_SCHEMA),
+            target_partitions=spark.createDataFrame(state.target_partitions, schema=schemas.TARGET_PARTITIONS_SCHEMA),
+            target_group_offsets=spark.createDataFrame(
+                state.target_group_offsets, schema=schemas.TARGET_GROUP_OFFSETS_SCHEMA
+            ),
+            source_groups=spark.createDataFrame(state.source_groups, schema=schemas.GROUP_STATES_SCHEMA),
+            target_groups=spark.createDataFrame(state.target_groups, schema=schemas.GROUP_STATES_SCHEMA),
+            checkpoints=kept.empty_checkpoints(spark),
+        )
+        classified = classify.classify(
+            joined,
+            sync_group_offsets_enabled=pair.sync_group_offsets_enabled,
+            offset_lag_max=pair.offset_lag_max,
+            as_of=state.read_at,
+            fresh_checkpoint_age=classify.fresh_checkpoint_age(pair),
+        )
+        return replication_health.with_group_checkpoint_age(classified, as_of=state.read_at)
+
+    def _with_exact(
+        self, read: PairRead, translated: DataFrame, progress: Progress, cached: list[DataFrame]
+    ) -> DataFrame:
+        """``inspect --exact``: the rows whose translation is not exact, read on both clusters and replaced by
+        their true positions (``inspector.exact``)."""
+        from mm2ctl.inspector.translation import inexact, with_exact_positions
+
+        translated = translated.cache()
+        cached.append(translated)
+        progress(f"{read.pair.name}: translating")
+        rows = [r.asDict() for r in inexact(translated).toLocalIterator()]
+        found = exact.exact_positions(self.config, read.pair, read.state, exact.inexact_rows(rows), progress=progress)
+        table = exact.exact_table(read.pair.name, found)
+        positions = self.spark.createDataFrame(table, schema=schemas.EXACT_POSITIONS_SCHEMA)
+        return with_exact_positions(translated, positions)
+
+    def _replicated_partitions(self, state: ClusterState) -> pa.Table:
+        """Every pair's replicated-partition rows, as values (a row per replicated source partition)."""
+        frames = []
+        for read in state.pairs:
+            kept = self._kept[read.pair.name]
+            partitions = self.spark.createDataFrame(
+                read.replication.partitions, schema=schemas.REPLICATED_PARTITIONS_SCHEMA
+            )
+            newest = self.spark.createDataFrame(_newest_table(read.pair.name, kept), schema=schemas.NEWEST_SYNCS_SCHEMA)
+            frames.append(
+                replication_health.classify_partitions(
+                    partitions, newest, lag_threshold=self.options.lag_threshold, as_of=read.replication.read_at
+                )
+            )
+        rows = functools.reduce(DataFrame.unionByName, frames)
+        if self.options.only_problems:
+            rows = rows.where("NOT is_ok")
+        collected = [r.asDict() for r in rows.orderBy(*PARTITION_ORDER).collect()]
+        return pa.Table.from_pylist(collected, schema=schemas.arrow_schema(schemas.PARTITION_HEALTH_SCHEMA))
+
+    def close(self) -> None:
+        """Release everything the session kept for these pairs."""
+        for kept in self._kept.values():
+            kept.release()
+
+
+def _newest_table(pair: str, kept: PairTopics) -> pa.Table:
+    """The pair's newest offset sync per source partition (``schemas.NEWEST_SYNCS_SCHEMA``); a partition whose
+    newest record is a tombstone has none."""
+    items = sorted((tp, n) for tp, n in kept.newest.items() if n.is_sync)
+    return pa.table(
+        {
+            "cluster_pair": pa.array([pair] * len(items), pa.string()),
+            "topic": pa.array([tp[0] for tp, _ in items], pa.string()),
+            "partition": pa.array([tp[1] for tp, _ in items], pa.int32()),
+            "newest_sync_upstream": pa.array([n.upstream for _, n in items], pa.int64()),
+            "newest_sync_downstream": pa.array([n.downstream for _, n in items], pa.int64()),
+            "newest_sync_timestamp": pa.array([n.timestamp for _, n in items], pa.timestamp("us", tz="UTC")),
+        },
+        schema=schemas.arrow_schema(schemas.NEWEST_SYNCS_SCHEMA),
+    )
+
+
+def _releaser(frames: Sequence[DataFrame]) -> Callable[[], None]:
+    def release_all() -> None:
+        for frame in frames:
+            release(frame)
+
+    return release_all
+
+
+__all__ = ["InspectOptions", "Inspector", "Preflight", "driver_memory_for", "preflight"]

@@ -1,0 +1,105 @@
+"""MM2's live checkpoints (``inspector.checkpoint_state``): the newest record of each key, a tombstone deleting
+it, in a full read and folded in by a later one; and the same answers as ``core.compaction``, the rule
+``plan failover --from checkpoints`` applies."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from mm2ctl.core.compaction import Keyed, live_values
+from mm2ctl.inspector import checkpoint_state
+from mm2ctl.inspector.schemas import CHECKPOINTS_SCHEMA, DECODED_CHECKPOINT_SCHEMA
+
+pytestmark = pytest.mark.spark
+
+PAIR = "a->b"
+T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+
+
+def _df(spark: Any, schema: StructType, rows: list[dict[str, Any]]) -> Any:
+    table = pa.Table.from_pylist(
+        [{name: row.get(name) for name in schema.names} for row in rows], schema=to_arrow_schema(schema)
+    )
+    return spark.createDataFrame(table, schema)
+
+
+def _checkpoint_record(offset: int, group: str, up: int | None, down: int | None, reason: str | None = None) -> dict:
+    return {
+        "cluster_pair": PAIR,
+        "group": None if reason else group,
+        "topic": None if reason else "src.t",
+        "partition": None if reason else 0,
+        "upstream_offset": up,
+        "downstream_offset": down,
+        "metadata": "" if up is not None else None,
+        "is_tombstone": up is None and reason is None,
+        "malformed_reason": reason,
+        "record_partition": 0,
+        "record_offset": offset,
+        "record_timestamp": T0 + dt.timedelta(seconds=offset),
+    }
+
+
+def _live(frame: Any) -> dict[str, tuple[int, int, int]]:
+    return {r.group: (r.upstream_offset, r.downstream_offset, r.record_offset) for r in frame.collect()}
+
+
+RECORDS = [
+    _checkpoint_record(0, "g1", 10, 9),
+    _checkpoint_record(1, "g1", 5, 4),  # an upstream rewind: newer record, lower offsets, still wins
+    _checkpoint_record(2, "g2", 10, 9),
+    _checkpoint_record(3, "g2", None, None),  # tombstone
+    _checkpoint_record(4, "g3", None, None),
+    _checkpoint_record(5, "g3", 7, 7),  # written after its tombstone: live
+    _checkpoint_record(6, "g1", None, None, reason="value truncated"),
+]
+
+
+def test_live_checkpoints_newest_wins_tombstone_deletes(spark: Any) -> None:
+    got = checkpoint_state.live_checkpoints(_df(spark, DECODED_CHECKPOINT_SCHEMA, RECORDS))
+    assert [(f.name, f.dataType) for f in got.schema] == [(f.name, f.dataType) for f in CHECKPOINTS_SCHEMA]
+    assert _live(got) == {"g1": (5, 4, 1), "g3": (7, 7, 5)}
+
+
+def test_a_later_read_folds_in_newer_checkpoints_and_tombstones(spark: Any) -> None:
+    kept = checkpoint_state.live_checkpoints(_df(spark, DECODED_CHECKPOINT_SCHEMA, RECORDS))
+    later = _df(
+        spark,
+        DECODED_CHECKPOINT_SCHEMA,
+        [
+            _checkpoint_record(7, "g3", None, None),  # deletes a kept key
+            _checkpoint_record(8, "g4", 1, 1),
+            _checkpoint_record(9, "g1", 6, 5),
+            _checkpoint_record(10, "g1", 8, 7),  # the newer of two in one read
+        ],
+    )
+    assert _live(checkpoint_state.merged_checkpoints(kept, later)) == {"g1": (8, 7, 10), "g4": (1, 1, 8)}
+
+
+#: A record of one of three groups: a checkpoint (its upstream offset) or a tombstone (None).
+record = st.tuples(st.sampled_from(["g1", "g2", "g3"]), st.one_of(st.none(), st.integers(0, 50)))
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records=st.lists(record, max_size=30), split=st.floats(0.0, 1.0))
+def test_property_spark_and_core_compaction_agree(
+    spark: Any, records: list[tuple[str, int | None]], split: float
+) -> None:
+    """The inspection's live checkpoints, whether read at once or in two reads, are ``core.compaction``'s:
+    what ``plan failover --from checkpoints`` reads as MM2's checkpoints."""
+    rows = [_checkpoint_record(i, g, up, None if up is None else up + 1) for i, (g, up) in enumerate(records)]
+    expected = live_values(Keyed(g, i, up) for i, (g, up) in enumerate(records))
+    once = checkpoint_state.live_checkpoints(_df(spark, DECODED_CHECKPOINT_SCHEMA, rows))
+    assert {g: up for g, (up, _d, _r) in _live(once).items()} == expected
+    cut = int(split * len(rows))
+    first = checkpoint_state.live_checkpoints(_df(spark, DECODED_CHECKPOINT_SCHEMA, rows[:cut]))
+    twice = checkpoint_state.merged_checkpoints(first, _df(spark, DECODED_CHECKPOINT_SCHEMA, rows[cut:]))
+    assert {g: up for g, (up, _d, _r) in _live(twice).items()} == expected
