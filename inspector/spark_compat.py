@@ -10,7 +10,6 @@ function, a method), or by the release where nothing public tells.
 | ``frame_from_arrow`` | ``createDataFrame(pyarrow.Table)`` | the same Arrow batches sent to the JVM as 4.0 does |
 | ``to_arrow`` | ``DataFrame.toArrow`` | ``_collect_as_arrow`` batches cast to the frame's schema |
 | ``error_condition`` | ``PySparkException.getCondition`` | ``getErrorClass`` (4.0 renamed it) |
-| ``observation_done`` | the JVM observation's future | the JVM observation's metrics field |
 
 On Spark Connect (``SparkSession.builder.remote``) each helper takes the path that works there.
 """
@@ -26,7 +25,6 @@ from pyspark.sql.types import StructType
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.errors import PySparkException
-    from pyspark.sql import Observation
 
 
 def spark_major() -> int:
@@ -146,26 +144,4 @@ def error_condition(error: PySparkException) -> str | None:
     return condition
 
 
-def observation_done(observation: Observation) -> bool | None:
-    """Whether Spark delivered the observation's metrics, without waiting (``Observation.get`` waits with no
-    limit, and an observed scan the optimizer removed never delivers); None before it observes a frame.
-
-    Spark 4's JVM ``Observation`` completes a future; 3.5's sets a private ``metrics`` option, read here
-    through Java reflection (Spark's classes are on the class path, outside the JDK's sealed modules). A Spark
-    Connect observation has no JVM side: the action's own response carries the metrics, so once it observes
-    a frame it is done (``get`` is then what arrived, empty when the scan never ran). Spark Connect 3.5's
-    client drops observed metrics: its observations stay None.
-    """
-    if not hasattr(observation, "_jo"):  # Spark Connect
-        return None if getattr(observation, "_result", None) is None else True
-    jo: Any = observation._jo
-    if jo is None:
-        return None
-    if spark_major() >= 4:
-        return bool(jo.future().isCompleted())
-    field = jo.getClass().getDeclaredField("metrics")
-    field.setAccessible(True)
-    return bool(field.get(jo).isDefined())
-
-
-__all__ = ["error_condition", "frame_from_arrow", "is_valid_utf8", "observation_done", "spark_major", "to_arrow"]
+__all__ = ["error_condition", "frame_from_arrow", "is_valid_utf8", "spark_major", "to_arrow"]

@@ -2,8 +2,8 @@
 
 A remote session turns PySpark's functions into their Spark Connect versions for the whole process, so the
 client runs apart from the test run's classic session. It reads a topic through the server with the
-inspector's own reader (observing its row count as the job observes its reads), round-trips an Arrow table
-through ``spark_compat``, checks that no driver JVM started here, and prints what it read as JSON.
+inspector's own reader, round-trips an Arrow table through ``spark_compat``, checks that no driver JVM started
+here, and prints what it read as JSON.
 
     python connect_client_read.py sc://127.0.0.1:PORT BOOTSTRAP TOPIC
 """
@@ -14,8 +14,7 @@ import json
 import sys
 
 import pyarrow as pa
-from pyspark.sql import Observation, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from mm2ctl.inspector import spark_compat
@@ -26,8 +25,6 @@ def main(url: str, bootstrap: str, topic: str) -> None:
     spark = SparkSession.builder.remote(url).getOrCreate()
     try:
         frame = read_topic(spark, {"bootstrap.servers": bootstrap}, topic, cluster_pair="p", min_partitions=3)
-        observation = Observation("records")
-        frame = frame.observe(observation, F.count(F.lit(1)).alias("rows"))
         records = [
             {"partition": r.partition, "offset": r.offset, "key": bytes(r.key).hex(), "value": bytes(r.value).hex()}
             for r in frame.collect()
@@ -43,7 +40,6 @@ def main(url: str, bootstrap: str, topic: str) -> None:
                     "session": type(spark).__module__,
                     "records": records,
                     "arrow": back.to_pylist(),
-                    "observed": observation.get if spark_compat.observation_done(observation) else None,
                     "driver_jvm_here": SparkContext._gateway is not None,
                 }
             )

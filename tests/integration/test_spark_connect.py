@@ -2,8 +2,7 @@
 
 The server runs on loopback with Spark's Kafka source as a package; a client process that has no driver JVM
 of its own reads a lab topic through it with the inspector's reader (``kafka_read.read_topic``), and gets
-exactly the records a Kafka consumer sees. ``spark_compat``'s Arrow and observation helpers work on the
-remote session.
+exactly the records a Kafka consumer sees. ``spark_compat``'s Arrow helpers work on the remote session.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ import pytest
 
 from mm2ctl.core import records
 from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.inspector.spark_compat import spark_major
 from mm2ctl.lab import spark_connect
 from mm2ctl.lab.lab import LabInfo
 from mm2ctl.lab.process import is_alive
@@ -71,6 +69,3 @@ def test_a_client_reads_a_lab_topic_through_the_connect_server(
     got = sorted((r["partition"], r["offset"], r["key"], r["value"]) for r in result["records"])
     assert got == expected
     assert result["arrow"] == [{"name": None, "offset": None}, {"name": "a", "offset": 2**63 - 1}]
-    # Spark 4's Connect client fills an observation from the action's response; 3.5's drops observed metrics
-    # (its Observation is the classic one, never given them), so on 3.5 it observes nothing.
-    assert result["observed"] == ({"rows": 300} if spark_major() >= 4 else None)

@@ -8,7 +8,6 @@ API itself.
 from __future__ import annotations
 
 import datetime as dt
-import time
 from typing import Any
 
 import pyarrow as pa
@@ -152,19 +151,3 @@ def test_error_condition_on_this_release_and_before_the_rename() -> None:
             return "JAVA_GATEWAY_EXITED"
 
     assert spark_compat.error_condition(Before40()) == "JAVA_GATEWAY_EXITED"  # type: ignore[arg-type]
-
-
-def test_an_observation_is_done_once_its_frame_ran(spark: Any) -> None:
-    from pyspark.sql import Observation
-
-    observation = Observation("compat-done")
-    assert spark_compat.observation_done(observation) is None  # observes nothing yet
-    frame = spark.range(10).observe(observation, F.count(F.lit(1)).alias("rows"))
-    assert spark_compat.observation_done(observation) is False
-    frame.collect()
-    # Spark delivers the metrics from its listener bus, after the action returned: wait, with a deadline.
-    deadline = time.monotonic() + 60
-    while not spark_compat.observation_done(observation) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert spark_compat.observation_done(observation) is True
-    assert observation.get == {"rows": 10}
