@@ -10,6 +10,7 @@ function, a method), or by the release where nothing public tells.
 | ``frame_from_arrow`` | ``createDataFrame(pyarrow.Table)`` | the same Arrow batches sent to the JVM as 4.0 does |
 | ``to_arrow`` | ``DataFrame.toArrow`` | ``_collect_as_arrow`` batches cast to the frame's schema |
 | ``error_condition`` | ``PySparkException.getCondition`` | ``getErrorClass`` (4.0 renamed it) |
+| ``array_position`` | ``F.array_position`` of a column | the SQL function called by name (3.5's takes a literal) |
 
 On Spark Connect (``SparkSession.builder.remote``) each helper takes the path that works there.
 """
@@ -44,6 +45,17 @@ def is_valid_utf8(column: Column) -> Column:
     if hasattr(F, "is_valid_utf8"):
         return F.is_valid_utf8(column)
     return F.decode(column.cast("binary"), "UTF-8") == column
+
+
+def array_position(array: Column, value: Column) -> Column:
+    """The 1-based position of ``value`` in ``array`` (0 when absent), ``value`` being a column.
+
+    pyspark 3.5's ``F.array_position`` sends its value to the JVM as a literal and fails on a column; the SQL
+    function itself takes a column on every release (``F.call_function``, 3.5+).
+    """
+    if spark_major() >= 4:
+        return F.array_position(array, value)
+    return F.call_function("array_position", array, value)
 
 
 def frame_from_arrow(spark: SparkSession, table: pa.Table, schema: StructType) -> DataFrame:
@@ -144,4 +156,4 @@ def error_condition(error: PySparkException) -> str | None:
     return condition
 
 
-__all__ = ["error_condition", "frame_from_arrow", "is_valid_utf8", "spark_major", "to_arrow"]
+__all__ = ["array_position", "error_condition", "frame_from_arrow", "is_valid_utf8", "spark_major", "to_arrow"]

@@ -151,3 +151,10 @@ def test_error_condition_on_this_release_and_before_the_rename() -> None:
             return "JAVA_GATEWAY_EXITED"
 
     assert spark_compat.error_condition(Before40()) == "JAVA_GATEWAY_EXITED"  # type: ignore[arg-type]
+
+
+def test_array_position_of_a_column(spark: Any) -> None:
+    frame = spark.createDataFrame([("b",), ("z",), (None,)], "v string")
+    reasons = F.array(F.lit("a"), F.lit("b"), F.lit("c"))
+    got = frame.select("v", spark_compat.array_position(reasons, F.col("v")).alias("at")).collect()
+    assert {r.v: r.at for r in got} == {"b": 2, "z": 0, None: None}
