@@ -6,12 +6,14 @@
 # For each RELEASE (a pyspark version pyproject.toml admits), a virtualenv of its own gets the built WHEEL with
 # its test extra and that pyspark, under constraints.txt less its pyspark and py4j pins. Then, from the
 # clone (the tests are not in the wheel; the package is imported from the virtualenv):
-#   - the Spark 3.5/4.x compatibility paths and the SQL decoding they serve (unit tests on one local session);
+#   - the Spark 3.5/4.x compatibility paths and the Kafka source's coordinates (unit tests, one local session);
 #   - the inspection on a real MM2 flow, the Kafka source against a compacted transactional topic, the
 #     inspection submitted to a standalone cluster, and a read through a Spark Connect server (integration).
 # test_inspect.py runs its default-policy flow only (-k "not identity"): the identity policy changes names,
-# not anything Spark does, and is covered on the pinned release. Each release's time is printed, and its lab,
-# cluster and server are stopped by the tests themselves (the caller's cleanup stops what a crash leaves).
+# not anything Spark does, and is covered on the pinned release. The Connect server of 3.5.3 is left out: its
+# package (spark-connect_2.12:3.5.3, not in the 3.5 wheels) does not resolve from the Maven repository CI
+# reaches. Each release's time is printed, and its lab, cluster and server are stopped by the tests themselves
+# (the caller's cleanup stops what a crash leaves).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,13 +32,14 @@ for release in "$@"; do
   "$work/venv/bin/pip" install -q -c "$work/constraints.txt" "pyspark==$release" "${wheel}[test]"
   "$work/venv/bin/python" -c "import pyspark, mm2ctl; print('pyspark', pyspark.__version__, 'mm2ctl from', mm2ctl.__file__)"
   echo "== pyspark $release: tests"
+  connect=tests/integration/test_spark_connect.py
+  [ "$release" = 3.5.3 ] && connect=
   set +e
   MM2CTL_TEST_LAB_DIR="${MM2CTL_TEST_LAB_DIR:-/tmp}/spark-$release" "$work/venv/bin/python" -m pytest \
     -p no:cacheprovider \
-    tests/unit/test_spark_compat.py tests/unit/test_spark_packages.py tests/unit/test_inspector_decode.py \
-    tests/integration/test_inspect.py tests/integration/test_spark_read.py \
-    tests/integration/test_spark_cluster.py tests/integration/test_spark_connect.py \
-    -k "not identity"
+    tests/unit/test_spark_compat.py tests/unit/test_spark_packages.py \
+    tests/integration/test_inspect.py tests/integration/test_spark_read.py tests/integration/test_spark_cluster.py \
+    $connect -k "not identity"
   code=$?
   set -e
   [ "$code" -eq 5 ] && { echo "pytest collected no tests on pyspark $release" >&2; code=1; }
