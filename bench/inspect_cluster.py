@@ -39,7 +39,7 @@ from inspect_scale import LOAD_FILE, MM2_FILE, PAIR, LoadSpec, load, write_mm2_p
 
 from mm2ctl.core.config import load_mm2_config
 from mm2ctl.inspector import job
-from mm2ctl.inspector.jars import spark_kafka_jars
+from mm2ctl.inspector.spark_packages import submit_arguments
 from mm2ctl.lab import lab
 from mm2ctl.lab import spark_cluster as cluster_core
 
@@ -132,7 +132,7 @@ def submit(cluster: cluster_core.SparkCluster, mm2_file: Path, work: Path) -> di
         cluster,
         str(Path(job.__file__)),
         ["--mm2-config", str(mm2_file), "--format", "parquet", "--output", str(work / "cluster-rows")],
-        jars=spark_kafka_jars(),
+        options=submit_arguments(),
         conf={
             "spark.ui.enabled": "false",
             "spark.scheduler.minRegisteredResourcesRatio": "1.0",

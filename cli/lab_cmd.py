@@ -88,17 +88,19 @@ def jars(
     kafka_version: list[str] = typer.Option(
         [], "--kafka-version", help="Release(s) to resolve; repeatable. Default: every lab release."
     ),
-    spark: bool = typer.Option(True, "--spark/--no-spark", help="Also resolve Spark's Kafka source."),
+    spark: bool = typer.Option(
+        True, "--spark/--no-spark", help="Also have Spark resolve its Kafka source for the installed pyspark."
+    ),
 ) -> None:
-    """Resolve the pinned jars with mvn into the cache now (CI and offline preparation)."""
-    from mm2ctl.inspector.jars import spark_kafka_jars
+    """Resolve the pinned jars into the cache now (CI and offline preparation): the lab's Kafka jars with mvn,
+    Spark's Kafka source with Spark's own package resolution."""
+    from mm2ctl.inspector.spark_packages import installed_build, resolve_kafka_source
     from mm2ctl.lab.jars import kafka_jars
 
     for version in kafka_version or sorted(RELEASES, reverse=True):
         typer.echo(f"kafka {version}: {kafka_jars(version)}")
     if spark:
-        found = spark_kafka_jars()
-        typer.echo(f"spark kafka source: {found[0].parent if found else 'nothing beyond pyspark'}")
+        typer.echo(f"spark kafka source {installed_build().kafka_source}: {resolve_kafka_source()}")
 
 
 @lab_app.command("down")

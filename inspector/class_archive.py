@@ -7,7 +7,12 @@ The first embedded run without an archive asks the JVM to write one when it exit
 (``-XX:ArchiveClassesAtExit``), then waits for that exit; later runs map it.
 
 The archive is only valid for the Java binary and the class path it was made with, so its name carries a
-digest of both (the ``java`` Spark's launcher runs, the pyspark release, and every jar on the class path).
+digest of both: the ``java`` Spark's launcher runs, the pyspark release and its jars, and the settings that
+add jars to the driver (``spark_packages.class_path_request``: the Kafka source's package, its Ivy home, a
+user's ``spark.jars``). The packages' jars are only known once Ivy resolved them inside the JVM, after its
+options are fixed; for a released version they follow from the request. Classes of those jars come through
+Spark's own class loader, and the JVM maps an archived one only when its class file's size and checksum
+match, so even a jar changed under the same name costs speed, never correctness.
 It lives in the jar cache (``$MM2CTL_CACHE``, else ``~/.cache/mm2ctl``) under ``class-archives/``; a new
 one replaces the others there. A JVM that cannot map an archive (another JDK build, a changed jar) runs
 without it. ``MM2CTL_CLASS_ARCHIVE=off`` turns the whole thing off.
@@ -75,21 +80,26 @@ def _java_binary() -> Path | None:
     return Path(found).resolve() if found and Path(found).exists() else None
 
 
-def _digest(java: Path, jars: Sequence[Path]) -> str:
+def _digest(java: Path, class_path: Sequence[str]) -> str:
     import pyspark
 
-    spark_jars = sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))
+    from mm2ctl.inspector.spark_packages import spark_home
+
+    spark_jars = sorted((spark_home() / "jars").glob("*.jar"))
     digest = hashlib.sha256()
     java_stat = java.stat()
     digest.update(f"{java}\0{java_stat.st_size}\0{java_stat.st_mtime_ns}\0{pyspark.__version__}\0".encode())
-    for jar in [*spark_jars, *jars]:
+    for jar in spark_jars:
         digest.update(f"{jar}\0{jar.stat().st_size}\0".encode())
+    for word in class_path:
+        digest.update(f"{word}\0".encode())
     return digest.hexdigest()[:20]
 
 
-def class_archive(jars: Sequence[Path], *, create: bool = True) -> ClassArchive | None:
-    """The archive for this Java and these extra ``jars``: to map when it exists, to make when ``create``,
-    or None (switched off, no ``java`` found, a cache that cannot be written, or nothing to map)."""
+def class_archive(class_path: Sequence[str], *, create: bool = True) -> ClassArchive | None:
+    """The archive for this Java and the extra ``class_path`` (``spark_packages.class_path_request``): to map
+    when it exists, to make when ``create``, or None (switched off, no ``java`` found, a cache that cannot be
+    written, or nothing to map)."""
     if os.environ.get(SWITCH, "").strip().lower() == "off":
         return None
     java = _java_binary()
@@ -98,7 +108,7 @@ def class_archive(jars: Sequence[Path], *, create: bool = True) -> ClassArchive 
     folder = cache_root() / "class-archives"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"spark-{_digest(java, jars)}.jsa"
+        path = folder / f"spark-{_digest(java, class_path)}.jsa"
     except OSError:
         return None
     if path.is_file():

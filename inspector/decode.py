@@ -23,6 +23,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from mm2ctl.inspector.spark_compat import is_valid_utf8
+
 #: Columns of Spark's Kafka source; everything else on the input frame (e.g. ``cluster_pair``) passes through.
 _KAFKA_SOURCE_COLUMNS = frozenset({"key", "value", "topic", "partition", "offset", "timestamp", "timestampType"})
 _HEADERS = "headers"
@@ -176,7 +178,7 @@ def _decode_offset_syncs(records: DataFrame, parse_key: Column | None = None) ->
         .when(kl < 2, F.lit(KEY_TRUNCATED))
         .when(tl < 0, F.lit(NEGATIVE_STRING_LENGTH))
         .when(kl < tl + 6, F.lit(KEY_TRUNCATED))
-        .when(~F.is_valid_utf8(F.col("_topic")), F.lit(INVALID_UTF8))
+        .when(~is_valid_utf8(F.col("_topic")), F.lit(INVALID_UTF8))
         .when(kl > tl + 6, F.lit(KEY_TRAILING))
     )
     value_reason = (
@@ -215,10 +217,10 @@ def decode_checkpoints(records: DataFrame) -> DataFrame:
         .when(kl < 2, F.lit(KEY_TRUNCATED))
         .when(gl < 0, F.lit(NEGATIVE_STRING_LENGTH))
         .when(kl < gl + 4, F.lit(KEY_TRUNCATED))
-        .when(~F.is_valid_utf8(F.col("_group")), F.lit(INVALID_UTF8))
+        .when(~is_valid_utf8(F.col("_group")), F.lit(INVALID_UTF8))
         .when(tl < 0, F.lit(NEGATIVE_STRING_LENGTH))
         .when(kl < gl + tl + 8, F.lit(KEY_TRUNCATED))
-        .when(~F.is_valid_utf8(F.col("_topic")), F.lit(INVALID_UTF8))
+        .when(~is_valid_utf8(F.col("_topic")), F.lit(INVALID_UTF8))
         .when(kl > gl + tl + 8, F.lit(KEY_TRAILING))
     )
     # value layout: [version:2][upstream:8][downstream:8][ml:2][metadata:ml]
@@ -229,7 +231,7 @@ def decode_checkpoints(records: DataFrame) -> DataFrame:
         .when(vl < 20, F.lit(VALUE_TRUNCATED))
         .when(ml < 0, F.lit(NEGATIVE_STRING_LENGTH))
         .when(vl < ml + 20, F.lit(VALUE_TRUNCATED))
-        .when(~F.is_valid_utf8(F.col("_metadata")), F.lit(INVALID_UTF8))
+        .when(~is_valid_utf8(F.col("_metadata")), F.lit(INVALID_UTF8))
         .when(vl > ml + 20, F.lit(VALUE_TRAILING))
     )
     staged = (

@@ -37,6 +37,7 @@ from mm2ctl.inspector.internal_topics import TopicSnapshot, Unreadable
 from mm2ctl.inspector.pair_topics import Numbering, PairTopics, tasks_for
 from mm2ctl.inspector.result import ORDER, PARTITION_ORDER, InspectionResult, TopicNote, summarize
 from mm2ctl.inspector.selection import Selection
+from mm2ctl.inspector.spark_compat import frame_from_arrow, to_arrow
 from mm2ctl.inspector.task_progress import counting_tasks
 from mm2ctl.inspector.translation import translate
 
@@ -107,7 +108,7 @@ class SparkRows:
         self._frame = frame
 
     def to_arrow(self) -> pa.Table:
-        table = self._frame.select(*schemas.GROUP_ROWS_SCHEMA.fieldNames()).toArrow()
+        table = to_arrow(self._frame.select(*schemas.GROUP_ROWS_SCHEMA.fieldNames()))
         return table.sort_by([(c, "ascending", "at_start") for c in ORDER])
 
     def write(self, fmt: str, path: str) -> None:
@@ -244,20 +245,20 @@ class Inspector:
         for denied in read.denied:  # every row of the pair needs the topic that cannot be read
             group_offsets = _with_error(group_offsets, denied)
         numbering = kept.numbering or Numbering.of(read.source_partitions())
-        numbers = spark.createDataFrame(numbering.table(pair.name), schema=schemas.PARTITION_NUMBERS_SCHEMA)
-        offsets = spark.createDataFrame(group_offsets, schema=schemas.SOURCE_GROUP_OFFSETS_SCHEMA)
+        numbers = frame_from_arrow(spark, numbering.table(pair.name), schemas.PARTITION_NUMBERS_SCHEMA)
+        offsets = frame_from_arrow(spark, group_offsets, schemas.SOURCE_GROUP_OFFSETS_SCHEMA)
         translated = translate(offsets, kept.empty_runs(spark), numbers)
         if self.options.exact:
             translated = self._with_exact(read, translated, progress, cached)
         joined = classify.join_target_state(
             translated,
-            source_partitions=spark.createDataFrame(state.source_partitions, schema=schemas.SOURCE_PARTITIONS_SCHEMA),
-            target_partitions=spark.createDataFrame(state.target_partitions, schema=schemas.TARGET_PARTITIONS_SCHEMA),
-            target_group_offsets=spark.createDataFrame(
-                state.target_group_offsets, schema=schemas.TARGET_GROUP_OFFSETS_SCHEMA
+            source_partitions=frame_from_arrow(spark, state.source_partitions, schemas.SOURCE_PARTITIONS_SCHEMA),
+            target_partitions=frame_from_arrow(spark, state.target_partitions, schemas.TARGET_PARTITIONS_SCHEMA),
+            target_group_offsets=frame_from_arrow(
+                spark, state.target_group_offsets, schemas.TARGET_GROUP_OFFSETS_SCHEMA
             ),
-            source_groups=spark.createDataFrame(state.source_groups, schema=schemas.GROUP_STATES_SCHEMA),
-            target_groups=spark.createDataFrame(state.target_groups, schema=schemas.GROUP_STATES_SCHEMA),
+            source_groups=frame_from_arrow(spark, state.source_groups, schemas.GROUP_STATES_SCHEMA),
+            target_groups=frame_from_arrow(spark, state.target_groups, schemas.GROUP_STATES_SCHEMA),
             checkpoints=kept.empty_checkpoints(spark),
         )
         classified = classify.classify(
@@ -284,7 +285,7 @@ class Inspector:
         rows = [r.asDict() for r in inexact(translated).toLocalIterator()]
         found = exact.exact_positions(self.config, read.pair, read.state, exact.inexact_rows(rows), progress=progress)
         table = exact.exact_table(read.pair.name, found)
-        positions = self.spark.createDataFrame(table, schema=schemas.EXACT_POSITIONS_SCHEMA)
+        positions = frame_from_arrow(self.spark, table, schemas.EXACT_POSITIONS_SCHEMA)
         return with_exact_positions(translated, positions)
 
     def _replicated_partitions(self, state: ClusterState) -> pa.Table:
@@ -292,10 +293,8 @@ class Inspector:
         frames = []
         for read in state.pairs:
             kept = self._kept[read.pair.name]
-            partitions = self.spark.createDataFrame(
-                read.replication.partitions, schema=schemas.REPLICATED_PARTITIONS_SCHEMA
-            )
-            newest = self.spark.createDataFrame(_newest_table(read.pair.name, kept), schema=schemas.NEWEST_SYNCS_SCHEMA)
+            partitions = frame_from_arrow(self.spark, read.replication.partitions, schemas.REPLICATED_PARTITIONS_SCHEMA)
+            newest = frame_from_arrow(self.spark, _newest_table(read.pair.name, kept), schemas.NEWEST_SYNCS_SCHEMA)
             frames.append(
                 replication_health.classify_partitions(
                     partitions, newest, lag_threshold=self.options.lag_threshold, as_of=read.replication.read_at

@@ -33,6 +33,7 @@ from mm2ctl.inspector import checkpoint_state, decode, schemas, sync_state
 from mm2ctl.inspector.frames import release
 from mm2ctl.inspector.internal_topics import ReadPlan, TopicSnapshot, plan_read
 from mm2ctl.inspector.kafka_read import read_ranges
+from mm2ctl.inspector.spark_compat import frame_from_arrow
 
 #: Records per Spark task of a full read, and the same rows per shuffle partition of the records' sort.
 RECORDS_PER_TASK = 500_000
@@ -147,7 +148,7 @@ class PairTopics:
             cluster_pair=self.pair,
             min_partitions=tasks_for(sum(e - s for s, e in plan.ranges.values())),
         )
-        known = spark.createDataFrame(self.numbering.table(self.pair), schema=schemas.PARTITION_NUMBERS_SCHEMA)
+        known = frame_from_arrow(spark, self.numbering.table(self.pair), schemas.PARTITION_NUMBERS_SCHEMA)
         return sync_state.records(decode.decode_offset_syncs(raw, known=known))
 
     def _read_syncs_in_full(

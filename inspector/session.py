@@ -2,9 +2,9 @@
 
 Under ``spark-submit`` (the driver's Python was started by Spark: ``PYSPARK_GATEWAY_PORT`` is set) the
 session, master and jars are Spark's, passed with ``--master`` and ``--packages``; nothing here overrides
-them, and the JVM's output is spark-submit's. Embedded, the session gets Spark's Kafka source from the jar
-cache the lab also uses (``mvn``), and the JVM it starts writes to a log file when given one
-(``inspector.jvm_log``).
+them, and the JVM's output is spark-submit's. Embedded, the session asks Spark for its Kafka source as a
+package, resolved by Spark's Ivy into mm2ctl's cache (``inspector.spark_packages``), and the JVM it starts
+writes to a log file when given one (``inspector.jvm_log``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import contextlib
 import os
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 from pyspark.errors import PySparkRuntimeError
@@ -22,9 +22,10 @@ from pyspark.sql import SparkSession
 from mm2ctl.core.errors import InspectError
 from mm2ctl.core.progress import Progress
 from mm2ctl.inspector import class_archive as archives
+from mm2ctl.inspector import spark_packages
 from mm2ctl.inspector.class_archive import ClassArchive, chooses_sharing
-from mm2ctl.inspector.jars import spark_kafka_jars
 from mm2ctl.inspector.jvm_log import log4j_java_option
+from mm2ctl.inspector.spark_compat import error_condition
 
 DEFAULT_MASTER = "local[*]"
 APP_NAME = "mm2ctl-inspect"
@@ -91,11 +92,10 @@ def _read_kafka_through_v2(spark: SparkSession, conf: Mapping[str, str] | None) 
     spark.conf.set(_V1_SOURCES, ",".join(s for s in listed if s and s.lower() != "kafka"))
 
 
-def embedded_settings(
-    master: str, conf: Mapping[str, str] | None, *, jars: Sequence[Path], log_to_file: bool
-) -> dict[str, str]:
-    """The settings an embedded session is built with: the defaults, then ``conf`` over them, then (the JVM's
-    output going to a file) the log4j2 option added to the driver's Java options, whichever they are."""
+def embedded_settings(master: str, conf: Mapping[str, str] | None, *, log_to_file: bool) -> dict[str, str]:
+    """The settings an embedded session is built with: the defaults, then ``conf`` over them, then Spark's
+    Kafka source added to the packages they ask for (unless they name one: ``spark_packages``), then (the
+    JVM's output going to a file) the log4j2 option added to the driver's Java options, whichever they are."""
     settings = dict(_EMBEDDED_DEFAULTS)
     settings[_DATAFRAME_DEBUGGING] = "false"
     if master.startswith("local"):
@@ -105,8 +105,8 @@ def embedded_settings(
         settings["spark.driver.bindAddress"] = "127.0.0.1"
         key, options = _LOCAL_DRIVER_JAVA_OPTIONS
         settings[key] = options
-    settings["spark.jars"] = ",".join(str(j) for j in jars)
     settings.update(conf or {})
+    settings = spark_packages.with_kafka_source(settings)
     if log_to_file:
         settings[_DRIVER_JAVA_OPTIONS] = log4j_java_option(settings.get(_DRIVER_JAVA_OPTIONS))
     return settings
@@ -140,7 +140,7 @@ def build_session(
         _read_kafka_through_v2(spark, conf)
         return spark
     master = master or DEFAULT_MASTER
-    settings = embedded_settings(master, conf, jars=spark_kafka_jars(), log_to_file=jvm_log is not None)
+    settings = embedded_settings(master, conf, log_to_file=jvm_log is not None)
     if class_archive is not None and not chooses_sharing(settings.get(_DRIVER_JAVA_OPTIONS)):
         settings[_DRIVER_JAVA_OPTIONS] = f"{settings.get(_DRIVER_JAVA_OPTIONS, '')} {class_archive.java_option()}"
     try:
@@ -151,7 +151,7 @@ def build_session(
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
     except PySparkRuntimeError as exc:
-        if exc.getCondition() != "JAVA_GATEWAY_EXITED":
+        if error_condition(exc) != "JAVA_GATEWAY_EXITED":
             raise
         raise InspectError("Spark's driver JVM exited while starting (its own output says why)") from exc
     if jvm_log is None:
@@ -179,7 +179,8 @@ def _driver_running() -> bool:
 
 
 def _start_driver(master: str, settings: Mapping[str, str], jvm_log: Path | None) -> None:
-    """Start the driver JVM and its SparkContext, the JVM's output going to ``jvm_log`` when given.
+    """Start the driver JVM and its SparkContext, the JVM's output going to ``jvm_log`` when given, else to
+    this process's stderr.
 
     PySpark starts the JVM (``bin/spark-submit``, then ``java``) with ``Popen``; given the log file as the
     child's stdout and stderr, the JVM writes there for its whole life: the launcher's own warnings,
@@ -190,12 +191,16 @@ def _start_driver(master: str, settings: Mapping[str, str], jvm_log: Path | None
     from pyspark.java_gateway import launch_gateway
 
     spark_conf = SparkConf().setMaster(master).setAppName(APP_NAME).setAll(list(settings.items()))
-    if jvm_log is None:
-        gateway = launch_gateway(spark_conf)  # type: ignore[no-untyped-call]
-    else:
-        with jvm_log.open("ab") as out:  # the JVM gets its own copy of the descriptor
-            popen = {"stdout": out, "stderr": subprocess.STDOUT}
-            gateway = launch_gateway(spark_conf, popen_kwargs=popen)  # type: ignore[no-untyped-call]
+    with spark_packages.resolution_lock(settings):  # the JVM resolves the packages before it answers
+        if jvm_log is None:
+            # The JVM's stdout goes to this process's stderr (descriptor 2): stdout is the report's (a CSV or
+            # JSON report printed there), and the JVM prints there too: Spark 3.5's Ivy its settings line, the
+            # JVM its class-sharing warnings.
+            gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": 2})  # type: ignore[no-untyped-call]
+        else:
+            with jvm_log.open("ab") as out:  # the JVM gets its own copy of the descriptor
+                popen = {"stdout": out, "stderr": subprocess.STDOUT}
+                gateway = launch_gateway(spark_conf, popen_kwargs=popen)  # type: ignore[no-untyped-call]
     SparkContext(conf=spark_conf, gateway=gateway)
 
 
@@ -216,12 +221,14 @@ class SessionStart:
 
         def build() -> None:
             try:
-                # Chosen on the thread too: resolving the jars and digesting the class path stay off the
-                # caller's path. An existing driver is reused as it is: only a JVM this start launches maps
-                # or writes an archive.
+                # Chosen on the thread too: digesting the class path stays off the caller's path. An existing
+                # driver is reused as it is: only a JVM this start launches maps or writes an archive.
                 local = (master or DEFAULT_MASTER).startswith("local")
                 launches = share_classes and local and not under_spark_submit() and not _driver_running()
-                archive = archives.class_archive(spark_kafka_jars()) if launches else None
+                archive = None
+                if launches:
+                    settings = embedded_settings(master or DEFAULT_MASTER, conf, log_to_file=jvm_log is not None)
+                    archive = archives.class_archive(spark_packages.class_path_request(settings))
                 self.archive = archive if archive is not None and archive.create else None
                 self._session = build_session(master, conf, jvm_log=jvm_log, class_archive=archive)
             except BaseException as exc:  # handed to the thread that waits in result()

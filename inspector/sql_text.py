@@ -15,6 +15,9 @@ from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructField, StructType, TimestampType
+
+from mm2ctl.inspector.spark_compat import frame_from_arrow
 
 Value = str | int | float | bool | dt.datetime
 
@@ -65,7 +68,7 @@ def moment(spark: SparkSession, when: dt.datetime) -> DataFrame:
     classes Spark caches by it, the same from one run to the next."""
     aware = when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
     table = pa.table({"at": pa.array([aware], pa.timestamp("us", tz="UTC"))})
-    return spark.createDataFrame(table, schema="at timestamp")
+    return frame_from_arrow(spark, table, StructType([StructField("at", TimestampType())]))
 
 
 def quoted(name: str) -> str:

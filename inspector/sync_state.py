@@ -33,6 +33,7 @@ from pyspark.sql import Column, DataFrame, Row, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from mm2ctl.inspector import decode
+from mm2ctl.inspector.spark_compat import array_position
 
 PART, POS, DOWN, REC, TS, BAD = "_part", "_pos", "_down", "_rec", "_ts", "_bad"
 U0, D0, N, RECORDS = "_u0", "_d0", "_n", "_records"
@@ -65,7 +66,7 @@ def records(decoded: DataFrame) -> DataFrame:
         F.when(good, F.col("downstream_offset")).alias(DOWN),
         F.col("record_offset").alias(REC),
         F.col("record_timestamp").alias(TS),
-        F.when(~good, F.array_position(reasons, bad)).cast("byte").alias(BAD),
+        F.when(~good, array_position(reasons, bad)).cast("byte").alias(BAD),
     )
 
 

@@ -214,13 +214,14 @@ def submit_command(
     application: str,
     arguments: Sequence[str],
     *,
-    jars: Sequence[Path] = (),
+    options: Sequence[str] = (),
     conf: Mapping[str, str] | None = None,
 ) -> list[str]:
     """``spark-submit`` of ``application`` to the cluster, in client deploy mode (the driver runs here).
 
-    The driver advertises 127.0.0.1, where the executors reach it on this machine; ``jars`` go to the driver
-    and the executors (``--jars``); ``conf`` adds ``--conf`` settings.
+    The driver advertises 127.0.0.1, where the executors reach it on this machine; ``options`` are more of
+    spark-submit's (``--packages`` and the like: the driver serves what it resolved to the executors);
+    ``conf`` adds ``--conf`` settings.
     """
     settings = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1", **(conf or {})}
     command = [
@@ -230,9 +231,7 @@ def submit_command(
     ]  # fmt: skip
     for key, value in settings.items():
         command += ["--conf", f"{key}={value}"]
-    if jars:
-        command += ["--jars", ",".join(str(j) for j in jars)]
-    return [*command, application, *arguments]
+    return [*command, *options, application, *arguments]
 
 
 def submit_environment() -> dict[str, str]:

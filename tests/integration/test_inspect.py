@@ -86,10 +86,11 @@ class ActiveConsumer:
         self.consumer.close()
 
 
-#: Lines only Spark's JVM prints: the JVM launcher, log4j (Spark's pattern and ours), SLF4J, Spark's shell
-#: banner and its stage progress bar.
+#: Lines only Spark's JVM prints: the JVM launcher, Spark's package resolution (Ivy), log4j (Spark's pattern
+#: and ours), SLF4J, Spark's shell banner and its stage progress bar.
 JVM_LINE = re.compile(
-    r"WARNING: Using incubator|\bWARN |\bINFO |\bERROR |log4j|SLF4J|Setting default log level|\[Stage "
+    r"WARNING: Using incubator|Ivy Default Cache|:: loading settings|\bWARN |\bINFO |\bERROR |log4j|SLF4J"
+    r"|Setting default log level|\[Stage "
 )
 
 
@@ -222,7 +223,7 @@ def test_the_jvm_prints_to_a_log_file_and_to_stderr_only_with_verbose(scenario: 
     assert scenario.stdout == ""  # the rows went to --output
     assert "mm2ctl: starting Spark" in scenario.stderr  # progress lines (stderr is a pipe here: no bar)
     if scenario.verbose:
-        assert "WARNING: Using incubator modules" in scenario.stderr, scenario.stderr
+        assert "Ivy Default Cache set to" in scenario.stderr, scenario.stderr  # Spark's resolution of the package
         assert not scenario.logs.exists()  # -v: the terminal, no log file
         return
     assert jvm_lines(scenario.stderr) == [], scenario.stderr
@@ -230,7 +231,7 @@ def test_the_jvm_prints_to_a_log_file_and_to_stderr_only_with_verbose(scenario: 
     logs = list(scenario.logs.glob("inspect-*.log"))
     assert len(logs) == 1, logs
     log = logs[0].read_text(errors="replace")
-    assert "WARNING: Using incubator modules" in log  # the JVM launcher's own line
+    assert "Ivy Default Cache set to" in log  # Spark's own line, outside log4j: its resolution of the package
     assert re.search(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} (WARN|ERROR) ", log, re.M), log[-3000:]  # log4j2, ours
     assert "Setting default log level" not in log  # Spark saw a log4j2 configuration of its own
     assert str(logs[0]) not in scenario.stderr  # the command did not fail: the path is not printed
@@ -355,13 +356,13 @@ def test_remote_topic_missing_and_no_offset_syncs(scenario: Scenario) -> None:
 
 
 def test_the_same_job_runs_under_spark_submit(scenario: Scenario, tmp_path: Path) -> None:
-    """The job module is a Spark application as it is: spark-submit with the Kafka source as --jars."""
+    """The job module is a Spark application as it is: spark-submit with the Kafka source as --packages."""
     import os
 
     import pyarrow.parquet as pq
     import pyspark
 
-    from mm2ctl.inspector.jars import spark_kafka_jars
+    from mm2ctl.inspector.spark_packages import submit_arguments
 
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     job = Path(__file__).resolve().parents[2] / "inspector" / "job.py"
@@ -371,7 +372,7 @@ def test_the_same_job_runs_under_spark_submit(scenario: Scenario, tmp_path: Path
             str(submit),
             "--master", "local[2]",
             "--conf", "spark.ui.enabled=false",
-            "--jars", ",".join(str(j) for j in spark_kafka_jars()),
+            *submit_arguments(),
             str(job),
             "--mm2-config", scenario.flow.mm2_config,
             "--format", "parquet",

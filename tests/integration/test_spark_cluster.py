@@ -3,8 +3,8 @@
 ``spark-submit --master spark://… --deploy-mode client`` of the job module, against the ``spark_cluster``
 fixture (a master and two one-core workers): its rows must equal the embedded ``local[*]`` run's
 (``mm2ctl inspect``) on the same state, and its tasks must have run on the two workers' executors, never in
-the driver. Spark's Kafka source goes to the driver and the executors as ``--jars`` from the jar cache
-(``mm2ctl lab jars`` resolves it), as an operator without access to a Maven repository would pass it.
+the driver. Spark's Kafka source goes to the driver and the executors as ``--packages``, resolved by the
+driver into mm2ctl's Ivy home (``spark_packages.submit_arguments``), as the README tells an operator.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.config import load_mm2_config
 from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.inspector import job
-from mm2ctl.inspector.jars import spark_kafka_jars
+from mm2ctl.inspector.spark_packages import submit_arguments
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab import spark_cluster as cluster_core
 from mm2ctl.lab.lab import LabInfo
@@ -132,7 +132,7 @@ def test_the_inspection_on_a_standalone_cluster_gives_the_embedded_runs_rows(
             spark_cluster,
             str(Path(job.__file__)),
             ["--mm2-config", flow.mm2_config, "--format", "parquet", "--output", str(cluster_out)],
-            jars=spark_kafka_jars(),
+            options=submit_arguments(),
             conf={
                 "spark.ui.enabled": "false",
                 # Both executors registered before the first job, so neither worker can be left idle.

@@ -17,6 +17,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from mm2ctl.core import codecs
 from mm2ctl.inspector import decode
 from mm2ctl.inspector.schemas import DECODED_CHECKPOINT_SCHEMA, DECODED_OFFSET_SYNC_SCHEMA, KAFKA_RECORD_SCHEMA
+from mm2ctl.inspector.spark_compat import frame_from_arrow
 
 pytestmark = pytest.mark.spark
 
@@ -31,7 +32,7 @@ def _records(spark: Any, pairs: list[tuple[bytes | None, bytes | None]]) -> Any:
     names = KAFKA_RECORD_SCHEMA.names
     rows = [dict(zip(names, ("a->b", k, v, "internal", 0, i, TS, 0), strict=True)) for i, (k, v) in enumerate(pairs)]
     table = pa.Table.from_pylist(rows, schema=to_arrow_schema(KAFKA_RECORD_SCHEMA))
-    return spark.createDataFrame(table, KAFKA_RECORD_SCHEMA)
+    return frame_from_arrow(spark, table, KAFKA_RECORD_SCHEMA)
 
 
 def _syncs(spark: Any, pairs: list[tuple[bytes | None, bytes | None]]) -> list[Any]:

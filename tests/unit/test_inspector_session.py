@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from mm2ctl.inspector.spark_compat import spark_major
+
 pytestmark = pytest.mark.spark
 
 
@@ -28,6 +30,7 @@ def test_a_v1_source_list_the_user_gave_is_left_as_given(spark: Any) -> None:
         spark.conf.set(key, before)
 
 
+@pytest.mark.skipif(spark_major() < 4, reason="PySpark's DataFrame call-site capture came with Spark 4")
 def test_pyspark_call_site_capture_is_off(spark: Any) -> None:
     from pyspark.errors.utils import is_debugging_enabled
     from pyspark.sql import functions as F

@@ -80,18 +80,17 @@ def test_a_config_path_with_spaces_stays_one_java_option(monkeypatch: pytest.Mon
 
 
 def test_embedded_settings_merge_the_log_option_and_keep_the_users_conf_winning() -> None:
-    jars = [Path("/j/a.jar")]
-    plain = embedded_settings("local[2]", None, jars=jars, log_to_file=False)
+    plain = embedded_settings("local[2]", None, log_to_file=False)
     assert plain[JAVA_OPTIONS] == "-XX:+UseParallelGC"
-    logged = embedded_settings("local[2]", None, jars=jars, log_to_file=True)
+    logged = embedded_settings("local[2]", None, log_to_file=True)
     assert logged[JAVA_OPTIONS].startswith("-XX:+UseParallelGC -Dlog4j2.configurationFile=")
     # The user's options replace the collector default, as before; the log option is still added.
-    users = embedded_settings("local[2]", {JAVA_OPTIONS: "-Xss4m"}, jars=jars, log_to_file=True)
+    users = embedded_settings("local[2]", {JAVA_OPTIONS: "-Xss4m"}, log_to_file=True)
     assert users[JAVA_OPTIONS].startswith("-Xss4m -Dlog4j2.configurationFile=")
     assert "UseParallelGC" not in users[JAVA_OPTIONS]
-    remote = embedded_settings("spark://h:7077", None, jars=jars, log_to_file=True)
+    remote = embedded_settings("spark://h:7077", None, log_to_file=True)
     assert remote[JAVA_OPTIONS].startswith("-Dlog4j2.configurationFile=")
-    assert remote["spark.jars"] == "/j/a.jar"
+    assert "spark-sql-kafka-0-10_" in remote["spark.jars.packages"]
 
 
 def test_librdkafka_lines_go_to_the_runs_log_file_not_the_terminal(

@@ -24,22 +24,20 @@ def _conf(command: list[str]) -> dict[str, str]:
     return dict(p.split("=", 1) for p in pairs)
 
 
-def test_the_job_is_submitted_in_client_mode_with_its_jars_and_its_arguments_last() -> None:
-    command = spark_cluster.submit_command(
-        CLUSTER, "/x/job.py", ["--output", "o"], jars=[Path("/j/a.jar"), Path("/j/b.jar")]
-    )
+def test_the_job_is_submitted_in_client_mode_with_its_packages_and_its_arguments_last() -> None:
+    packages = ["--packages", "g:a:1", "--conf", "spark.jars.ivy=/ivy"]
+    command = spark_cluster.submit_command(CLUSTER, "/x/job.py", ["--output", "o"], options=packages)
     assert command[0] == str(spark_cluster.spark_home() / "bin" / "spark-submit")
     assert command[command.index("--master") + 1] == "spark://127.0.0.1:7077"
     assert command[command.index("--deploy-mode") + 1] == "client"
-    assert command[command.index("--jars") + 1] == "/j/a.jar,/j/b.jar"
-    assert command[-3:] == ["/x/job.py", "--output", "o"]
+    assert command[-7:] == [*packages, "/x/job.py", "--output", "o"]
     assert _conf(command)["spark.driver.host"] == "127.0.0.1"
 
 
 def test_a_given_setting_wins_over_the_loopback_driver() -> None:
     command = spark_cluster.submit_command(CLUSTER, "j.py", [], conf={"spark.driver.host": "10.0.0.5", "a": "b=c"})
     assert _conf(command) == {"spark.driver.host": "10.0.0.5", "spark.driver.bindAddress": "127.0.0.1", "a": "b=c"}
-    assert "--jars" not in command
+    assert "--packages" not in command
 
 
 def test_the_driver_and_the_executors_run_this_python() -> None:
