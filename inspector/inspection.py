@@ -145,6 +145,12 @@ class Inspector:
         self._conditions: dict[str, tuple[FlowCondition, ...]] = {}
         self._conditions_at = -float("inf")
 
+    def rebind(self, spark: SparkSession) -> None:
+        """Run on a new session from now on (a Spark Connect server restarted): what the old session kept went
+        with it, so the next run reads the internal topics in full."""
+        self.spark = spark
+        self._kept = {name: PairTopics(name) for name in self._kept}
+
     def kept(self, pair: str) -> PairTopics:
         """What the session keeps of ``pair``'s internal topics."""
         return self._kept[pair]
