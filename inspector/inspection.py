@@ -78,7 +78,7 @@ def preflight(config: MM2Config, options: InspectOptions) -> Preflight:
 
 
 #: The driver heap a live session starts from, and what each kept or cached item adds to it.
-BASE_HEAP_MIB = 448
+BASE_HEAP_MIB = 640
 HEAP_BYTES_PER_GROUP_PARTITION = 1_500
 HEAP_BYTES_PER_TOPIC_RECORD = 120
 MAX_HEAP_MIB = 16_384

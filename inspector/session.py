@@ -16,6 +16,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
@@ -155,6 +156,9 @@ def build_session(
         if error_condition(exc) != "JAVA_GATEWAY_EXITED":
             raise
         raise InspectError("Spark's driver JVM exited while starting (its own output says why)") from exc
+    except Py4JJavaError as exc:  # the JVM is up but refused to make the SparkContext (a setting, memory)
+        cause = str(exc.java_exception).strip().splitlines()
+        raise InspectError(f"Spark could not start: {cause[0] if cause else exc}") from exc
     if jvm_log is None:
         spark.sparkContext.setLogLevel("ERROR")
     _read_kafka_through_v2(spark, conf)
