@@ -80,11 +80,23 @@ def exporter(
     from mm2ctl.cli import run_log
     from mm2ctl.inspector.cluster_state import read_cluster_state
     from mm2ctl.inspector.exporter import Exporter, Listen, MetricsServer, metrics_app
-    from mm2ctl.inspector.inspection import InspectOptions, Inspector, driver_memory_for, preflight
+    from mm2ctl.inspector.inspection import (
+        InspectOptions,
+        Inspector,
+        driver_java_options_for,
+        driver_memory_for,
+        preflight,
+    )
     from mm2ctl.inspector.prometheus_output import InspectionCollector
     from mm2ctl.inspector.remote_session import build_remote_session, remote_url
     from mm2ctl.inspector.selection import Selection
-    from mm2ctl.inspector.session import DRIVER_MEMORY, SHUFFLE_PARTITIONS, build_session, stop_session
+    from mm2ctl.inspector.session import (
+        DRIVER_JAVA_OPTIONS,
+        DRIVER_MEMORY,
+        SHUFFLE_PARTITIONS,
+        build_session,
+        stop_session,
+    )
 
     address = Listen.parse(listen)
     url = remote_url(remote)
@@ -101,11 +113,12 @@ def exporter(
     )
     checked = preflight(config, options)  # a bad --pair or a dead broker fails now, not at the first run
     connect_client = connect.client((from_connect,) if from_connect else ())
-    if DRIVER_MEMORY not in conf and url is None:
-        # The heap is sized to what the inspection keeps, from a first read of the clusters.
+    if url is None and (DRIVER_MEMORY not in conf or DRIVER_JAVA_OPTIONS not in conf):
+        # The JVM is sized to what the inspection keeps, from a first read of the clusters.
         state = read_cluster_state(config, checked.pairs, options.selection, connect=connect_client)
-        conf[DRIVER_MEMORY] = driver_memory_for(state)
-        log.info("Spark driver memory %s, sized to the inspection", conf[DRIVER_MEMORY])
+        conf.setdefault(DRIVER_MEMORY, driver_memory_for(state))
+        conf.setdefault(DRIVER_JAVA_OPTIONS, driver_java_options_for(state))
+        log.info("Spark driver memory %s, Java options %s", conf[DRIVER_MEMORY], conf[DRIVER_JAVA_OPTIONS])
     collector = InspectionCollector()
     stopping = threading.Event()
 

@@ -165,6 +165,8 @@ def build_session(
     return spark
 
 
+#: The driver JVM's options (the embedded default is the throughput collector: ``_LOCAL_DRIVER_JAVA_OPTIONS``).
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 #: The driver JVM's heap: 4 GiB for a one-off ``inspect``; the exporter sizes it to what it keeps.
 DRIVER_MEMORY = "spark.driver.memory"
 #: The setting an inspection sizes for each run unless the user chose it (``InspectOptions.size_shuffles``).
