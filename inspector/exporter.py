@@ -125,7 +125,7 @@ class Exporter:
             log.error("the Spark Connect server does not answer: %s", one_line(exc))
             return
         self.inspector.rebind(spark)
-        log.info("a new Spark Connect session; the next inspection reads MM2's topics in full")
+        log.warning("a new Spark Connect session; the next inspection reads MM2's topics in full")
 
     def loop(self) -> None:
         """Inspect until ``stop``: each run starts an interval after the previous one started."""

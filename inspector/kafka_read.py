@@ -3,7 +3,8 @@
 The offset-syncs and checkpoints topics are compacted and may carry transaction markers, so their offsets
 have gaps. A batch read does not count those gaps as lost data, whatever ``failOnDataLoss`` says; what
 ``failOnDataLoss=true`` refuses is a requested offset below the log start, i.e. records deleted under the
-read (``tests/integration/test_spark_read.py`` measures both). The inspector reads earliest→latest with
+read (``tests/integration/test_spark_read.py`` measures both). The inspector reads each partition from
+the run's snapshot of its bounds (or from past what a live session kept) to the snapshot's end, with
 ``failOnDataLoss=false``, so a retention or delete-records pass racing the read cannot fail an inspection,
 and with ``read_committed``, so aborted records are skipped. Both topics have a single partition, which
 ``minPartitions`` splits into several Spark tasks by offset range.

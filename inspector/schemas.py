@@ -94,22 +94,7 @@ DECODED_CHECKPOINT_SCHEMA = StructType(
     ]
 )
 
-# --- Syncs and checkpoints after compaction semantics (output of transforms) ---
-
-#: Every offset sync of its partition's current mapping (``transforms.latest_syncs``, the rule of
-#: ``plans.translation``), with the number of sync records of that mapping.
-SYNCS_SCHEMA = StructType(
-    [
-        _f("cluster_pair", StringType(), False),
-        _f("topic", StringType(), False),
-        _f("partition", IntegerType(), False),
-        _f("upstream_offset", LongType(), False),
-        _f("downstream_offset", LongType(), False),
-        _f("record_offset", LongType(), False),
-        _f("record_timestamp", TimestampType()),
-        _f("sync_count", LongType(), False),
-    ]
-)
+# --- Checkpoints after compaction semantics ---
 
 #: The live checkpoint per (pair, group, target topic, partition).
 CHECKPOINTS_SCHEMA = StructType(
@@ -126,7 +111,7 @@ CHECKPOINTS_SCHEMA = StructType(
     ]
 )
 
-#: ``transforms.partition_numbers``: a small int per source partition that has a group offset.
+#: ``pair_topics.Numbering``: a small int per source partition that has a group offset.
 PARTITION_NUMBERS_SCHEMA = StructType(
     [
         _f("cluster_pair", StringType(), False),
@@ -211,7 +196,7 @@ GROUP_STATES_SCHEMA = StructType(
 
 # --- Intermediate and output frames ---
 
-#: Columns ``transforms.translate`` appends to the group-offsets frame it is given.
+#: Columns ``inspector.translation`` appends to the group-offsets frame it is given.
 TRANSLATION_FIELDS = [
     _f("translated_offset", LongType()),
     _f("translation_method", StringType()),
@@ -236,7 +221,7 @@ EXACT_POSITIONS_SCHEMA = StructType(
     ]
 )
 
-#: ``transforms.join_target_state``'s output and ``transforms.classify``'s input: one row per source group
+#: ``classify.join_target_state``'s output and ``classify.classify``'s input: one row per source group
 #: offset, with everything known about it on both clusters. ``error`` joins every lookup error of the row.
 JOINED_SCHEMA = StructType(
     [
@@ -304,22 +289,6 @@ CLASSIFIED_SCHEMA = StructType(
     ]
 )
 
-#: ``transforms.summarize``: one row per (pair, status).
-SUMMARY_SCHEMA = StructType(
-    [
-        _f("cluster_pair", StringType(), False),
-        _f("status", StringType(), False),
-        _f("is_ok", BooleanType(), False),
-        _f("partitions", LongType(), False),
-        _f("groups", LongType(), False),
-        _f("replay_if_failover_now_at_least", LongType()),
-        _f("skip_if_failover_now_at_most", LongType()),
-        _f("pair_partitions", LongType(), False),
-        _f("pair_problem_partitions", LongType(), False),
-        _f("pair_problem_groups", LongType(), False),
-    ]
-)
-
 # --- Replication health (inspector.replication_health) ---
 
 #: The driver's input (``inspector.replication_state``): one row per replicated source partition.
@@ -382,7 +351,7 @@ PARTITION_COLUMNS: tuple[str, ...] = tuple(PARTITION_HEALTH_SCHEMA.fieldNames())
 #: The column ``with_group_checkpoint_age`` appends to the group-partition rows.
 GROUP_CHECKPOINT_AGE = "group_checkpoint_age_seconds"
 
-#: The group-partition rows as reported: ``transforms.classify``'s columns, then the group's checkpoint age.
+#: The group-partition rows as reported: ``classify.classify``'s columns, then the group's checkpoint age.
 GROUP_ROWS_SCHEMA = StructType([*CLASSIFIED_SCHEMA.fields, _f(GROUP_CHECKPOINT_AGE, DoubleType())])
 
 

@@ -50,6 +50,14 @@ _EMBEDDED_DEFAULTS = {
     # A window buffers one source partition's syncs (10,000+ rows in an un-compacted topic) in memory.
     "spark.sql.windowExec.buffer.in.memory.threshold": "1000000",
     "spark.driver.memory": "4g",
+    # Spark keeps each finished job, stage, task and SQL query in its status store, the UI off or not: a
+    # thousand of each by default, which a live session (the exporter, ``--watch``) reaches after about a
+    # hundred runs, its heap growing until then. A run is about a dozen of each; these keep several runs.
+    "spark.ui.retainedJobs": "100",
+    "spark.ui.retainedStages": "100",
+    "spark.ui.retainedTasks": "2000",
+    "spark.sql.ui.retainedExecutions": "50",
+    "spark.ui.dagGraph.retainedRootRDDs": "100",
 }
 
 #: PySpark's DataFrame call-site capture. On (PySpark's default), every DataFrame and Column call also asks the

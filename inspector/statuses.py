@@ -10,7 +10,7 @@ Definitions used below, per row
 ``c``   the source group's committed offset (``source_offset``).
 ``T``   the translated offset: the one rule of ``plans.translation`` (what every planner applies) over the
         partition's current mapping, every sync still in the offset-syncs topic that agrees with the rest
-        (``transforms.translate``): the newest sync with ``upstream <= c`` gives ``downstream`` when
+        (``inspector.translation``): the newest sync with ``upstream <= c`` gives ``downstream`` when
         ``upstream == c`` and ``downstream + 1`` otherwise. It is the best position MM2's own rule allows.
 ``J``   the offset the row is judged by: the target group's committed offset (under the *remote* topic name)
         when ``sync.group.offsets.enabled``, otherwise the latest checkpoint's downstream offset (what a
