@@ -170,11 +170,12 @@ def inspect(
     with terminal_progress(quiet=quiet) as say:  # closed before any row reaches stdout
         say("reaching the clusters")
         checked = preflight(config, options)
-        # Spark's driver JVM starts on a thread of its own while the clusters' admin state is read.
+        # Spark's driver JVM starts on a thread of its own while the clusters' admin state is read; the groups'
+        # committed offsets are read in that JVM once it is up.
         say("starting Spark")
         session = SessionStart(spark_master, conf, jvm_log=run_log.jvm_log("inspect"), share_classes=watch is None)
         cluster_state = read_cluster_state(
-            config, checked.pairs, options.selection, connect=connect_client, progress=say
+            config, checked.pairs, options.selection, connect=connect_client, progress=say, driver_jvm=session.gateway
         )
         inspector = Inspector(session.result(), config, options, checked, connect=connect_client)
         started = time.monotonic()
