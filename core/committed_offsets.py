@@ -12,14 +12,15 @@ of two ways:
   in Python, and py4j carries only the call: its own transfer of a byte array costs about 0.75 s of Python
   CPU per 16 MB, more than the whole read.
 - **librdkafka** (``KafkaAdmin.committed_offset_lists``): one group per request (confluent-kafka takes no
-  more), many in flight. librdkafka's own handling of an answer grows with the square of the group's
-  partitions, and confluent-kafka makes a Python object per partition; this path keeps the rest lean (flat
-  lists, one Arrow conversion, the per-topic decisions left to the caller). It serves wherever there is no
-  JVM to ask: a Spark Connect session (no driver JVM in the Python process), a JVM that cannot load the Kafka
-  client or Janino (the read falls back, and logs why), and the planners.
+  more), many in flight. Most of its time is librdkafka's own handling of the answers, on its main thread,
+  and confluent-kafka makes a Python object per partition; this path keeps the rest lean (flat lists, one
+  Arrow conversion, the per-topic decisions left to the caller). It serves wherever there is no JVM to ask:
+  a Spark Connect session (no driver JVM in the Python process), a JVM that cannot load the Kafka client or
+  Janino (the read falls back, and logs why), and the planners.
 
-At a million group partitions the JVM's read costs its process about a tenth of the CPU time the librdkafka
-path costs this one (figures and commands in ``bench/RESULTS.md``, "Committed offsets").
+The figures, with their commands, are in ``bench/RESULTS.md`` ("Committed offsets"): at a million group
+partitions on each cluster, the JVM reads both clusters for a fraction of the CPU time the librdkafka path
+spends in this process.
 
 The planners (``plans.live_state.LiveState.many_group_offsets``) read through ``read_by_group``, the librdkafka
 path as a dict per group: a plan runs in a process with no JVM, whose start (seconds) would cost more than
@@ -34,13 +35,15 @@ no per-partition error in practice.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import logging
 import os
 import struct
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -134,8 +137,39 @@ def read_by_group(
 # --- librdkafka ----------------------------------------------------------------------------------------------
 
 
+class _CollectorPause:
+    """Python's cyclic garbage collector paused while confluent-kafka makes an object per partition. Those
+    objects hold no cycles, and the collector's passes over a million of them cost about half a second of
+    CPU (``bench/admin_reads.py``). Reads may overlap: the last to end restores the collector as the first
+    found it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._reads = 0
+        self._was_enabled = False
+
+    @contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self._lock:
+            if self._reads == 0:
+                self._was_enabled = gc.isenabled()
+                gc.disable()
+            self._reads += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._reads -= 1
+                if self._reads == 0 and self._was_enabled:
+                    gc.enable()
+
+
+_collector_paused = _CollectorPause()
+
+
 def _read_with_librdkafka(admin: KafkaAdmin, groups: tuple[str, ...]) -> GroupOffsetColumns:
-    got = admin.committed_offset_lists(groups) if groups else {}
+    with _collector_paused():
+        got = admin.committed_offset_lists(groups) if groups else {}
     lists = [got[g] for g in groups]
     counts = np.fromiter((len(r.offsets) for r in lists), np.int64, len(lists))
     every_topic = itertools.chain.from_iterable(r.topics for r in lists)
@@ -249,7 +283,8 @@ def _decode(groups: tuple[str, ...], data: bytes) -> GroupOffsetColumns:
     head = _Reader(data)
     version, count = head.int32(), head.int32()
     if version != _FORMAT_VERSION or count != len(groups):
-        raise _JvmUnusable(f"its file is of format {version} for {count} group(s), not 1 for {len(groups)}")
+        wanted = f"{_FORMAT_VERSION} for {len(groups)}"
+        raise _JvmUnusable(f"its file is of format {version} for {count} group(s), not {wanted}")
     counts = np.zeros(count, np.int64)
     errors: list[ItemError | None] = []
     for i in range(count):

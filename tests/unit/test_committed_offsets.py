@@ -170,6 +170,26 @@ def test_no_groups_asks_nothing() -> None:
     assert got.groups == () and got.table.num_rows == 0 and admin.asked == []
 
 
+def test_the_collector_is_paused_while_reads_overlap_and_restored_as_found() -> None:
+    import gc
+
+    pause = co._CollectorPause()
+    assert gc.isenabled()
+    with pause():
+        assert not gc.isenabled()
+        with pause():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with pause():
+            pass
+        assert not gc.isenabled()  # the caller's choice stands
+    finally:
+        gc.enable()
+
+
 # --- the admin state's filtering of the columns -------------------------------------------------------------
 
 
