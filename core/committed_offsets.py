@@ -237,10 +237,10 @@ def _read_in_jvm(
             reader = _reader(jvm.gateway)
             settings = [s for kv in sorted(jvm.settings.items()) for s in kv]
             reader.dump(_strings(settings), _strings(groups), groups_per_request, int(timeout_s * 1000), path)
-        except Py4JError as exc:
+            with open(path, "rb") as f:
+                data = f.read()
+        except (Py4JError, OSError) as exc:
             raise _JvmUnusable(_first_line(exc)) from exc
-        with open(path, "rb") as f:
-            data = f.read()
     finally:
         os.unlink(path)
     return _decode(groups, data)
@@ -280,6 +280,15 @@ class _Reader:
 
 
 def _decode(groups: tuple[str, ...], data: bytes) -> GroupOffsetColumns:
+    """The columns of ``CommittedOffsets.java``'s file; a file that is not one (empty, cut short: a JVM that
+    wrote elsewhere) is ``_JvmUnusable``."""
+    try:
+        return _decode_file(groups, data)
+    except (struct.error, UnicodeDecodeError, ValueError) as exc:
+        raise _JvmUnusable(f"its file is unreadable ({exc})") from exc
+
+
+def _decode_file(groups: tuple[str, ...], data: bytes) -> GroupOffsetColumns:
     head = _Reader(data)
     version, count = head.int32(), head.int32()
     if version != _FORMAT_VERSION or count != len(groups):

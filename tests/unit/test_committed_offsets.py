@@ -113,6 +113,8 @@ def test_the_jvms_file_becomes_the_same_columns() -> None:
         (struct.pack("<ii", 2, 1) + struct.pack("<ii", 0, 0), "format 2"),
         (_file([(0, None), (0, None)], [], []), "for 2 group"),
         (_file([(1, None)], ["t"], [(1, 0, 0)])[:-4], "bytes"),
+        (b"", "unreadable"),
+        (_file([(-1, ("CODE", "message"))], [], [])[:14], "unreadable"),
     ],
 )
 def test_a_file_of_another_format_or_size_is_refused(data: bytes, why: str) -> None:
