@@ -15,20 +15,20 @@ failed lookup becomes the ``error`` of the rows it concerns (partial failure is 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from mm2ctl.core.admin import GroupDescription, ItemError, KafkaAdmin
 from mm2ctl.core.authorization import AUTHORIZATION_CODES, denial_text, is_denial, principal_of
-from mm2ctl.core.committed_offsets import GroupOffsetColumns, JvmAdmin, read_columns
+from mm2ctl.core.committed_offsets import JvmAdmin, read_columns
 from mm2ctl.core.config import MM2Config, PairConfig
 from mm2ctl.core.progress import Progress
+from mm2ctl.inspector.group_offset_tables import kept_rows, offsets_table, partitions_of, target_rows
 from mm2ctl.inspector.selection import Selection
 from mm2ctl.inspector.statuses import ACTIVE_GROUP_STATES
 
@@ -86,77 +86,6 @@ def _groups_table(
             ),
         }
     )
-
-
-def _kept(table: pa.Table, wanted: Sequence[bool], topic_ok: Callable[[str], bool]) -> pa.Table:
-    """The rows of ``table`` (``committed_offsets.OFFSETS_SCHEMA``) of a wanted group on a topic ``topic_ok``
-    keeps: one decision per group and per distinct topic."""
-    topics = pc.unique(table.column("topic")).to_pylist()
-    ok_topics = pa.array([t for t in topics if topic_ok(t)], pa.string())
-    on_topic = pc.is_in(table.column("topic"), value_set=ok_topics)
-    of_group = pa.array(wanted, pa.bool_()).take(table.column("group_index"))
-    return table.filter(pc.and_(on_topic, of_group))
-
-
-def _partitions(rows: pa.Table) -> Iterator[tuple[str, int]]:
-    """The distinct (topic, partition) of ``rows``."""
-    distinct = rows.group_by(["topic", "partition"]).aggregate([])
-    yield from zip(distinct.column("topic").to_pylist(), distinct.column("partition").to_pylist(), strict=True)
-
-
-def _offsets_table(name: str, rows: pa.Table, groups: Sequence[str], errors: Sequence[str | None]) -> pa.Table:
-    """``rows`` (group numbers into ``groups``) in the group-offsets schema, each with its group's error."""
-    index = rows.column("group_index")
-    return pa.table(
-        {
-            "cluster_pair": pa.repeat(pa.scalar(name, pa.string()), rows.num_rows),
-            "group": pa.array(groups, pa.string()).take(index),
-            "topic": rows.column("topic").cast(pa.string()),
-            "partition": rows.column("partition").cast(pa.int32()),
-            "committed_offset": rows.column("committed_offset").cast(pa.int64()),
-            "error": pa.array(errors, pa.string()).take(index),
-        }
-    )
-
-
-def _target_rows(
-    read: GroupOffsetColumns, source_rows: pa.Table, numbers: Sequence[int], remote_of: dict[str, str]
-) -> tuple[pa.Table, list[int]]:
-    """The target's offsets on the remote topics, and for each group whose whole lookup failed, a row without an
-    offset for every partition it has on the source (its ``source_rows``, numbered as ``numbers`` maps the target
-    groups' numbers to the source's), under the remote names; in the order of the groups. Also the numbers of the
-    failed groups."""
-    table = read.table
-    remote = pa.array(sorted(set(remote_of.values())), pa.string())
-    answered = table.filter(pc.is_in(table.column("topic"), value_set=remote))
-    counts = np.bincount(table.column("group_index").to_numpy(), minlength=len(read.groups))
-    failed = [i for i, e in enumerate(read.errors) if e is not None and counts[i] == 0]
-    parts = [answered.cast(_NULLABLE_OFFSETS)]
-    if failed:
-        target_number = np.full(max(numbers) + 1, -1, np.int32)
-        target_number[[numbers[i] for i in failed]] = failed
-        rows = source_rows.filter(pc.is_in(source_rows.column("group_index"), pa.array([numbers[i] for i in failed])))
-        topics = pc.unique(rows.column("topic"))
-        remote_names = pa.array([remote_of[t] for t in topics.to_pylist()], pa.string())
-        parts.append(
-            pa.table(
-                [
-                    pa.array(target_number[rows.column("group_index").to_numpy()], pa.int32()),
-                    remote_names.take(pc.index_in(rows.column("topic"), value_set=topics)),
-                    rows.column("partition"),
-                    pa.nulls(rows.num_rows, pa.int64()),
-                ],
-                schema=_NULLABLE_OFFSETS,
-            )
-        )
-    together = pa.concat_tables(parts)
-    # Arrow's sort is stable: within a group, the rows keep their (topic, partition) order.
-    return together.take(pc.sort_indices(together, sort_keys=[("group_index", "ascending")])), failed
-
-
-_NULLABLE_OFFSETS = pa.schema(
-    [("group_index", pa.int32()), ("topic", pa.string()), ("partition", pa.int32()), ("committed_offset", pa.int64())]
-)
 
 
 def reach_clusters(pairs: Sequence[PairConfig], *, timeout_s: float = 15.0) -> None:
@@ -230,12 +159,12 @@ def collect_pair_state(
             not selection.active_only or (d is not None and d.state in ACTIVE_GROUP_STATES)
             for d in (described.get(g) for g in committed.groups)
         ]
-        kept = _kept(committed.table, wanted, lambda t: pair.replicates_topic(t) and selection.topic_ok(t))
+        kept = kept_rows(committed.table, wanted, lambda t: pair.replicates_topic(t) and selection.topic_ok(t))
         with_rows = set(np.unique(kept.column("group_index").to_numpy()).tolist())
         # A group with no committed offset on a mirrored topic has nothing to inspect, unless its lookup failed.
         numbers = [i for i, ok in enumerate(wanted) if ok and (i in with_rows or committed.errors[i] is not None)]
         groups = [committed.groups[i] for i in numbers]
-        partitions = set(_partitions(kept))
+        partitions = set(partitions_of(kept))
         target_topics = target_topics_f.result()
         remote_of = {t: pair.remote_topic(t) for t in {t for t, _ in partitions}}
         remote_partitions = [(remote_of[t], p) for t, p in partitions if remote_of[t] in target_topics]
@@ -252,7 +181,7 @@ def collect_pair_state(
         target_described = target_described_f.result()
 
     group_errors = [_err(e, source_side, "group", g) for g, e in zip(committed.groups, committed.errors, strict=True)]
-    source_group_offsets = _offsets_table(name, kept, committed.groups, group_errors)
+    source_group_offsets = offsets_table(name, kept, committed.groups, group_errors)
     sp = sorted(partitions)
     source_partitions = pa.table(
         {
@@ -278,11 +207,11 @@ def collect_pair_state(
             ),
         }
     )
-    target_rows, failed = _target_rows(target_committed, kept, numbers, remote_of)
+    target_found, failed = target_rows(target_committed, kept, numbers, remote_of)
     target_errors: list[str | None] = [None] * len(groups)
     for i in failed:
         target_errors[i] = _err(target_committed.errors[i], target_side, "group", groups[i])
-    target_group_offsets = _offsets_table(name, target_rows, groups, target_errors)
+    target_group_offsets = offsets_table(name, target_found, groups, target_errors)
     return PairState(
         pair=pair,
         read_at=read_at,

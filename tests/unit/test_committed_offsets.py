@@ -1,6 +1,6 @@
 """The pure parts of ``core.committed_offsets``: the columns both clients' answers become, the JVM's file
 format, and the fall-back to librdkafka when the JVM cannot read; and the admin state's per-group and per-topic
-filtering of those columns (``inspector.admin_state``)."""
+filtering of those columns (``inspector.group_offset_tables``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from py4j.protocol import Py4JError
 
 from mm2ctl.core import committed_offsets as co
 from mm2ctl.core.admin import GroupOffsets, ItemError, OffsetLists
-from mm2ctl.inspector import admin_state
+from mm2ctl.inspector import group_offset_tables as tables
 
 
 def _columns(groups: tuple[str, ...], rows: list[list[tuple[str, int, int]]], errors: tuple[Any, ...] = ()) -> Any:
@@ -215,14 +215,14 @@ def test_kept_asks_once_per_topic_and_keeps_wanted_groups_on_kept_topics() -> No
         return topic != "internal"
 
     table = _offsets([(0, "a", 0, 1), (0, "internal", 0, 2), (1, "a", 1, 3), (2, "a", 0, 4), (2, "b", 0, 5)])
-    kept = admin_state._kept(table, [True, False, True], topic_ok)
+    kept = tables.kept_rows(table, [True, False, True], topic_ok)
     assert sorted(asked) == ["a", "b", "internal"]
     assert [(r["group_index"], r["topic"]) for r in kept.to_pylist()] == [(0, "a"), (2, "a"), (2, "b")]
-    assert sorted(admin_state._partitions(kept)) == [("a", 0), ("b", 0)]
+    assert sorted(tables.partitions_of(kept)) == [("a", 0), ("b", 0)]
 
 
 def test_offsets_table_names_each_rows_group_and_its_error() -> None:
-    table = admin_state._offsets_table("s->t", _offsets([(0, "a", 0, 1), (1, "a", 2, 3)]), ["g0", "g1"], [None, "boom"])
+    table = tables.offsets_table("s->t", _offsets([(0, "a", 0, 1), (1, "a", 2, 3)]), ["g0", "g1"], [None, "boom"])
     assert table.to_pylist() == [
         {"cluster_pair": "s->t", "group": "g0", "topic": "a", "partition": 0, "committed_offset": 1, "error": None},
         {"cluster_pair": "s->t", "group": "g1", "topic": "a", "partition": 2, "committed_offset": 3, "error": "boom"},
@@ -240,7 +240,7 @@ def test_target_rows_of_a_failed_group_are_its_source_partitions_under_the_remot
         table=_offsets([(0, "src.a", 0, 7), (0, "local", 0, 1), (0, "src.b", 1, 8)]),
         read_through=co.JVM,
     )
-    rows, failed = admin_state._target_rows(read, source_rows, [1, 3], {"a": "src.a", "b": "src.b"})
+    rows, failed = tables.target_rows(read, source_rows, [1, 3], {"a": "src.a", "b": "src.b"})
     assert failed == [1]
     assert rows.to_pylist() == [
         {"group_index": 0, "topic": "src.a", "partition": 0, "committed_offset": 7},
