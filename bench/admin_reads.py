@@ -56,9 +56,9 @@ WAYS = ("facade", "lean", "jvm", "state-librdkafka", "state-jvm")
 
 
 def cpu_seconds(pid: int | str) -> float:
-    """User and system CPU seconds of a process (all its threads, and its children that were waited for)."""
+    """User and system CPU seconds of a process (all its threads; not its children)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(f) for f in fields[11:15]) / TICK
+    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 class ThreadCpu:
