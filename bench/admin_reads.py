@@ -14,8 +14,9 @@ chosen with ``--part`` (all three by default):
   makes their Python objects, ``python`` this process's own threads);
 * ``reads``: ``--rounds`` rounds (3), each running every way once as a new process, the order rotating between
   rounds: ``facade`` (the facade's dicts, the fetch the inspection used before), ``lean`` (``read_columns``
-  through librdkafka), ``jvm`` (``read_columns`` in a JVM started by PySpark's gateway launcher with the Kafka
-  source's jars, as the inspection's driver JVM is; its start is timed apart, and its first read, which compiles
+  through librdkafka), ``jvm`` (``read_columns`` in a JVM started by PySpark's gateway launcher with the embedded
+  session's settings, Spark's Kafka source among its packages, as the inspection's driver JVM is, but no
+  SparkContext; its start is timed apart, and its first read, which compiles
   ``CommittedOffsets.java`` with Janino and loads the Kafka client's classes, apart from a second), and
   ``collect_pair_state`` whole each way (``state-librdkafka``, ``state-jvm``). Each reads the source's groups
   and then the same groups on the target. Per way: the medians of wall time, this process's CPU time, the JVM's
@@ -197,14 +198,17 @@ def breakdown(lab_dir: Path) -> dict[str, Any]:
 
 
 def _launch_jvm() -> Any:
+    """A driver JVM as the embedded session launches it (its settings, Spark's Kafka source among its
+    packages), up to its py4j gateway: no SparkContext is started in it."""
     from pyspark import SparkConf
     from pyspark.java_gateway import launch_gateway
 
-    from mm2ctl.inspector.jars import spark_kafka_jars
+    from mm2ctl.inspector import spark_packages
+    from mm2ctl.inspector.session import DEFAULT_MASTER, embedded_settings
 
-    conf = SparkConf().setMaster("local[*]").set("spark.jars", ",".join(str(j) for j in spark_kafka_jars()))
-    conf.set("spark.driver.extraJavaOptions", "-XX:+UseParallelGC")
-    return launch_gateway(conf)  # type: ignore[no-untyped-call]
+    settings = embedded_settings(DEFAULT_MASTER, {}, log_to_file=False)
+    with spark_packages.resolution_lock(settings):
+        return launch_gateway(SparkConf().setMaster(DEFAULT_MASTER).setAll(list(settings.items())))
 
 
 def one_way(lab_dir: Path, way: str) -> dict[str, Any]:
