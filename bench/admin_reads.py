@@ -24,7 +24,8 @@ chosen with ``--part`` (all three by default):
 * ``inspect``: ``--rounds`` cold ``mm2ctl inspect --format csv`` processes each way, alternately: as shipped
   (the committed offsets read in the driver JVM once its gateway is up) and with ``SessionStart.gateway``
   answering None (read through librdkafka while the JVM starts); per way the medians of the wall time, of the
-  admin reads (``reading admin state`` to ``reading … with Spark``) and of the process tree's CPU time.
+  admin reads (``reading admin state`` to ``reading … with Spark``) and of the process tree's CPU time; each
+  run's progress lines, stamped with the seconds since its start, are in the ``--json`` output.
 
 The machine may be shared: the load average is printed with every figure, and CPU times move less with the load
 than wall times do.
@@ -313,6 +314,8 @@ _WITHOUT_JVM = (
     "from mm2ctl.cli.main import main; sys.argv[0] = 'mm2ctl'; sys.exit(main())"
 )
 ADMIN = re.compile(r"reading admin state")
+PROGRESS = "mm2ctl: "
+TASKS = re.compile(r"Spark tasks: ")
 READ = re.compile(r"with Spark$")
 
 
@@ -368,9 +371,12 @@ def inspect_once(lab_dir: Path, through_jvm: bool) -> dict[str, Any]:
         assert proc.stderr is not None
         stamps: dict[str, float] = {}
         tail: list[str] = []
+        timeline: list[tuple[float, str]] = []
         for line in proc.stderr:
             now = time.monotonic() - t0
             tail = [*tail[-4:], line]
+            if line.startswith(PROGRESS) and not TASKS.search(line):
+                timeline.append((round(now, 2), line.strip().removeprefix(PROGRESS)))
             if ADMIN.search(line):
                 stamps.setdefault("admin", now)
             if READ.search(line.strip()):
@@ -386,6 +392,7 @@ def inspect_once(lab_dir: Path, through_jvm: bool) -> dict[str, Any]:
         "admin_reads": round(stamps.get("read", wall) - stamps.get("admin", 0.0), 2),
         "cpu": round(cpu, 2),
         "loadavg": start_load,
+        "timeline": timeline,
     }
 
 
@@ -394,7 +401,7 @@ def inspect_runs(lab_dir: Path, rounds: int) -> dict[str, Any]:
     for r in range(rounds):
         for through_jvm in (True, False) if r % 2 == 0 else (False, True):
             got = inspect_once(lab_dir, through_jvm)
-            say(f"inspect: {json.dumps(got)}")
+            say(f"inspect: {json.dumps({k: v for k, v in got.items() if k != 'timeline'})}")
             runs[got["through"]].append(got)
     medians = {
         way: {k: _median([f[k] for f in figures]) for k in ("wall", "admin_reads", "cpu")}
