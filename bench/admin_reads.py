@@ -25,7 +25,10 @@ chosen with ``--part`` (all three by default):
   (the committed offsets read in the driver JVM once its gateway is up) and with ``SessionStart.gateway``
   answering None (read through librdkafka while the JVM starts); per way the medians of the wall time, of the
   admin reads (``reading admin state`` to ``reading … with Spark``) and of the process tree's CPU time; each
-  run's progress lines, stamped with the seconds since its start, are in the ``--json`` output.
+  run's progress lines, stamped with the seconds since its start, are in the ``--json`` output. With
+  ``--compare-venv VENV``, a third way, ``other``: the ``mm2ctl`` of another version's virtualenv (a git worktree
+  of it, as README's "Comparing two versions" makes), in the same rotation; and in ``reads``, that version's
+  ``collect_pair_state`` (``state-other``).
 
 The machine may be shared: the load average is printed with every figure, and CPU times move less with the load
 than wall times do.
@@ -285,15 +288,56 @@ def _run_way(lab_dir: Path, way: str) -> dict[str, Any]:
     return figures
 
 
+#: ``collect_pair_state`` as another version has it, timed in that version's virtualenv (``--compare-venv``).
+_OTHER_STATE = """
+import json, os, sys, time
+from mm2ctl.core.config import load_mm2_config
+from mm2ctl.inspector.admin_state import collect_pair_state
+from mm2ctl.inspector.selection import Selection
+config = load_mm2_config(sys.argv[1])
+pair = config.pair(sys.argv[2])
+t0, c0 = time.monotonic(), time.process_time()
+state = collect_pair_state(config, pair, Selection())
+wall, cpu = time.monotonic() - t0, time.process_time() - c0
+rows = state.source_group_offsets.num_rows + state.target_group_offsets.num_rows
+print(json.dumps({"wall": round(wall, 2), "python_cpu": round(cpu, 2), "rows": rows}))
+"""
+
+
+def _run_other_state(lab_dir: Path, other: Path) -> dict[str, Any]:
+    _, _, _, brokers = _setup(lab_dir)
+    load = loadavg()
+    b0 = {alias: cpu_seconds(pid) for alias, pid in brokers.items()}
+    proc = subprocess.run(
+        [str(other / "bin" / "python"), "-c", _OTHER_STATE, str(lab_dir / MM2_FILE), PAIR],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"state-other failed:\n{proc.stderr[-3000:]}")
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    broker_cpu = round(sum(cpu_seconds(pid) - b0[alias] for alias, pid in brokers.items()), 2)
+    rows = got.pop("rows")
+    figures = {"way": "state-other", "loadavg": load, "rows": rows, "read": {**got, "broker_cpu": broker_cpu}}
+    say(f"reads: state-other: {json.dumps({k: v for k, v in figures.items() if k != 'way'})}")
+    return figures
+
+
 def _median(values: list[float]) -> float:
     return round(statistics.median(values), 2)
 
 
-def reads(lab_dir: Path, rounds: int) -> dict[str, Any]:
+def reads(lab_dir: Path, rounds: int, other: Path | None = None) -> dict[str, Any]:
     runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    ways = [*WAYS, "state-other"] if other else list(WAYS)
     for r in range(rounds):
-        for way in WAYS[r % len(WAYS) :] + WAYS[: r % len(WAYS)]:
-            runs[way].append(_run_way(lab_dir, way))
+        for way in ways[r % len(ways) :] + ways[: r % len(ways)]:
+            if way == "state-other":
+                assert other is not None
+                runs[way].append(_run_other_state(lab_dir, other))
+            else:
+                runs[way].append(_run_way(lab_dir, way))
     medians: dict[str, Any] = {}
     for way, figures in runs.items():
         m: dict[str, Any] = {"rows": figures[0]["rows"], "loadavg": [f["loadavg"][0] for f in figures]}
@@ -355,13 +399,18 @@ class TreeCpu:
         return sum(self.last.values())
 
 
-def inspect_once(lab_dir: Path, through_jvm: bool) -> dict[str, Any]:
+def inspect_once(lab_dir: Path, way: str, other: Path | None = None) -> dict[str, Any]:
+    """One cold ``mm2ctl inspect``: ``jvm`` as shipped, ``librdkafka`` without the driver JVM's gateway, or
+    ``other``: the ``mm2ctl`` of another version's virtualenv (``--compare-venv``)."""
     with tempfile.TemporaryDirectory(prefix="mm2ctl-admin-reads-") as work:
         args = ["inspect", "--mm2-config", str(lab_dir / MM2_FILE), "--format", "csv", "--output", f"{work}/rows.csv"]
-        if through_jvm:
+        if way == "jvm":
             argv = [str(Path(sys.executable).with_name("mm2ctl")), *args]
-        else:
+        elif way == "librdkafka":
             argv = [sys.executable, "-c", _WITHOUT_JVM, *args]
+        else:
+            assert other is not None
+            argv = [str(other / "bin" / "mm2ctl"), *args]
         env = {**os.environ, "MM2CTL_STATE_DIR": f"{work}/state"}
         env.pop("MM2CTL_CONNECT_URL", None)
         start_load = loadavg()
@@ -387,7 +436,7 @@ def inspect_once(lab_dir: Path, through_jvm: bool) -> dict[str, Any]:
     if code not in (0, 10):
         raise SystemExit(f"mm2ctl inspect exited {code}:\n{''.join(tail)}")
     return {
-        "through": "jvm" if through_jvm else "librdkafka",
+        "through": way,
         "wall": round(wall, 2),
         "admin_reads": round(stamps.get("read", wall) - stamps.get("admin", 0.0), 2),
         "cpu": round(cpu, 2),
@@ -396,11 +445,12 @@ def inspect_once(lab_dir: Path, through_jvm: bool) -> dict[str, Any]:
     }
 
 
-def inspect_runs(lab_dir: Path, rounds: int) -> dict[str, Any]:
+def inspect_runs(lab_dir: Path, rounds: int, other: Path | None = None) -> dict[str, Any]:
     runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    ways = ["jvm", "librdkafka"] + (["other"] if other else [])
     for r in range(rounds):
-        for through_jvm in (True, False) if r % 2 == 0 else (False, True):
-            got = inspect_once(lab_dir, through_jvm)
+        for way in ways[r % len(ways) :] + ways[: r % len(ways)]:
+            got = inspect_once(lab_dir, way, other)
             say(f"inspect: {json.dumps({k: v for k, v in got.items() if k != 'timeline'})}")
             runs[got["through"]].append(got)
     medians = {
@@ -447,6 +497,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reuse-lab", metavar="DIR", required=True, help="a lab holding an inspect_scale load")
     parser.add_argument("--part", action="append", choices=["breakdown", "reads", "inspect"], help="(all three)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of alternated runs (3)")
+    parser.add_argument(
+        "--compare-venv",
+        metavar="VENV",
+        type=Path,
+        help="inspect: also run the mm2ctl of another version's virtualenv (a git worktree's .venv), alternately",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON line instead of the table")
     parser.add_argument("--one", choices=WAYS, help=argparse.SUPPRESS)  # one way, in a process of its own
     args = parser.parse_args(argv)
@@ -459,9 +515,11 @@ def main(argv: list[str] | None = None) -> int:
     if "breakdown" in parts:
         figures["breakdown"] = breakdown(lab_dir)
     if "reads" in parts:
-        figures["reads"] = reads(lab_dir, args.rounds)
+        figures["reads"] = reads(lab_dir, args.rounds, args.compare_venv)
     if "inspect" in parts:
-        figures["inspect"] = inspect_runs(lab_dir, args.rounds)
+        figures["inspect"] = inspect_runs(lab_dir, args.rounds, args.compare_venv)
+        if args.compare_venv:
+            figures["inspect"]["other"] = str(args.compare_venv)
     figures["loadavg_end"] = loadavg()
     print_figures(figures, args.json, _report)
     return 0
