@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.lab import lab
 from mm2ctl.lab.jars import kafka_classpath
 from mm2ctl.lab.lab import LabInfo
@@ -59,3 +60,43 @@ def open_lab(args: argparse.Namespace) -> tuple[LabInfo, Path | None]:
     say(f"starting a lab in {lab_dir}")
     kwargs = {"kafka_version": args.kafka_version} if args.kafka_version else {}
     return lab.up(lab_dir, progress=lambda m: say(f"lab: {m}"), **kwargs), lab_dir
+
+
+class SyncTrickle:
+    """New offset syncs for a bench pair whose MM2 does not run: each continues its partition's newest sync by
+    one record on both sides, as MM2 writes them while it copies. The newest syncs are read once, from the
+    tail of the offset-syncs topic."""
+
+    def __init__(self, mm2_file: Path, *, tail: int = 200_000) -> None:
+        from mm2ctl.core import records
+        from mm2ctl.core.codecs import RecordDecodeError, decode_offset_sync
+        from mm2ctl.core.config import load_mm2_config
+
+        config = load_mm2_config(mm2_file)
+        self.pair = config.pairs()[0]
+        self.kafka = dict(config.kafka_config(self.pair.offset_syncs_cluster, self.pair.name))
+        topic = self.pair.offset_syncs_topic
+        admin = KafkaAdmin.connect(self.kafka, name=self.pair.offset_syncs_cluster)
+        end = int(admin.partition_bounds([(topic, 0)])[(topic, 0)].latest or 0)
+        self.newest: dict[tuple[str, int], tuple[int, int]] = {}
+        for rec in records.read_partitions(self.kafka, topic, [0], start={0: max(0, end - tail)}):
+            try:
+                sync = decode_offset_sync(rec.key, rec.value)
+            except RecordDecodeError:
+                continue
+            self.newest[(sync.topic, sync.partition)] = (sync.upstream_offset, sync.downstream_offset)
+        self._turn = 0
+
+    def write(self, count: int) -> None:
+        from mm2ctl.core import records
+        from mm2ctl.core.codecs import encode_offset_sync_key, encode_offset_sync_value
+
+        partitions = sorted(self.newest)
+        rows = []
+        for i in range(count):
+            tp = partitions[(self._turn + i) % len(partitions)]
+            up, down = self.newest[tp]
+            self.newest[tp] = (up + 1, down + 1)
+            rows.append((encode_offset_sync_key(*tp), encode_offset_sync_value(up + 1, down + 1), 0))
+        self._turn += count
+        records.produce(self.kafka, self.pair.offset_syncs_topic, rows)

@@ -1,8 +1,17 @@
 """Measure ``mm2ctl exporter``'s memory and CPU on the bench load of ``bench/inspect_scale.py``.
 
-Run it on a lab that benchmark loaded and kept (``inspect_scale.py --keep-lab``)::
+Run it on a lab that benchmark loaded and kept (``inspect_scale.py --keep-lab``, or ``peer_inspect.py
+--keep-lab`` for 5 k)::
 
     .venv/bin/python bench/exporter_scale.py --lab-dir /tmp/mm2ctl-bench-lab --runs 3 --json
+    .venv/bin/python bench/exporter_scale.py --lab-dir /tmp/mm2ctl-peer-bench-lab --runs 100 --interval 60 \
+        --trickle 200 --json
+
+With ``--trickle K``, K new offset syncs are written after each completed inspection, spread over the pair's
+partitions, each continuing its partition's newest sync (``bench_lab.SyncTrickle``): the exporter's later
+runs then fold new records in, as they do beside a running MM2. From ``--from-run`` on (10), it reports the
+cores the exporter kept busy on average (CPU seconds of both processes over wall time) and how the resident
+memory of both, together, moved between that run and the last (``rss_change_percent``).
 
 It starts ``mm2ctl exporter`` on the bench pair (MM2's position from the dedicated-mode offsets topic the load
 wrote), waits for ``--runs`` complete inspections (watching ``mm2ctl_inspection_last_success_timestamp_seconds``
@@ -28,7 +37,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from bench_lab import loadavg, say
+from bench_lab import SyncTrickle, loadavg, say
 from prometheus_client.parser import text_string_to_metric_families
 
 from mm2ctl.lab.process import free_port
@@ -85,6 +94,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         sys.executable, "-m", "mm2ctl", "exporter", "--mm2-config", str(mm2),
         "--listen", f"127.0.0.1:{port}", "--interval", str(args.interval),
     ]  # fmt: skip
+    trickle = SyncTrickle(mm2) if args.trickle else None
     say(" ".join(command))
     started = time.monotonic()
     proc = subprocess.Popen(command, env={**os.environ, "MM2CTL_STATE_DIR": state}, stderr=subprocess.PIPE, text=True)
@@ -121,6 +131,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     }
                 )
                 say(f"run {len(runs)}: {runs[-1]}")
+                if trickle is not None:
+                    trickle.write(args.trickle)
             time.sleep(1.0)
         peaks = {"py_hwm_mib": (_status_kib(proc.pid, "VmHWM") or 0) / 1024}
         if jvm:
@@ -134,8 +146,19 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     per_run_cpu = [runs[0]["cpu_s_total"]] + [
         round(b["cpu_s_total"] - a["cpu_s_total"], 1) for a, b in itertools.pairwise(runs)
     ]
+    start, end = runs[min(args.from_run, len(runs)) - 1], runs[-1]
+    window_s = end["finished_at_s"] - start["finished_at_s"]
+    rss_start = start["py_rss_mib"] + start["jvm_rss_mib"]
+    rss_end = end["py_rss_mib"] + end["jvm_rss_mib"]
     return {
         "interval_s": args.interval,
+        "trickle_syncs_per_run": args.trickle,
+        "from_run": args.from_run,
+        "cores_busy_average": round((end["cpu_s_total"] - start["cpu_s_total"]) / window_s, 3) if window_s else None,
+        "rss_total_mib_from_run": round(rss_start, 1),
+        "rss_total_mib_last_run": round(rss_end, 1),
+        "rss_change_percent": round(100 * (rss_end - rss_start) / rss_start, 1),
+        "rss_total_mib_per_run": [round(r["py_rss_mib"] + r["jvm_rss_mib"], 1) for r in runs],
         "runs": runs,
         "run_seconds_median": statistics.median(r["duration_s"] for r in runs),
         "cpu_seconds_per_run": per_run_cpu,
@@ -157,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lab-dir", default="/tmp/mm2ctl-bench-lab", help="a lab inspect_scale.py loaded and kept")
     parser.add_argument("--runs", type=int, default=3, help="complete inspections to wait for (default 3)")
     parser.add_argument("--interval", type=float, default=60.0, help="the exporter's --interval (default 60)")
+    parser.add_argument("--trickle", type=int, default=0, help="offset syncs written after each run (0)")
+    parser.add_argument("--from-run", type=int, default=10, help="the run the averages start at (10)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     figures = {"loadavg_start": loadavg(), **measure(args), "loadavg_end": loadavg()}

@@ -25,7 +25,11 @@ from mm2ctl.cli.options import (
     PolicyNaming,
     Secrets,
     SetupOptions,
+    SparkConf,
+    SparkMaster,
+    SparkRemote,
     pair_option,
+    parse_spark_conf,
 )
 from mm2ctl.cli.render import inspect_summary_lines, replication_summary_lines
 from mm2ctl.core.errors import ConfigError
@@ -36,6 +40,12 @@ if TYPE_CHECKING:
     from mm2ctl.core.config import MM2Config as MM2Setup
     from mm2ctl.inspector.inspection import Inspector
     from mm2ctl.inspector.result import InspectionResult
+
+
+#: What an inspection on a Spark Connect server leaves to the server (``inspector.remote_session``).
+REMOTE_LIMITS = (
+    "its tasks' progress and Spark's log lines are the server's, and --format parquet writes on its filesystem"
+)
 
 
 class Format(StrEnum):
@@ -49,16 +59,6 @@ class Format(StrEnum):
 class Rows(StrEnum):
     groups = "groups"
     partitions = "partitions"
-
-
-def parse_spark_conf(pairs: list[str]) -> dict[str, str]:
-    conf: dict[str, str] = {}
-    for item in pairs:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--spark-conf expects key=value, got {item!r}")
-        conf[key.strip()] = value.strip()
-    return conf
 
 
 def inspect(
@@ -109,10 +109,9 @@ def inspect(
     output: str | None = typer.Option(
         None, "--output", help="Write the rows here instead of stdout (parquet: a folder, path or URI)."
     ),
-    spark_master: str | None = typer.Option(
-        None, "--spark-master", help="Spark master URL (default: local[*], embedded)."
-    ),
-    spark_conf: list[str] = typer.Option([], "--spark-conf", help="Extra Spark setting k=v; repeatable."),
+    spark_master: SparkMaster = None,
+    spark_conf: SparkConf = None,
+    remote: SparkRemote = None,
     exact: bool = typer.Option(
         False,
         "--exact",
@@ -145,6 +144,7 @@ def inspect(
     from mm2ctl.cli.progress import terminal_progress
     from mm2ctl.inspector.cluster_state import read_cluster_state
     from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
+    from mm2ctl.inspector.remote_session import remote_url
     from mm2ctl.inspector.selection import Selection
     from mm2ctl.inspector.session import SHUFFLE_PARTITIONS, SessionStart
 
@@ -155,6 +155,9 @@ def inspect(
         raise ConfigError(f"--format {fmt.value} writes {what}: give it with --output PATH")
     if watch is not None and fmt is not Format.table:
         raise ConfigError("--watch prints the table again and again: it takes no --format other than table")
+    url = remote_url(remote)
+    if url is not None and spark_master is not None:
+        raise ConfigError("--remote and --spark-master both name where Spark runs: give one")
     connect = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
     config = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).resolve(connect)
     conf = parse_spark_conf(spark_conf)
@@ -170,10 +173,15 @@ def inspect(
     with terminal_progress(quiet=quiet) as say:  # closed before any row reaches stdout
         say("reaching the clusters")
         checked = preflight(config, options)
-        # Spark's driver JVM starts on a thread of its own while the clusters' admin state is read; the groups'
-        # committed offsets are read in that JVM once it is up.
-        say("starting Spark")
-        session = SessionStart(spark_master, conf, jvm_log=run_log.jvm_log("inspect"), share_classes=watch is None)
+        # Spark's driver JVM starts (or its Connect server answers) on a thread of its own while the clusters'
+        # admin state is read; the groups' committed offsets are read in that JVM once it is up (a Connect
+        # client has none: they are read through librdkafka).
+        if url is None:
+            say("starting Spark")
+            session = SessionStart(spark_master, conf, jvm_log=run_log.jvm_log("inspect"), share_classes=watch is None)
+        else:
+            say(f"on the Spark Connect server at {url}: {REMOTE_LIMITS}")
+            session = SessionStart(None, conf, jvm_log=None, share_classes=False, remote=url)
         cluster_state = read_cluster_state(
             config, checked.pairs, options.selection, connect=connect_client, progress=say, driver_jvm=session.gateway
         )

@@ -112,6 +112,19 @@ PolicyNaming = Annotated[
     ),
 ]
 #: Print the command's result as one JSON document on stdout instead of text.
+SparkMaster = Annotated[
+    str | None, typer.Option("--spark-master", help="Spark master URL (default: local[*], embedded).")
+]
+SparkConf = Annotated[list[str] | None, typer.Option("--spark-conf", help="Extra Spark setting k=v; repeatable.")]
+SparkRemote = Annotated[
+    str | None,
+    typer.Option(
+        "--remote",
+        metavar="sc://HOST:PORT",
+        help="Run the inspection on this Spark Connect server (default: $SPARK_REMOTE, else embedded Spark). "
+        "The server needs Spark's Kafka source (README, 'Running on a Spark cluster').",
+    ),
+]
 JsonOutput = Annotated[
     bool,
     typer.Option(
@@ -259,3 +272,14 @@ class SetupOptions:
         config = self.resolve(connect)
         extra = (self.from_connect,) if self.from_connect is not None else ()
         return connect.live_state(config, fallback_urls or extra)
+
+
+def parse_spark_conf(pairs: list[str] | None) -> dict[str, str]:
+    """``--spark-conf`` values as settings."""
+    conf: dict[str, str] = {}
+    for item in pairs or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--spark-conf expects key=value, got {item!r}")
+        conf[key.strip()] = value.strip()
+    return conf

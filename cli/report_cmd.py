@@ -27,7 +27,10 @@ from mm2ctl.cli.options import (
     PolicyNaming,
     Secrets,
     SetupOptions,
+    SparkConf,
+    SparkMaster,
     pair_option,
+    parse_spark_conf,
 )
 from mm2ctl.cli.render import result_json
 from mm2ctl.core.errors import ConfigError
@@ -85,10 +88,8 @@ def report(
     connect_ca: ConnectCa = None,
     connect_cert: ConnectCert = None,
     connect_key: ConnectKey = None,
-    spark_master: str | None = typer.Option(
-        None, "--spark-master", help="Spark master URL (default: local[*], embedded)."
-    ),
-    spark_conf: list[str] = typer.Option([], "--spark-conf", help="Extra Spark setting k=v; repeatable."),
+    spark_master: SparkMaster = None,
+    spark_conf: SparkConf = None,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
     as_json: JsonOutput = False,
 ) -> None:
@@ -101,7 +102,6 @@ def report(
     header. Secrets in the setup are masked.
     """
     from mm2ctl import __version__
-    from mm2ctl.cli.inspect_cmd import parse_spark_conf
     from mm2ctl.cli.progress import terminal_progress
     from mm2ctl.core.config_report import describe_setup
     from mm2ctl.report.inputs import read_saved

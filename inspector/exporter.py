@@ -24,6 +24,7 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import make_wsgi_app
+from pyspark.sql import SparkSession
 
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.redaction import redact_text
@@ -68,10 +69,19 @@ class Exporter:
     inspector keeps the decoded internal topics between runs, so each run after the first reads only what
     MM2 wrote since."""
 
-    def __init__(self, inspector: Inspector, *, interval_s: float, collector: InspectionCollector) -> None:
+    def __init__(
+        self,
+        inspector: Inspector,
+        *,
+        interval_s: float,
+        collector: InspectionCollector,
+        reconnect: Callable[[], SparkSession] | None = None,
+    ) -> None:
         self.inspector = inspector
         self.interval_s = interval_s
         self.collector = collector
+        #: Makes a new session on a Spark Connect server (``--remote``), for when the server restarted.
+        self.reconnect = reconnect
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -97,11 +107,25 @@ class Exporter:
             self.collector.failed()
             errors = self.collector.errors
             log.error("inspection failed (%d so far), keeping the last good metrics: %s", errors, one_line(exc))
+            self._reconnect()
             return False
         duration = time.monotonic() - started
         self.collector.succeeded(metrics, duration_seconds=duration, finished_at=time.time())
         log.info("inspection took %.1fs", duration)
         return True
+
+    def _reconnect(self) -> None:
+        """After a failed run on a Spark Connect server: a new session, in case the server restarted (the next
+        run reads everything again); the server still down, the next run fails and tries again."""
+        if self.reconnect is None:
+            return
+        try:
+            spark = self.reconnect()
+        except Exception as exc:
+            log.error("the Spark Connect server does not answer: %s", one_line(exc))
+            return
+        self.inspector.rebind(spark)
+        log.info("a new Spark Connect session; the next inspection reads MM2's topics in full")
 
     def loop(self) -> None:
         """Inspect until ``stop``: each run starts an interval after the previous one started."""

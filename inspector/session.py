@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
@@ -26,6 +27,7 @@ from mm2ctl.inspector import class_archive as archives
 from mm2ctl.inspector import spark_packages
 from mm2ctl.inspector.class_archive import ClassArchive, chooses_sharing
 from mm2ctl.inspector.jvm_log import log4j_java_option
+from mm2ctl.inspector.remote_session import build_remote_session, is_remote
 from mm2ctl.inspector.spark_compat import error_condition
 
 DEFAULT_MASTER = "local[*]"
@@ -155,12 +157,17 @@ def build_session(
         if error_condition(exc) != "JAVA_GATEWAY_EXITED":
             raise
         raise InspectError("Spark's driver JVM exited while starting (its own output says why)") from exc
+    except Py4JJavaError as exc:  # the JVM is up but refused to make the SparkContext (a setting, memory)
+        cause = str(exc.java_exception).strip().splitlines()
+        raise InspectError(f"Spark could not start: {cause[0] if cause else exc}") from exc
     if jvm_log is None:
         spark.sparkContext.setLogLevel("ERROR")
     _read_kafka_through_v2(spark, conf)
     return spark
 
 
+#: The driver JVM's options (the embedded default is the throughput collector: ``_LOCAL_DRIVER_JAVA_OPTIONS``).
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 #: The driver JVM's heap: 4 GiB for a one-off ``inspect``; the exporter sizes it to what it keeps.
 DRIVER_MEMORY = "spark.driver.memory"
 #: The setting an inspection sizes for each run unless the user chose it (``InspectOptions.size_shuffles``).
@@ -218,13 +225,19 @@ _GATEWAY_POLL_S = 0.05
 
 
 class SessionStart:
-    """A session being built on a thread of its own, so the driver JVM starts while the caller reads the
-    clusters; ``result`` waits for it. With ``share_classes``, an embedded ``local`` driver this start launches
-    maps the class archive (``inspector.class_archive``), or writes it: then ``finish`` stops the JVM and keeps
-    the archive it wrote."""
+    """A session being built on a thread of its own, so the driver JVM starts (or the Spark Connect server
+    answers: ``remote``) while the caller reads the clusters; ``result`` waits for it. With ``share_classes``,
+    an embedded ``local`` driver this start launches maps the class archive (``inspector.class_archive``), or
+    writes it: then ``finish`` stops the JVM and keeps the archive it wrote."""
 
     def __init__(
-        self, master: str | None, conf: Mapping[str, str] | None, *, jvm_log: Path | None, share_classes: bool
+        self,
+        master: str | None,
+        conf: Mapping[str, str] | None,
+        *,
+        jvm_log: Path | None,
+        share_classes: bool,
+        remote: str | None = None,
     ) -> None:
         self._done = threading.Event()
         self._session: SparkSession | None = None
@@ -234,6 +247,9 @@ class SessionStart:
 
         def build() -> None:
             try:
+                if remote is not None:  # a Spark Connect server: no JVM here, nothing to archive
+                    self._session = build_remote_session(remote, conf)
+                    return
                 # Chosen on the thread too: digesting the class path stays off the caller's path. An existing
                 # driver is reused as it is: only a JVM this start launches maps or writes an archive.
                 local = (master or DEFAULT_MASTER).startswith("local")
@@ -288,8 +304,11 @@ def cancel_jobs(spark: SparkSession) -> None:
     """Cancel the Spark jobs in flight, if Spark is still there to ask (a signal to the whole process group
     stops its JVM too, and then there is nothing left to cancel)."""
     try:
-        spark.sparkContext.cancelAllJobs()
-    except Exception:  # the JVM or its gateway is gone: no job runs any more
+        if is_remote(spark):
+            spark.interruptAll()
+        else:
+            spark.sparkContext.cancelAllJobs()
+    except Exception:  # the JVM, its gateway or the server is gone: no job runs any more
         return
 
 
@@ -299,8 +318,13 @@ def stop_session(spark: SparkSession, *, timeout_s: float = 20.0) -> bool:
 
     ``spark.stop()`` ends the SparkContext but leaves the JVM alive until this process exits; a long-running
     command (``mm2ctl exporter``) stopping on a signal ends it here, so nothing outlives it. Under
-    ``spark-submit`` the JVM is Spark's, and only the session is stopped.
+    ``spark-submit`` the JVM is Spark's, and only the session is stopped; on a Spark Connect server, only this
+    client's session.
     """
+    if is_remote(spark):
+        with contextlib.suppress(Exception):  # the server went away first
+            spark.stop()
+        return False
     gateway = spark.sparkContext._gateway
     proc = getattr(gateway, "proc", None)
     with contextlib.suppress(Exception):  # the JVM stopped first (a signal to the process group)

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pyspark.sql import SparkSession
 
 from mm2ctl.core.progress import CountingProgress, Progress
+from mm2ctl.inspector.remote_session import is_remote
 
 
 class _StageTally:
@@ -41,7 +42,7 @@ def counting_tasks(
     spark: SparkSession, progress: Progress | None, phase: str, *, interval_s: float = 0.5
 ) -> Iterator[None]:
     """Count the tasks of the Spark jobs the body runs, as ``phase``, every ``interval_s`` seconds."""
-    if not isinstance(progress, CountingProgress):
+    if not isinstance(progress, CountingProgress) or is_remote(spark):  # a Connect client has no status tracker
         yield
         return
     reporter = progress

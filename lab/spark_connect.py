@@ -107,15 +107,18 @@ def listening(port: int) -> bool:
         return False
 
 
-def start(folder: Path, *, conf: Mapping[str, str] | None = None, timeout_s: float = 300.0) -> SparkConnectServer:
-    """Start a server in ``folder`` and wait until it accepts connections on its port.
+def start(
+    folder: Path, *, conf: Mapping[str, str] | None = None, port: int | None = None, timeout_s: float = 300.0
+) -> SparkConnectServer:
+    """Start a server in ``folder`` and wait until it accepts connections on its port (``port``, or a free one:
+    a server started again at the same address is a restart, as its clients see it).
 
     The first start resolves the packages (a download, once per Ivy home), hence the generous deadline. A
     server that exits while starting is a ``LabError`` with the end of its log.
     """
     folder = folder.resolve()
     folder.mkdir(parents=True, exist_ok=True)
-    port = free_port()
+    port = port or free_port()
     log = folder / "server.log"
     pid = start_command(server_command(folder, port, conf=conf), log, env=_environment(folder))
     server = SparkConnectServer(folder=folder, url=f"sc://127.0.0.1:{port}", port=port, pid=pid)

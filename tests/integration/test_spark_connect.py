@@ -3,26 +3,35 @@
 The server runs on loopback with Spark's Kafka source as a package; a client process that has no driver JVM
 of its own reads a lab topic through it with the inspector's reader (``kafka_read.read_topic``), and gets
 exactly the records a Kafka consumer sees. ``spark_compat``'s Arrow helpers work on the remote session.
+``mm2ctl inspect --remote`` (and ``SPARK_REMOTE``) gives the rows an embedded run gives on the same state, and
+``mm2ctl exporter --remote`` keeps inspecting through a restart of the server.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import urllib.request
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from mm2ctl.connect_client import build_connect_client
 from mm2ctl.core import records
 from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.config import load_mm2_config
+from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab import spark_connect
-from mm2ctl.lab.lab import LabInfo
-from mm2ctl.lab.process import is_alive
-from tests.integration.support import source_conf, uniq
+from mm2ctl.lab.lab import Flow, LabInfo
+from mm2ctl.lab.process import free_port, is_alive
+from tests.integration.support import eventually, source_conf, target_conf, uniq
 
 pytestmark = pytest.mark.integration
 
@@ -69,3 +78,117 @@ def test_a_client_reads_a_lab_topic_through_the_connect_server(
     got = sorted((r["partition"], r["offset"], r["key"], r["value"]) for r in result["records"])
     assert got == expected
     assert result["arrow"] == [{"name": None, "offset": None}, {"name": "a", "offset": 2**63 - 1}]
+
+
+# --- the inspection on the Connect server --------------------------------------------------------------------
+
+#: Columns that tell the time of the run, not the state it read.
+CLOCK_COLUMNS = ("group_checkpoint_age_seconds",)
+
+
+@pytest.fixture(scope="module")
+def frozen_flow(lab_pool: Any) -> Iterator[Flow]:
+    """A flow with three groups that MM2 has checkpointed, then stopped, so every run reads the same state."""
+    from tests.integration.conftest import DEFAULT_KEY
+
+    lab = lab_pool.get(DEFAULT_KEY)
+    name = f"rem{uuid.uuid4().hex[:8]}"
+    topic = f"iso-{name}-t"
+    KafkaAdmin.connect(source_conf(lab)).create_topics({topic: 2})
+    flow = lab_core.add_flow(lab, name)
+    records.produce(source_conf(lab), topic, [(None, f"r{i}".encode(), i % 2) for i in range(300)])
+    KafkaAdmin.connect(source_conf(lab)).alter_group_offsets(
+        {f"iso-{name}-g{g}": {(topic, p): 40 * (g + 1) for p in range(2)} for g in range(3)}
+    )
+    pair = load_mm2_config(flow.mm2_config).pair(f"{flow.source_alias}->{flow.target_alias}")
+    target = KafkaAdmin.connect(target_conf(lab))
+
+    def checkpointed() -> bool:
+        bounds = target.partition_bounds([(pair.checkpoints_topic, 0)])[(pair.checkpoints_topic, 0)]
+        return (bounds.latest or 0) >= 6
+
+    eventually(checkpointed, timeout_s=180, what="MM2's checkpoints of the three groups")
+    connect = build_connect_client([lab.connect_url])
+    for connector in flow.connectors.values():
+        connect.stop(connector)
+        connect.wait_for_state(connector, {"STOPPED"}, timeout=60)
+    try:
+        yield flow
+    finally:
+        for connector in flow.connectors.values():
+            connect.delete(connector)
+        connect.close()
+
+
+def _inspect_rows(flow: Flow, tmp: Path, *extra: str) -> tuple[list[dict[str, Any]], str]:
+    out = tmp / f"rows-{uuid.uuid4().hex[:6]}.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mm2ctl", "inspect", "--mm2-config", flow.mm2_config, "--format", "json",
+         "--output", str(out), *extra],
+        capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, "MM2CTL_STATE_DIR": str(tmp / "state")},
+    )  # fmt: skip
+    assert proc.returncode in (0, 10), proc.stderr[-3000:]
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    return [{k: v for k, v in r.items() if k not in CLOCK_COLUMNS} for r in rows], proc.stderr
+
+
+def test_inspect_on_the_connect_server_gives_the_embedded_rows(
+    frozen_flow: Flow, connect_server: spark_connect.SparkConnectServer, tmp_path: Path
+) -> None:
+    embedded, _ = _inspect_rows(frozen_flow, tmp_path)
+    remote, stderr = _inspect_rows(frozen_flow, tmp_path, "--remote", connect_server.url)
+    assert len(embedded) == 6 and remote == embedded
+    assert f"on the Spark Connect server at {connect_server.url}" in stderr
+    # SPARK_REMOTE, as Spark defines it, does the same
+    os.environ["SPARK_REMOTE"] = connect_server.url
+    try:
+        by_env, _ = _inspect_rows(frozen_flow, tmp_path)
+    finally:
+        del os.environ["SPARK_REMOTE"]
+    assert by_env == embedded
+
+
+def _metric(port: int, name: str) -> float | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
+
+
+def test_the_exporter_keeps_one_session_and_reconnects_after_a_server_restart(
+    frozen_flow: Flow, tmp_path: Path
+) -> None:
+    server = spark_connect.start(tmp_path / "server")
+    port = free_port()
+    log = tmp_path / "exporter.err"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mm2ctl", "exporter", "--mm2-config", frozen_flow.mm2_config,
+         "--listen", f"127.0.0.1:{port}", "--interval", "3", "--remote", server.url],
+        stdout=subprocess.DEVNULL, stderr=log.open("w"), text=True,
+        env={**os.environ, "MM2CTL_STATE_DIR": str(tmp_path / "state")},
+    )  # fmt: skip
+    success = "mm2ctl_inspection_last_success_timestamp_seconds"
+    try:
+        first = eventually(lambda: _metric(port, success), timeout_s=240, what="a first inspection on the server")
+        spark_connect.stop(server)
+        eventually(
+            lambda: (_metric(port, "mm2ctl_inspection_errors_total") or 0) >= 1,
+            timeout_s=120,
+            what="the exporter to notice the server gone",
+        )
+        server = spark_connect.start(tmp_path / "server", port=server.port)
+        eventually(lambda: (_metric(port, success) or 0) > first, timeout_s=240, what="an inspection after the restart")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 0, log.read_text()[-3000:]
+        assert "a new Spark Connect session" in log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+        spark_connect.stop(server)
