@@ -174,7 +174,8 @@ def inspect(
         say("reaching the clusters")
         checked = preflight(config, options)
         # Spark's driver JVM starts (or its Connect server answers) on a thread of its own while the clusters'
-        # admin state is read.
+        # admin state is read; the groups' committed offsets are read in that JVM once it is up (a Connect
+        # client has none: they are read through librdkafka).
         if url is None:
             say("starting Spark")
             session = SessionStart(spark_master, conf, jvm_log=run_log.jvm_log("inspect"), share_classes=watch is None)
@@ -182,7 +183,7 @@ def inspect(
             say(f"on the Spark Connect server at {url}: {REMOTE_LIMITS}")
             session = SessionStart(None, conf, jvm_log=None, share_classes=False, remote=url)
         cluster_state = read_cluster_state(
-            config, checked.pairs, options.selection, connect=connect_client, progress=say
+            config, checked.pairs, options.selection, connect=connect_client, progress=say, driver_jvm=session.gateway
         )
         inspector = Inspector(session.result(), config, options, checked, connect=connect_client)
         started = time.monotonic()

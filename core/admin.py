@@ -79,6 +79,22 @@ class GroupOffsets:
 
 
 @dataclass(frozen=True, slots=True)
+class OffsetLists:
+    """One group's committed offsets as librdkafka answered them, in three parallel lists (a partition without a
+    committed offset has a negative offset); ``error`` is the group's, or its first partition's."""
+
+    group: str
+    topics: list[str]
+    partitions: list[int]
+    offsets: list[int]
+    error: ItemError | None = None
+
+    def by_partition(self) -> dict[TP, int]:
+        """Only the partitions with a committed offset (>= 0)."""
+        return {(t, p): o for t, p, o in zip(self.topics, self.partitions, self.offsets, strict=True) if o >= 0}
+
+
+@dataclass(frozen=True, slots=True)
 class PartitionBounds:
     topic: str
     partition: int
@@ -207,6 +223,15 @@ class KafkaAdmin:
     @property
     def client(self) -> AdminClient:
         return self._client
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def timeout_s(self) -> float:
+        """How long a call waits for the cluster."""
+        return self._timeout
 
     # --- cluster and topics ----------------------------------------------------------------------------
 
@@ -465,8 +490,10 @@ class KafkaAdmin:
             return GroupDescription(group, g.state or "Dead", len(g.members or []))
         return GroupDescription(group, "Dead", 0)
 
-    def committed_offsets(self, groups: Sequence[str], *, concurrency: int = 64) -> dict[str, GroupOffsets]:
-        """Committed offsets of many groups, ``concurrency`` requests in flight (one group per request)."""
+    def committed_offset_lists(self, groups: Sequence[str], *, concurrency: int = 64) -> dict[str, OffsetLists]:
+        """Committed offsets of many groups as flat lists per group (``OffsetLists``), ``concurrency`` requests in
+        flight (one group per request: confluent-kafka takes no more). ``core.committed_offsets`` owns reading
+        many groups' offsets; this is its librdkafka path, and the one ``committed_offsets`` shapes as dicts."""
 
         def submit(group: str) -> Future[Any]:
             try:
@@ -477,17 +504,18 @@ class KafkaAdmin:
                 raise _raise_whole_call(f"fetching offsets of group {group} on {self._name}", exc) from exc
             return futures[group]
 
-        def collect(group: str, fut: Future[Any]) -> GroupOffsets:
+        def collect(group: str, fut: Future[Any]) -> OffsetLists:
             try:
-                res = fut.result()
+                tps = fut.result().topic_partitions
             except Exception as exc:
-                return GroupOffsets(group, {}, item_error(exc))
-            offsets = {(tp.topic, tp.partition): int(tp.offset) for tp in res.topic_partitions if tp.offset >= 0}
-            errs = [tp for tp in res.topic_partitions if tp.error is not None]
-            err = ItemError(errs[0].error.name(), errs[0].error.str()) if errs else None
-            return GroupOffsets(group, offsets, err)
+                return OffsetLists(group, [], [], [], item_error(exc))
+            # One pass per attribute: the list comprehensions are the cheapest way over confluent-kafka's objects.
+            offsets = [tp.offset for tp in tps]
+            errs = [tp.error for tp in tps if tp.error is not None]
+            err = ItemError(errs[0].name(), errs[0].str()) if errs else None
+            return OffsetLists(group, [tp.topic for tp in tps], [tp.partition for tp in tps], offsets, err)
 
-        def run(batch: Sequence[str]) -> dict[str, GroupOffsets]:
+        def run(batch: Sequence[str]) -> dict[str, OffsetLists]:
             return {r.group: r for r in _drain(batch, submit, collect, concurrency)}
 
         return _retry_coordinator_errors(
@@ -496,6 +524,11 @@ class KafkaAdmin:
             lambda r: r.error is not None and r.error.code in COORDINATOR_RETRY_CODES,
             budget_s=self._timeout,
         )
+
+    def committed_offsets(self, groups: Sequence[str], *, concurrency: int = 64) -> dict[str, GroupOffsets]:
+        """Committed offsets of many groups as a dict per group (``committed_offset_lists``, shaped)."""
+        got = self.committed_offset_lists(groups, concurrency=concurrency)
+        return {g: GroupOffsets(g, r.by_partition(), r.error) for g, r in got.items()}
 
     def alter_group_offsets(
         self,

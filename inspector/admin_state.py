@@ -7,22 +7,28 @@ What is read, per pair (docs/design.md, "Inspect"):
 - the same groups' committed offsets and state on the target, under the remote topic names.
 
 Source and target lookups run side by side; each fans out through the admin facade, which keeps many
-requests in flight. A failed lookup becomes the ``error`` of the rows it concerns (partial failure is data).
+requests in flight. The committed offsets come as columns from ``core.committed_offsets``, read in the driver
+JVM when the process has one (``driver_jvm``), and are filtered per group and per topic, never per offset. A
+failed lookup becomes the ``error`` of the rows it concerns (partial failure is data).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from mm2ctl.core.admin import GroupDescription, ItemError, KafkaAdmin
 from mm2ctl.core.authorization import AUTHORIZATION_CODES, denial_text, is_denial, principal_of
+from mm2ctl.core.committed_offsets import JvmAdmin, read_columns
 from mm2ctl.core.config import MM2Config, PairConfig
 from mm2ctl.core.progress import Progress
+from mm2ctl.inspector.group_offset_tables import kept_rows, offsets_table, partitions_of, target_rows
 from mm2ctl.inspector.selection import Selection
 from mm2ctl.inspector.statuses import ACTIVE_GROUP_STATES
 
@@ -100,6 +106,25 @@ def reach_clusters(pairs: Sequence[PairConfig], *, timeout_s: float = 15.0) -> N
             future.result()
 
 
+#: The py4j gateway of the JVM to read committed offsets in, or None to read them through librdkafka; it may wait
+#: for a JVM that is starting (``session.SessionStart.gateway``).
+DriverJvm = Callable[[], Any]
+
+
+def this_process_jvm() -> Any:
+    """The py4j gateway of this process's Spark driver JVM when it has one (classic PySpark, embedded or under
+    spark-submit), else None (no session yet, or Spark Connect, whose Python process has no JVM)."""
+    from mm2ctl.inspector.session import driver_gateway
+
+    return driver_gateway()
+
+
+def _jvm(config: MM2Config, pair: PairConfig, alias: str, gateway: Any) -> JvmAdmin | None:
+    if gateway is None:
+        return None
+    return JvmAdmin(gateway, config.client_settings(alias, pair.name), name=alias)
+
+
 def collect_pair_state(
     config: MM2Config,
     pair: PairConfig,
@@ -107,6 +132,7 @@ def collect_pair_state(
     *,
     progress: Progress | None = None,
     timeout_s: float = 60.0,
+    driver_jvm: DriverJvm = this_process_jvm,
 ) -> PairState:
     say = progress or (lambda _m: None)
     name = pair.name
@@ -123,61 +149,39 @@ def collect_pair_state(
         candidates = [g.group for g in listed if pair.group_filter.matches(g.group) and selection.group_ok(g.group)]
         say(f"{name}: {len(candidates)} source group(s) match; reading their state and committed offsets")
         described_f = pool.submit(source.describe_groups, candidates)
-        committed = source.committed_offsets(candidates)
+        gateway = driver_jvm()  # waits for a JVM that is starting; None without one
+        committed = read_columns(source, candidates, jvm=_jvm(config, pair, pair.source, gateway))
         described = described_f.result()
+        say(f"{name}: committed offsets read through {committed.read_through}")
 
-        groups: list[str] = []
-        go_rows: dict[str, list[object]] = {k: [] for k in ("group", "topic", "partition", "committed_offset", "error")}
-        partitions: set[tuple[str, int]] = set()
-        partitions_of: dict[str, list[tuple[str, int]]] = {}
-        for group in candidates:
-            offsets = committed[group]
-            state = described.get(group)
-            if selection.active_only and (state is None or state.state not in ACTIVE_GROUP_STATES):
-                continue
-            kept = [
-                (tp, off)
-                for tp, off in offsets.offsets.items()
-                if pair.replicates_topic(tp[0]) and selection.topic_ok(tp[0])
-            ]
-            if not kept and offsets.error is None:
-                continue  # no committed offset on a mirrored topic: nothing to inspect for this group
-            groups.append(group)
-            partitions_of[group] = sorted(tp for tp, _ in kept)
-            for (topic, partition), off in sorted(kept):
-                go_rows["group"].append(group)
-                go_rows["topic"].append(topic)
-                go_rows["partition"].append(partition)
-                go_rows["committed_offset"].append(off)
-                go_rows["error"].append(_err(offsets.error, source_side, "group", group))
-                partitions.add((topic, partition))
-
+        # Per group and per topic, not per offset: which rows MM2 mirrors and the user asked for.
+        wanted = [
+            not selection.active_only or (d is not None and d.state in ACTIVE_GROUP_STATES)
+            for d in (described.get(g) for g in committed.groups)
+        ]
+        kept = kept_rows(committed.table, wanted, lambda t: pair.replicates_topic(t) and selection.topic_ok(t))
+        with_rows = set(np.unique(kept.column("group_index").to_numpy()).tolist())
+        # A group with no committed offset on a mirrored topic has nothing to inspect, unless its lookup failed.
+        numbers = [i for i, ok in enumerate(wanted) if ok and (i in with_rows or committed.errors[i] is not None)]
+        groups = [committed.groups[i] for i in numbers]
+        partitions = set(partitions_of(kept))
         target_topics = target_topics_f.result()
         remote_of = {t: pair.remote_topic(t) for t in {t for t, _ in partitions}}
         remote_partitions = [(remote_of[t], p) for t, p in partitions if remote_of[t] in target_topics]
         say(
-            f"{name}: {len(go_rows['group'])} group partition(s) in {len(groups)} group(s); "
+            f"{name}: {kept.num_rows} group partition(s) in {len(groups)} group(s); "
             f"reading {len(partitions)} source and {len(remote_partitions)} target partition bounds"
         )
         source_bounds_f = pool.submit(source.partition_bounds, partitions)
         target_bounds_f = pool.submit(target.partition_bounds, remote_partitions)
         target_described_f = pool.submit(target.describe_groups, groups)
-        target_committed = target.committed_offsets(groups)
+        target_committed = read_columns(target, groups, jvm=_jvm(config, pair, pair.target, gateway))
         source_bounds = source_bounds_f.result()
         target_bounds = target_bounds_f.result()
         target_described = target_described_f.result()
 
-    n = len(go_rows["group"])
-    source_group_offsets = pa.table(
-        {
-            "cluster_pair": pa.array([name] * n, pa.string()),
-            "group": pa.array(go_rows["group"], pa.string()),
-            "topic": pa.array(go_rows["topic"], pa.string()),
-            "partition": pa.array(go_rows["partition"], pa.int32()),
-            "committed_offset": pa.array(go_rows["committed_offset"], pa.int64()),
-            "error": pa.array(go_rows["error"], pa.string()),
-        }
-    )
+    group_errors = [_err(e, source_side, "group", g) for g, e in zip(committed.groups, committed.errors, strict=True)]
+    source_group_offsets = offsets_table(name, kept, committed.groups, group_errors)
     sp = sorted(partitions)
     source_partitions = pa.table(
         {
@@ -203,37 +207,11 @@ def collect_pair_state(
             ),
         }
     )
-    remote_names = set(remote_of.values())
-    tgo: dict[str, list[object]] = {k: [] for k in ("group", "topic", "partition", "committed_offset", "error")}
-    for group in groups:
-        res = target_committed[group]
-        if res.error is not None and not res.offsets:
-            # The whole lookup failed: mark every partition this group has on the source.
-            for topic, partition in partitions_of[group]:
-                tgo["group"].append(group)
-                tgo["topic"].append(remote_of[topic])
-                tgo["partition"].append(partition)
-                tgo["committed_offset"].append(None)
-                tgo["error"].append(_err(res.error, target_side, "group", group))
-            continue
-        for (topic, partition), off in sorted(res.offsets.items()):
-            if topic in remote_names:
-                tgo["group"].append(group)
-                tgo["topic"].append(topic)
-                tgo["partition"].append(partition)
-                tgo["committed_offset"].append(off)
-                tgo["error"].append(None)
-    m = len(tgo["group"])
-    target_group_offsets = pa.table(
-        {
-            "cluster_pair": pa.array([name] * m, pa.string()),
-            "group": pa.array(tgo["group"], pa.string()),
-            "topic": pa.array(tgo["topic"], pa.string()),
-            "partition": pa.array(tgo["partition"], pa.int32()),
-            "committed_offset": pa.array(tgo["committed_offset"], pa.int64()),
-            "error": pa.array(tgo["error"], pa.string()),
-        }
-    )
+    target_found, failed = target_rows(target_committed, kept, numbers, remote_of)
+    target_errors: list[str | None] = [None] * len(groups)
+    for i in failed:
+        target_errors[i] = _err(target_committed.errors[i], target_side, "group", groups[i])
+    target_group_offsets = offsets_table(name, target_found, groups, target_errors)
     return PairState(
         pair=pair,
         read_at=read_at,

@@ -19,7 +19,7 @@ from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.flow_conditions import FlowCondition
 from mm2ctl.core.progress import Progress, no_progress
 from mm2ctl.inspector import flow_states
-from mm2ctl.inspector.admin_state import PairState, collect_pair_state
+from mm2ctl.inspector.admin_state import DriverJvm, PairState, collect_pair_state, this_process_jvm
 from mm2ctl.inspector.internal_topics import TopicSnapshot, Unreadable, snapshot
 from mm2ctl.inspector.replication_state import ReplicationState, collect_replication_state
 from mm2ctl.inspector.selection import Selection
@@ -77,13 +77,15 @@ def read_pair(
     connect: ConnectClient | None = None,
     progress: Progress = no_progress,
     conditions: Sequence[FlowCondition] | None = None,
+    driver_jvm: DriverJvm = this_process_jvm,
 ) -> PairRead:
     """The pair's admin state, MM2's position (read first: it only moves forward) and its internal topics'
     snapshots, taken after the group offsets so that no sync a group offset needs is missed; and the flow's
-    conditions, unless the caller has them (``conditions``: they sample the source topics)."""
+    conditions, unless the caller has them (``conditions``: they sample the source topics). The committed
+    offsets are read in the JVM ``driver_jvm`` gives, when it gives one."""
     progress(f"{pair.name}: reading admin state")
     replication = collect_replication_state(config, pair, selection, connect, progress=progress)
-    state = collect_pair_state(config, pair, selection, progress=progress)
+    state = collect_pair_state(config, pair, selection, progress=progress, driver_jvm=driver_jvm)
     with ThreadPoolExecutor(max_workers=3, thread_name_prefix=f"snapshot-{pair.name}") as pool:
         syncs = pool.submit(_snapshot, config, pair, pair.offset_syncs_cluster, pair.offset_syncs_topic)
         observed = None
@@ -109,12 +111,21 @@ def read_cluster_state(
     connect: ConnectClient | None = None,
     progress: Progress = no_progress,
     conditions: Mapping[str, Sequence[FlowCondition]] | None = None,
+    driver_jvm: DriverJvm = this_process_jvm,
 ) -> ClusterState:
     """Every pair as ``read_pair`` reads it; ``conditions`` per pair name when the caller has them."""
     known = conditions or {}
     return ClusterState(
         tuple(
-            read_pair(config, pair, selection, connect=connect, progress=progress, conditions=known.get(pair.name))
+            read_pair(
+                config,
+                pair,
+                selection,
+                connect=connect,
+                progress=progress,
+                conditions=known.get(pair.name),
+                driver_jvm=driver_jvm,
+            )
             for pair in pairs
         )
     )

@@ -15,6 +15,7 @@ import subprocess
 import threading
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkRuntimeError
@@ -186,6 +187,14 @@ def submitted_shuffle_partitions(spark: SparkSession) -> bool:
     return under_spark_submit() and bool(spark.sparkContext.getConf().contains(SHUFFLE_PARTITIONS))
 
 
+def driver_gateway() -> Any:
+    """The py4j gateway of this process's driver JVM, as soon as the JVM is up (before its SparkContext is), or
+    None when the process has none: no session yet, or Spark Connect (no JVM in the Python process)."""
+    from pyspark import SparkContext
+
+    return SparkContext._gateway
+
+
 def _driver_running() -> bool:
     """Whether this process already has a driver JVM (a session built before, stopped or not)."""
     from pyspark import SparkContext
@@ -217,6 +226,10 @@ def _start_driver(master: str, settings: Mapping[str, str], jvm_log: Path | None
                 popen = {"stdout": out, "stderr": subprocess.STDOUT}
                 gateway = launch_gateway(spark_conf, popen_kwargs=popen)  # type: ignore[no-untyped-call]
     SparkContext(conf=spark_conf, gateway=gateway)
+
+
+#: How often ``SessionStart.gateway`` looks whether the JVM's gateway is up.
+_GATEWAY_POLL_S = 0.05
 
 
 class SessionStart:
@@ -262,6 +275,15 @@ class SessionStart:
 
         # A daemon: a failed admin read ends the process without waiting for the JVM.
         threading.Thread(target=build, name="mm2ctl-spark-start", daemon=True).start()
+
+    def gateway(self) -> Any:
+        """The py4j gateway of the driver JVM as soon as it is up, while the SparkContext still starts in it
+        (``driver_gateway``); None when the start failed before (``result`` raises why) or gave no JVM."""
+        while not self._done.wait(_GATEWAY_POLL_S):
+            gateway = driver_gateway()
+            if gateway is not None:
+                return gateway
+        return None if self._error is not None else driver_gateway()
 
     def result(self) -> SparkSession:
         self._done.wait()

@@ -23,6 +23,7 @@ from urllib.parse import quote, unquote
 from mm2ctl.connect_client import ConnectClient, ConnectorStatus, ServerInfo, build_connect_client
 from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.authorization import principal_of, raise_for
+from mm2ctl.core.committed_offsets import read_by_group
 from mm2ctl.core.config import MM2Config, load_mm2_config
 from mm2ctl.core.connect_offsets import StoredOffset, latest_offsets, live_offsets
 from mm2ctl.core.errors import ConfigError, ConnectNotFoundError
@@ -219,16 +220,11 @@ class LiveState:
     def many_group_offsets(
         self, cluster: str, groups: Iterable[str], *, concurrency: int | None = None
     ) -> dict[str, dict[tuple[str, int], int]]:
-        """``group_offsets`` of many groups, read concurrently (a failover plan names thousands); at most
-        ``concurrency`` requests in flight (the admin facade's default when None)."""
+        """``group_offsets`` of many groups, read concurrently (a failover plan names thousands) through
+        ``core.committed_offsets``; at most ``concurrency`` requests in flight (the admin facade's default when
+        None)."""
         wanted = list(dict.fromkeys(groups))
-        admin = self.admin(cluster)
-        if not wanted:
-            got = {}
-        elif concurrency is None:
-            got = admin.committed_offsets(wanted)
-        else:
-            got = admin.committed_offsets(wanted, concurrency=concurrency)
+        got = read_by_group(self.admin(cluster), wanted, concurrency=concurrency) if wanted else {}
         out = {}
         for group in wanted:
             r = got[group]

@@ -71,6 +71,7 @@ def test_the_wheel_carries_its_data_files_and_entry_point(wheel: zipfile.ZipFile
     for data in (
         "mm2ctl/py.typed",
         "mm2ctl/core/maven-settings.xml",
+        "mm2ctl/core/CommittedOffsets.java",
         "mm2ctl/lab/kafka.pom.xml",
         "mm2ctl/inspector/log4j2-driver.properties",
         "mm2ctl/report/page.js",
