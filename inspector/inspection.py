@@ -203,11 +203,14 @@ class Inspector:
         rows = functools.reduce(DataFrame.unionByName, frames)
         if self.options.only_problems:
             rows = rows.where("NOT is_ok")
-        rows = rows.cache()  # schemas.GROUP_ROWS_SCHEMA's columns, in order
-        cached.append(rows)
         progress("classifying")
         try:
             with counting_tasks(self.spark, progress, CLASSIFY_PHASE):
+                # Kept as a local checkpoint, not cached: each SQL statement that reads a frame drops the
+                # temporary view PySpark made of it, and Spark uncaches a view's plan when it is dropped, so a
+                # cache of the rows would be gone before the output read them again.
+                rows = rows.localCheckpoint()  # schemas.GROUP_ROWS_SCHEMA's columns, in order
+                cached.append(rows)
                 figures = [r.asDict(recursive=True) for r in summary.group_figures(rows).collect()]
             progress("replication health")
             partitions = self._replicated_partitions(state)
