@@ -93,6 +93,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     command = [
         sys.executable, "-m", "mm2ctl", "exporter", "--mm2-config", str(mm2),
         "--listen", f"127.0.0.1:{port}", "--interval", str(args.interval),
+        *(["--groups", args.groups] if args.groups else []),
     ]  # fmt: skip
     trickle = SyncTrickle(mm2) if args.trickle else None
     say(" ".join(command))
@@ -178,6 +179,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench/exporter_scale.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--lab-dir", default="/tmp/mm2ctl-bench-lab", help="a lab inspect_scale.py loaded and kept")
+    parser.add_argument("--groups", help="a group regex, as the exporter's --groups (the 50 k lab's first 100: 5 k)")
     parser.add_argument("--runs", type=int, default=3, help="complete inspections to wait for (default 3)")
     parser.add_argument("--interval", type=float, default=60.0, help="the exporter's --interval (default 60)")
     parser.add_argument("--trickle", type=int, default=0, help="offset syncs written after each run (0)")
