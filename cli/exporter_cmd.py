@@ -79,14 +79,9 @@ def exporter(
     """
     from mm2ctl.cli import run_log
     from mm2ctl.inspector.cluster_state import read_cluster_state
+    from mm2ctl.inspector.driver_sizing import driver_java_options_for, driver_memory_for
     from mm2ctl.inspector.exporter import Exporter, Listen, MetricsServer, metrics_app
-    from mm2ctl.inspector.inspection import (
-        InspectOptions,
-        Inspector,
-        driver_java_options_for,
-        driver_memory_for,
-        preflight,
-    )
+    from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
     from mm2ctl.inspector.prometheus_output import InspectionCollector
     from mm2ctl.inspector.remote_session import build_remote_session, remote_url
     from mm2ctl.inspector.selection import Selection

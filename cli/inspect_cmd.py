@@ -143,10 +143,11 @@ def inspect(
     from mm2ctl.cli import run_log
     from mm2ctl.cli.progress import terminal_progress
     from mm2ctl.inspector.cluster_state import read_cluster_state
+    from mm2ctl.inspector.driver_sizing import probe
     from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
     from mm2ctl.inspector.remote_session import remote_url
     from mm2ctl.inspector.selection import Selection
-    from mm2ctl.inspector.session import SHUFFLE_PARTITIONS, SessionStart
+    from mm2ctl.inspector.session import DRIVER_JAVA_OPTIONS, SHUFFLE_PARTITIONS, SessionStart
 
     if fmt in (Format.parquet, Format.prometheus) and output is None:
         what = (
@@ -177,6 +178,8 @@ def inspect(
         # admin state is read; the groups' committed offsets are read in that JVM once it is up (a Connect
         # client has none: they are read through librdkafka).
         if url is None:
+            if DRIVER_JAVA_OPTIONS not in conf and (spark_master or "local").startswith("local"):
+                conf[DRIVER_JAVA_OPTIONS] = probe(config, checked.pairs).java_options  # C1 only when small
             say("starting Spark")
             session = SessionStart(spark_master, conf, jvm_log=run_log.jvm_log("inspect"), share_classes=watch is None)
         else:

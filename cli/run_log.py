@@ -57,6 +57,40 @@ def start(*, verbose: bool, command: str | None = None) -> None:
     library.propagate = verbose
     if not verbose:
         library.addHandler(_LibraryLog())
+    _route_py4j(verbose)
+
+
+def _from_py4j(record: logging.LogRecord) -> bool:
+    return f"{os.sep}py4j{os.sep}" in record.pathname
+
+
+class _NotPy4j(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _from_py4j(record)
+
+
+class _Py4jOnly(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return _from_py4j(record)
+
+
+def _route_py4j(verbose: bool) -> None:
+    """py4j (PySpark's bridge to its JVM) logs through the root logger: a command cut off by a JVM that was
+    stopped under it (a signal to the whole process group) logs a traceback there. Without ``-v`` its lines go
+    to the log file, like the JVM's own."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if isinstance(handler, _LibraryLog):
+            root.removeHandler(handler)
+        for f in [f for f in handler.filters if isinstance(f, _NotPy4j)]:
+            handler.removeFilter(f)
+    if verbose:
+        return
+    for handler in root.handlers:
+        handler.addFilter(_NotPy4j())
+    to_file = _LibraryLog()
+    to_file.addFilter(_Py4jOnly())
+    root.addHandler(to_file)
 
 
 class _LibraryLog(logging.Handler):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -77,40 +78,6 @@ def preflight(config: MM2Config, options: InspectOptions) -> Preflight:
     return Preflight(tuple(pairs))
 
 
-#: The driver heap a live session starts from, and what each kept or cached item adds to it.
-BASE_HEAP_MIB = 512
-HEAP_BYTES_PER_GROUP_PARTITION = 1_500
-HEAP_BYTES_PER_TOPIC_RECORD = 120
-MAX_HEAP_MIB = 16_384
-
-
-def driver_memory_for(state: ClusterState) -> str:
-    """``spark.driver.memory`` for a live session over ``state``: a base for Spark itself, plus the cached
-    rows of a run (per group partition) and what a full read of the internal topics sorts and keeps (per
-    offset in their snapshots), in MiB. A one-off ``inspect`` keeps Spark's 4 GiB instead: it holds nothing
-    between runs and stops in seconds."""
-    rows = sum(p.state.group_partitions for p in state.pairs)
-    records = sum(t.records_span for p in state.pairs for t in (p.syncs, p.checkpoints) if isinstance(t, TopicSnapshot))
-    extra = rows * HEAP_BYTES_PER_GROUP_PARTITION + records * HEAP_BYTES_PER_TOPIC_RECORD
-    return f"{min(MAX_HEAP_MIB, BASE_HEAP_MIB + extra // 2**20)}m"
-
-
-#: Up to this size a live session's JVM compiles with C1 only (``driver_java_options_for``).
-SMALL_GROUP_PARTITIONS = 100_000
-SMALL_TOPIC_RECORDS = 1_000_000
-
-
-def driver_java_options_for(state: ClusterState) -> str:
-    """``spark.driver.extraJavaOptions`` for a live session over ``state``: the embedded default (the throughput
-    collector), and for a small inspection the C1 compiler only. A run over a few thousand rows is mostly
-    Spark's planning code, which C2 would keep compiling run after run (more CPU, measured per run at 5 k group
-    partitions, than the run's own tasks) for code that is not hot enough to repay it."""
-    rows = sum(p.state.group_partitions for p in state.pairs)
-    records = sum(t.records_span for p in state.pairs for t in (p.syncs, p.checkpoints) if isinstance(t, TopicSnapshot))
-    small = rows <= SMALL_GROUP_PARTITIONS and records <= SMALL_TOPIC_RECORDS
-    return "-XX:+UseParallelGC -XX:TieredStopAtLevel=1" if small else "-XX:+UseParallelGC"
-
-
 def _with_error(table: pa.Table, error: str) -> pa.Table:
     """Every row of ``table`` marked with ``error`` (kept where a row already has one)."""
     errors = pa.array([e if e is not None else error for e in table.column("error").to_pylist()], pa.string())
@@ -160,6 +127,9 @@ class Inspector:
         self._kept = {pair.name: PairTopics(pair.name) for pair in self.pairs}
         self._conditions: dict[str, tuple[FlowCondition, ...]] = {}
         self._conditions_at = -float("inf")
+        #: Reads the checkpoints topic while the calling thread reads the offset syncs: two small reads are
+        #: each one task, and each waits on its own Kafka consumer. One thread for the inspector's life.
+        self._beside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mm2ctl-checkpoints")
 
     def rebind(self, spark: SparkSession) -> None:
         """Run on a new session from now on (a Spark Connect server restarted): what the old session kept went
@@ -239,20 +209,23 @@ class Inspector:
         ]
         notes += [TopicNote(*n) for n in flow_states.condition_notes(read.conditions)]
         progress(f"{pair.name}: reading {pair.offset_syncs_topic} and {pair.checkpoints_topic} with Spark")
-        syncs = read.syncs if isinstance(read.syncs, TopicSnapshot) else None
-        settings = self.config.client_settings(pair.offset_syncs_cluster, pair.name)
-        reason = kept.refresh_syncs(self.spark, settings, syncs, read.source_partitions(), progress)
-        if reason is not None:
-            notes.append(
-                TopicNote(
-                    pair.name, pair.offset_syncs_topic, pair.offset_syncs_cluster, f"read again in full: {reason}"
-                )
-            )
         checkpoints = read.checkpoints if isinstance(read.checkpoints, TopicSnapshot) else None
         settings = self.config.client_settings(pair.target, pair.name)
-        reason = kept.refresh_checkpoints(self.spark, settings, checkpoints)
-        if reason is not None:
-            notes.append(TopicNote(pair.name, pair.checkpoints_topic, pair.target, f"read again in full: {reason}"))
+        checkpoints_read = self._beside.submit(kept.refresh_checkpoints, self.spark, settings, checkpoints)
+        try:
+            syncs = read.syncs if isinstance(read.syncs, TopicSnapshot) else None
+            settings = self.config.client_settings(pair.offset_syncs_cluster, pair.name)
+            reason = kept.refresh_syncs(self.spark, settings, syncs, read.source_partitions(), progress)
+        except BaseException:
+            checkpoints_read.exception()  # waits for it: the syncs' error is the one raised
+            raise
+        checkpoints_reason = checkpoints_read.result()
+        for topic, cluster, why in (
+            (pair.offset_syncs_topic, pair.offset_syncs_cluster, reason),
+            (pair.checkpoints_topic, pair.target, checkpoints_reason),
+        ):
+            if why is not None:
+                notes.append(TopicNote(pair.name, topic, cluster, f"read again in full: {why}"))
         syncs_bad, checkpoints_bad = kept.malformed()
         for topic, cluster, bad in (
             (pair.offset_syncs_topic, pair.offset_syncs_cluster, syncs_bad),
@@ -333,6 +306,7 @@ class Inspector:
 
     def close(self) -> None:
         """Release everything the session kept for these pairs."""
+        self._beside.shutdown(wait=True)
         for kept in self._kept.values():
             kept.release()
 
@@ -362,4 +336,4 @@ def _releaser(frames: Sequence[DataFrame]) -> Callable[[], None]:
     return release_all
 
 
-__all__ = ["InspectOptions", "Inspector", "Preflight", "driver_java_options_for", "driver_memory_for", "preflight"]
+__all__ = ["InspectOptions", "Inspector", "Preflight", "preflight"]

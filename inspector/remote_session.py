@@ -57,6 +57,7 @@ def build_remote_session(url: str, conf: Mapping[str, str] | None = None) -> Spa
         defaults = {**RUNTIME_SETTINGS, _V1_SOURCES: ",".join(s for s in listed if s and s.lower() != "kafka")}
     except Exception as exc:  # grpc's errors, as PySpark raises them
         raise InspectError(f"cannot reach the Spark Connect server at {url}: {_first_line(exc)}") from exc
+    _make_current(spark)
     for key, value in defaults.items():
         spark.conf.set(key, value)
     for key, value in (conf or {}).items():
@@ -67,6 +68,20 @@ def build_remote_session(url: str, conf: Mapping[str, str] | None = None) -> Spa
                 f"--spark-conf {key}: a Spark Connect client cannot set it ({_first_line(exc)}); set it on the server"
             ) from exc
     return spark
+
+
+def _make_current(spark: SparkSession) -> None:
+    """Make ``spark`` the client's default session, and this thread's active one. PySpark's Connect client
+    binds some frames (a local checkpoint's) to its active or default session rather than to the session that
+    made them, and it sets those only when none is set: a session made after a server restart would build
+    plans on itself over frames the client bound to the old one."""
+    cls = type(spark)
+    lock, active = getattr(cls, "_lock", None), getattr(cls, "_active_session", None)
+    if lock is None or active is None:  # a client that keeps no such state
+        return
+    with lock:
+        cls._default_session = spark  # type: ignore[attr-defined]
+    active.session = spark
 
 
 def _first_line(exc: BaseException) -> str:

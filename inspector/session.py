@@ -59,6 +59,10 @@ _EMBEDDED_DEFAULTS = {
     "spark.ui.retainedTasks": "2000",
     "spark.sql.ui.retainedExecutions": "50",
     "spark.ui.dagGraph.retainedRootRDDs": "100",
+    # Broadcast joins build their tables on a pool that starts a new thread per broadcast until it holds this
+    # many (Spark's default 128), each idle thread ending after a minute: a live session's JVM held 128 more
+    # threads after a few runs. A run's dozen small broadcasts need few.
+    "spark.sql.broadcastExchange.maxThreadThreshold": "16",
 }
 
 #: PySpark's DataFrame call-site capture. On (PySpark's default), every DataFrame and Column call also asks the

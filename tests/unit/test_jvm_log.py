@@ -113,6 +113,32 @@ def test_librdkafka_lines_go_to_the_runs_log_file_not_the_terminal(
     assert run_log.jvm_log("inspect") == path
 
 
+def test_py4j_lines_go_to_the_runs_log_file_not_the_terminal(tmp_path: Path) -> None:
+    import io
+    import logging
+
+    root = logging.getLogger()
+    terminal = io.StringIO()
+    stderr = logging.StreamHandler(terminal)
+    root.addHandler(stderr)
+    try:
+        run_log.start(verbose=False, command="exporter")
+        record = logging.makeLogRecord(
+            {"levelno": logging.ERROR, "levelname": "ERROR", "msg": "Exception while sending command.",
+             "pathname": "/venv/lib/python3.11/site-packages/py4j/java_gateway.py"}
+        )  # fmt: skip
+        root.handle(record)
+        logging.getLogger("mm2ctl.exporter").error("mm2ctl's own line")
+        (path,) = (tmp_path / "state" / "logs").glob("exporter-*.log")
+        assert "Exception while sending command." in path.read_text()
+        assert "mm2ctl's own line" not in path.read_text()
+        assert "Exception while sending command." not in terminal.getvalue()
+        assert "mm2ctl's own line" in terminal.getvalue()
+    finally:
+        run_log.start(verbose=True)
+        root.removeHandler(stderr)
+
+
 def test_verbose_sends_librdkafka_lines_to_the_terminal(tmp_path: Path) -> None:
     import logging
 
