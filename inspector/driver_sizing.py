@@ -32,8 +32,7 @@ _THROUGHPUT = "-XX:+UseParallelGC"
 #: C1 only. A run over a few thousand rows is mostly Spark's planning code, which C2 would keep compiling (in a
 #: live session, run after run) for code that is not hot enough to repay it; a large one is the tasks' code,
 #: which C2 makes faster than C1 by more than it costs. The serial collector: a small heap's collections take
-#: milliseconds on one thread, and it grows the heap only as far as the live data needs (at 5 k group
-#: partitions the exporter's JVM held 813 MiB after 35 runs, against 944 MiB after 27 with the throughput one).
+#: milliseconds on one thread, with no collector threads beside the tasks.
 _SMALL = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 
 
