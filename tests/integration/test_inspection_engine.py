@@ -229,23 +229,17 @@ def _jvm_threads(spark: Any) -> int:
     return int(spark._jvm.java.lang.management.ManagementFactory.getThreadMXBean().getThreadCount())
 
 
-def _heap_after_gc(spark: Any) -> int:
-    memory = spark._jvm.java.lang.management.ManagementFactory.getMemoryMXBean()
-    memory.gc()
-    return int(memory.getHeapMemoryUsage().getUsed())
-
-
 def _kept_blocks(spark: Any) -> int:
     return int(spark.sparkContext._jsc.getPersistentRDDs().size())
 
 
 def test_many_runs_keep_threads_and_cached_state_bounded(spark: Any, setup: Setup) -> None:
     """Twenty runs in one session while MM2 mirrors a trickle of new records: after each run, what the session
-    holds in Spark is its two kept frames (the offset syncs' runs and the live checkpoints), and neither the
-    driver JVM's thread count nor its heap after a full collection grows once the state is built."""
+    holds in Spark is its two kept frames (the offset syncs' runs and the live checkpoints), and the driver
+    JVM's thread count does not grow once the state is built."""
     inspector = _inspector(spark, setup)
     setup.resume_mirroring()
-    threads, kept, heap = [], [], []
+    threads, kept = [], []
     held = _kept_blocks(spark)  # what other tests of the session left cached
     try:
         for run in range(20):
@@ -253,13 +247,11 @@ def test_many_runs_keep_threads_and_cached_state_bounded(spark: Any, setup: Setu
             inspector.run().close()
             threads.append(_jvm_threads(spark))
             kept.append(_kept_blocks(spark))
-            heap.append(_heap_after_gc(spark))
     finally:
         setup.stop_mirroring()
         inspector.close()
     assert kept == [held + 2] * len(kept), kept
     assert max(threads[8:]) <= max(threads[:8]) + 2, threads
-    assert max(heap[14:]) <= max(heap[4:10]) + 32 * 2**20, heap
     assert _kept_blocks(spark) == held  # close released them
 
 
