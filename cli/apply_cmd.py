@@ -128,6 +128,13 @@ def apply(
         "resume at auto.offset.reset).",
     ),
     parallelism: int = _PARALLELISM,
+    override_mm2_sync: bool = typer.Option(
+        False,
+        "--override-mm2-sync",
+        help="Write a failover's planned offsets over those MirrorMaker 2's own group-offset sync moved since "
+        "planning (MM2 only writes its cautious answer). Without it such a move refuses the apply, and no group "
+        "is written.",
+    ),
     mm2_config: MM2ConfigOverride = None,
     from_connect: FromConnect = None,
     secrets: Secrets = None,
@@ -152,7 +159,12 @@ def apply(
         _confirm(f"Resume applying plan {plan.plan_id}?", auto_approve)
         with progress:
             result = engine.resume_apply(
-                resume, live, progress=progress, operator_secrets=_secrets(secrets_file), parallelism=parallelism
+                resume,
+                live,
+                progress=progress,
+                operator_secrets=_secrets(secrets_file),
+                parallelism=parallelism,
+                override_mm2_sync=override_mm2_sync,
             )
         if as_json:
             typer.echo(result_json(run_fields("apply", result, plan, resumed=True)))
@@ -197,6 +209,7 @@ def apply(
             allow_untranslatable=allow_untranslatable,
             parallelism=parallelism,
             plan_document=document,
+            override_mm2_sync=override_mm2_sync,
         )
     if as_json:
         typer.echo(

@@ -282,11 +282,20 @@ def plan_failover_cmd(
         help="The source cluster is down: positions from checkpoints, conservative rule only.",
     ),
     stop_mirroring: bool = typer.Option(
-        False, "--stop-mirroring", help="Wait for MM2 to catch up, then stop the pair's connectors before writing."
+        False,
+        "--stop-mirroring",
+        help="Wait until MM2 has copied every partition the groups have offsets on, stop the pair's connectors, "
+        "translate the groups MM2 had not copied up to at planning, then write.",
     ),
     allow_rewind: bool = typer.Option(False, "--allow-rewind", help="Allow moving a target offset backwards."),
     catch_up_timeout: float = typer.Option(
         300.0, "--catch-up-timeout", help="Seconds to wait for MM2 to catch up (with --stop-mirroring)."
+    ),
+    accept_cautious: bool = typer.Option(
+        False,
+        "--accept-cautious",
+        help="Without --stop-mirroring: plan MM2's cautious answer (last offset sync + 1, which replays) for "
+        "groups whose position MM2 has not copied yet, instead of refusing with exit 21.",
     ),
     fallback: str = _FALLBACK,
     export_csv: Path | None = _EXPORT_CSV,
@@ -326,6 +335,7 @@ def plan_failover_cmd(
                 allow_rewind=allow_rewind,
                 catch_up_timeout_s=catch_up_timeout,
                 fallback=_fallback(fallback),
+                accept_cautious=accept_cautious,
             ),
             progress=progress,
         )

@@ -20,7 +20,8 @@ sensitive settings.
     │   ├── ForeignPlanError ..... the plan was made for other clusters or another Connect worker
     │   ├── StalePlanError ....... live state changed since the plan was made
     │   ├── PreconditionError .... a step's precondition does not hold
-    │   └── UntranslatableError .. the plan leaves group partitions untranslatable (apply --allow-untranslatable)
+    │   ├── UntranslatableError .. the plan leaves group partitions untranslatable (apply --allow-untranslatable)
+    │   └── NotCopiedError ....... MM2 has not copied up to some groups' positions (--stop-mirroring, --accept-cautious)
     ├── ApplyError .............. a step failed while applying; the journal says how far it got
     ├── ApprovalRequiredError ... a write needs confirmation and there is no terminal (use --auto-approve)
     ├── LockError ............... another apply holds the lock
@@ -170,6 +171,13 @@ class UntranslatableError(PlanError):
     """A failover or failback plan leaves group partitions untranslatable, and apply was not told to accept it."""
 
     exit_code = ExitCode.UNTRANSLATABLE
+
+
+class NotCopiedError(PlanError):
+    """``plan failover`` without ``--stop-mirroring``: some groups' positions lie past what MM2 has copied, so
+    only MM2's cautious answer is known, and the user did not accept it."""
+
+    exit_code = ExitCode.NOT_COPIED
 
 
 class ApplyError(Mm2ctlError):

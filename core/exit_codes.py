@@ -55,6 +55,9 @@ class ExitCode(IntEnum):
     #: ``report``: a saved inspection (``--group-rows``, ``--partition-rows``) is missing, unreadable or not
     #: the rows ``inspect`` writes.
     INSPECTION_FILE = 20
+    #: ``plan failover``: MM2 has not copied up to some selected groups' positions, so their translation
+    #: cannot be proven; plan with ``--stop-mirroring`` or accept the cautious answer (``--accept-cautious``).
+    NOT_COPIED = 21
 
     @property
     def meaning(self) -> str:
@@ -90,6 +93,10 @@ MEANINGS: dict[ExitCode, str] = {
         "(apply refuses it without --allow-untranslatable)"
     ),
     ExitCode.INSPECTION_FILE: "report: a saved inspection is missing, unreadable or not the rows inspect writes",
+    ExitCode.NOT_COPIED: (
+        "plan failover: MM2 has not copied up to some groups' positions (plan with --stop-mirroring, or "
+        "--accept-cautious)"
+    ),
 }
 
 

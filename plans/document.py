@@ -39,7 +39,7 @@ from mm2ctl.core.errors import ConfigError, PlanError, UntranslatableError
 from mm2ctl.core.flows import Flow, is_cluster_alias, parse_flow
 from mm2ctl.plans.connect_target import ConnectTarget
 from mm2ctl.plans.fingerprint import Fingerprint
-from mm2ctl.plans.payloads import OffsetSyncsBackup, OffsetSyncsTruncate, WaitForCatchUp
+from mm2ctl.plans.payloads import OffsetSyncsBackup, OffsetSyncsTruncate, TranslateAfterCatchUp, WaitForCatchUp
 from mm2ctl.plans.preconditions import iter_preconditions
 from mm2ctl.plans.steps import Step
 from mm2ctl.plans.targets import ConnectorTarget, GroupTarget, TopicPartitionsTarget
@@ -135,6 +135,9 @@ def _step_clusters(step: Step) -> Iterator[str]:
         yield t.cluster
     if isinstance(step.payload, WaitForCatchUp):
         yield step.payload.source_cluster
+    if isinstance(step.payload, TranslateAfterCatchUp):
+        yield step.payload.source_cluster
+        yield step.payload.target_cluster
     for c in iter_preconditions(step.precondition):
         cluster = getattr(c, "cluster", None)
         if isinstance(cluster, str):

@@ -17,7 +17,7 @@ from mm2ctl.core.config import PairConfig
 from mm2ctl.core.errors import KafkaClusterError, PlanError
 from mm2ctl.core.records import PartitionReader, RawRecord, read_partitions
 from mm2ctl.plans.live_state import LiveState
-from mm2ctl.plans.translation import DEFAULT_WINDOW, Digested, Sync, normalize_syncs, record_digest
+from mm2ctl.plans.translation import DEFAULT_WINDOW, Bounds, Digested, Sync, normalize_syncs, record_digest
 
 #: Offsets one consumer read fetches ahead of a verification's window (see ``KafkaRecords``).
 READ_AHEAD = 5_000
@@ -69,6 +69,15 @@ class KafkaRecords:
                 self._lo = start - self._chunk
         i, j = bisect.bisect_left(self._offsets, start), bisect.bisect_left(self._offsets, end)
         return self._recs[i:j]
+
+
+def last_record_offset(reader: PartitionReader, topic: str, partition: int, bounds: Bounds) -> int | None:
+    """Offset of the partition's last readable record (the end may be a transaction marker); None when the
+    partition holds none."""
+    got = KafkaRecords(reader, topic, partition, bounds.end).read(
+        max(bounds.start, bounds.end - DEFAULT_WINDOW), bounds.end
+    )
+    return got[-1].offset if got else None
 
 
 def read_sync_histories(live: LiveState, flow: PairConfig) -> dict[TP, list[Sync | None]]:

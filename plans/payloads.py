@@ -176,6 +176,13 @@ class TranslationMethod(StrEnum):
     #: No offset sync at or below the position, and no copy found by content: the earliest target offset with
     #: the next record's timestamp or later (replays rather than skips).
     TIMESTAMP = "timestamp"
+    #: The group is at the source's log end and MM2 has copied the partition to its end (or it is empty):
+    #: the target's log end, proven by both ends' offsets.
+    LOG_END = "log_end"
+    #: MM2 had not copied up to the group's position when the plan was made: ``apply`` translates the row
+    #: once MM2 has caught up and stopped (``TranslateAfterCatchUp``); the row's offset until then is only the
+    #: cautious answer of planning time, never written as it is.
+    AFTER_CATCH_UP = "after_catch_up"
 
 
 #: The methods whose position is exact: the replay and skip counts from it are true counts (the others give a
@@ -187,6 +194,7 @@ EXACT_METHODS: frozenset[str] = frozenset(
         TranslationMethod.VERIFIED_DELTA,
         TranslationMethod.VERIFIED_SEARCH,
         TranslationMethod.TIMESTAMP_VERIFIED,
+        TranslationMethod.LOG_END,
     )
 )
 
@@ -258,7 +266,9 @@ class GroupOffsetsVerify:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CatchUpTarget:
-    """A source partition whose replicated (upstream) offset must reach ``upstream_offset``."""
+    """A source partition MM2 must have copied to its end: its last record when the plan was made
+    (``upstream_offset``, -1 for a partition that held none). Apply reads the source's last record again
+    when it starts waiting, and waits for whichever is later."""
 
     topic: str
     partition: int
@@ -267,7 +277,7 @@ class CatchUpTarget:
     def __post_init__(self) -> None:
         check_str(self.topic, "topic")
         check_int(self.partition, "partition")
-        check_int(self.upstream_offset, "upstream_offset")
+        check_int(self.upstream_offset, "upstream_offset", minimum=-1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -291,6 +301,56 @@ class WaitForCatchUp:
         set_field(self, "timeout_seconds", float(self.timeout_seconds))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeferredRow:
+    """A group partition MM2 had not copied up to when the plan was made: the group's committed source
+    offset, and MM2's next offset to copy then (None: not known)."""
+
+    group: str
+    source_topic: str
+    target_topic: str
+    partition: int
+    source_offset: int
+    mm2_next_offset: int | None = None
+
+    def __post_init__(self) -> None:
+        check_str(self.group, "group")
+        check_str(self.source_topic, "source_topic")
+        check_str(self.target_topic, "target_topic")
+        check_int(self.partition, "partition")
+        check_int(self.source_offset, "source_offset")
+        if self.mm2_next_offset is not None:
+            check_int(self.mm2_next_offset, "mm2_next_offset")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TranslateAfterCatchUp:
+    """Translate ``rows`` once MM2 has copied them and is stopped, and prove them by content; the group
+    writes after this step write what it found (``plans.deferred``). ``pair`` names the flow whose offset
+    syncs translate; ``allow_rewind`` is the plan's: without it a translation below the target group's
+    current offset fails the step, before any write."""
+
+    pair: str
+    source_cluster: str
+    target_cluster: str
+    rows: tuple[DeferredRow, ...]
+    allow_rewind: bool = False
+    #: ``Fallback``'s value: what translates a row no offset sync lies at or below.
+    fallback: str = "timestamp"
+
+    def __post_init__(self) -> None:
+        check_str(self.pair, "pair")
+        check_str(self.source_cluster, "source_cluster")
+        check_str(self.target_cluster, "target_cluster")
+        freeze_tuple(self, "rows")
+        if not self.rows:
+            raise PlanError("rows: must list at least one partition")
+        check_unique(((r.group, r.target_topic, r.partition) for r in self.rows), "rows")
+        check_bool(self.allow_rewind, "allow_rewind")
+        if self.fallback not in ("timestamp", "none"):
+            raise PlanError(f"fallback: expected timestamp or none, got {self.fallback!r}")
+
+
 Payload: TypeAlias = (
     ConnectorStop
     | ConnectorPause
@@ -306,4 +366,5 @@ Payload: TypeAlias = (
     | GroupOffsetsWrite
     | GroupOffsetsVerify
     | WaitForCatchUp
+    | TranslateAfterCatchUp
 )

@@ -23,6 +23,7 @@ from mm2ctl.plans.payloads import (
     GroupOffsetsWrite,
     OffsetSyncsBackup,
     OffsetSyncsTruncate,
+    TranslateAfterCatchUp,
     WaitForCatchUp,
 )
 from mm2ctl.plans.steps import Step
@@ -58,6 +59,14 @@ def step_permissions(step: Step, *, undo: bool = False) -> Iterator[Permission]:
     elif isinstance(p, WaitForCatchUp) and not undo:
         for topic in sorted({c.topic for c in p.targets}):
             yield Permission(p.source_cluster, TOPIC, topic, DESCRIBE)
+            yield Permission(p.source_cluster, TOPIC, topic, READ)  # the last records: the mark to wait for
+    elif isinstance(p, TranslateAfterCatchUp) and not undo:
+        # The records on both sides prove each translation (the offset syncs' own topic is read as planning
+        # read it).
+        for topic in sorted({r.source_topic for r in p.rows}):
+            yield Permission(p.source_cluster, TOPIC, topic, READ)
+        for topic in sorted({r.target_topic for r in p.rows}):
+            yield Permission(p.target_cluster, TOPIC, topic, READ)
 
 
 def plan_permissions(plan: Plan, *, undo: bool = False, steps: Iterable[int] | None = None) -> list[Permission]:

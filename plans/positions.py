@@ -2,7 +2,8 @@
 trusts them, for one partition's groups at a time.
 
 ``plan failover``, ``plan failback`` and ``inspect --exact`` all ask the same question, so they all ask it
-here: the offset syncs first (``plans.translation``: verified by content when both sides can be read, else
+here: a group at the log end of a partition MM2 has copied to its end goes to the target's log end
+(``at_log_end``); then the offset syncs (``plans.translation``: verified by content when both sides can be read, else
 the conservative rule), then, where no sync lies at or below the position, the record's timestamp
 (``plans.timestamp_lookup``), unless the operator chose ``--fallback none``.
 """
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from mm2ctl.plans.payloads import TranslationMethod
 from mm2ctl.plans.timestamp_lookup import OffsetForTime, by_timestamp
 from mm2ctl.plans.translation import Bounds, RecordSource, Sync, Translation, conservative, verified
 
@@ -38,6 +40,26 @@ class Sides:
     offset_for_time: OffsetForTime | None = None
     #: The same on the source partition: the timestamp fallback aligns the records from there.
     source_offset_for_time: OffsetForTime | None = None
+    #: MM2's next source offset to copy (its stored position; None: not known). It trails what MM2 has really
+    #: copied by up to one offset flush, so a position it covers has been copied.
+    copied_end: int | None = None
+
+
+def at_log_end(committed: int, sides: Sides) -> Translation | None:
+    """A group at the source's log end, on a partition MM2 has copied to its end (an empty one included),
+    resumes at the target's log end: every record it could read is there, and nothing after it is. Proven by
+    the two ends' offsets and MM2's position, with no record read; None when MM2's position is not known."""
+    source = sides.source_bounds
+    # A position past the end means the partition was recreated or truncated under MM2: nothing is proven.
+    if committed != source.end or sides.copied_end != source.end:
+        return None
+    empty = source.start == source.end
+    why = "the source partition is empty" if empty else f"MM2 has copied it to its end ({source.end})"
+    return Translation(
+        sides.target_bounds.end,
+        TranslationMethod.LOG_END,
+        f"at the source's log end {source.end}, and {why}: the target's log end {sides.target_bounds.end}",
+    )
 
 
 NO_SYNC = "no offset sync at or below it"
@@ -56,6 +78,9 @@ def locate(
     if sides is None:
         tr = conservative(syncs, committed)
         return tr, "" if tr is not None else why
+    tr = at_log_end(committed, sides)
+    if tr is not None:
+        return tr, ""
     tr = verified(
         syncs,
         committed,

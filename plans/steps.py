@@ -26,6 +26,8 @@ offset_syncs_truncate       topic_partitions   irreversible: Kafka cannot un-del
 group_offsets_write         group              write each row's ``before_offset`` back (delete if None)
 group_offsets_verify        group              nothing to undo (read only)
 wait_for_catch_up           connector          nothing to undo (read only)
+group_offsets_translate     connector          nothing to undo (reads; the group writes after it use its
+                                               answers, which the journal keeps)
 ==========================  =================  ==========================================================
 """
 
@@ -54,6 +56,7 @@ from mm2ctl.plans.payloads import (
     OffsetSyncsBackup,
     OffsetSyncsTruncate,
     Payload,
+    TranslateAfterCatchUp,
     WaitForCatchUp,
 )
 from mm2ctl.plans.preconditions import PRECONDITION_TYPES, Precondition, iter_preconditions
@@ -78,6 +81,7 @@ class StepKind(StrEnum):
     GROUP_OFFSETS_WRITE = "group_offsets_write"
     GROUP_OFFSETS_VERIFY = "group_offsets_verify"
     WAIT_FOR_CATCH_UP = "wait_for_catch_up"
+    GROUP_OFFSETS_TRANSLATE = "group_offsets_translate"
 
 
 #: The one payload class of each step kind.
@@ -97,6 +101,7 @@ PAYLOAD_TYPES: Mapping[StepKind, type[Payload]] = MappingProxyType(
         StepKind.GROUP_OFFSETS_WRITE: GroupOffsetsWrite,
         StepKind.GROUP_OFFSETS_VERIFY: GroupOffsetsVerify,
         StepKind.WAIT_FOR_CATCH_UP: WaitForCatchUp,
+        StepKind.GROUP_OFFSETS_TRANSLATE: TranslateAfterCatchUp,
     }
 )
 
@@ -115,6 +120,7 @@ TARGET_OF_KIND: Mapping[StepKind, type[Target]] = MappingProxyType(
                 StepKind.CONNECT_OFFSETS_DELETE,
                 StepKind.CONNECT_OFFSETS_PATCH,
                 StepKind.WAIT_FOR_CATCH_UP,
+                StepKind.GROUP_OFFSETS_TRANSLATE,
             )
         },
         StepKind.CONNECT_OFFSETS_TOMBSTONE: TopicPartitionsTarget,
@@ -127,7 +133,12 @@ TARGET_OF_KIND: Mapping[StepKind, type[Target]] = MappingProxyType(
 
 #: Kinds that write nothing to any cluster; ``--dry-run`` still stops before the first step NOT in here.
 READ_ONLY_KINDS: frozenset[StepKind] = frozenset(
-    {StepKind.OFFSET_SYNCS_BACKUP, StepKind.GROUP_OFFSETS_VERIFY, StepKind.WAIT_FOR_CATCH_UP}
+    {
+        StepKind.OFFSET_SYNCS_BACKUP,
+        StepKind.GROUP_OFFSETS_VERIFY,
+        StepKind.WAIT_FOR_CATCH_UP,
+        StepKind.GROUP_OFFSETS_TRANSLATE,
+    }
 )
 #: Kinds rollback can never undo, whatever the planner says.
 ALWAYS_IRREVERSIBLE_KINDS: frozenset[StepKind] = frozenset({StepKind.OFFSET_SYNCS_TRUNCATE})

@@ -45,8 +45,9 @@ from typing import Any
 from mm2ctl.core.errors import ApplyError, ForeignPlanError, JournalError, Mm2ctlError, PreconditionError
 from mm2ctl.core.progress import Progress, count, no_progress
 from mm2ctl.plans.connector_config import SecretSource
+from mm2ctl.plans.deferred import parse_translated, plan_as_applied, with_translations
 from mm2ctl.plans.document import Plan
-from mm2ctl.plans.fingerprint import check_not_foreign, check_plan_against_live
+from mm2ctl.plans.fingerprint import check_not_foreign, check_plan_against_live, freeze_json
 from mm2ctl.plans.live_state import LiveState
 from mm2ctl.plans.payloads import ConnectorCreate, ConnectorDelete
 from mm2ctl.plans.permissions import check_permissions, plan_permissions
@@ -288,6 +289,8 @@ def _run_steps(
         except Mm2ctlError as exc:
             raise _failed(journal, step.index, f"{what} failed: {exc}", exc, started=started) from exc
         journal.step_completed(step.index, outcome="applied", after=after)
+        if step.kind is StepKind.GROUP_OFFSETS_TRANSLATE:
+            plan = with_translations(plan, parse_translated(freeze_json(after)))  # the writes after it use them
         result.steps.append(f"{what}: applied")
         result.changes += int(step.writes)
         _maybe_crash(step.index)
@@ -318,6 +321,7 @@ def apply_plan(
     allow_untranslatable: bool = False,
     parallelism: int = DEFAULT_PARALLELISM,
     plan_document: Mapping[str, Any] | None = None,
+    override_mm2_sync: bool = False,
 ) -> RunResult:
     """Apply ``plan`` for real (see the module docstring for the order of checks and writes). A plan that
     leaves group partitions untranslatable is refused unless ``allow_untranslatable``. ``plan_document``: the
@@ -340,6 +344,7 @@ def apply_plan(
                 progress=progress,
                 live_configs=_capture_live_configs(plan, live),
                 operator_secrets=dict(operator_secrets or {}),
+                override_mm2_sync=override_mm2_sync,
             )
             return _run_steps(journal, plan, ctx, 0, parallelism=parallelism)
 
@@ -352,12 +357,13 @@ def resume_apply(
     operator_secrets: Mapping[str, str] | None = None,
     state_dir: Path | None = None,
     parallelism: int = DEFAULT_PARALLELISM,
+    override_mm2_sync: bool = False,
 ) -> RunResult:
     """Continue a killed or failed apply from its journal."""
     check_parallelism(parallelism)
     with Journal.open(journal_path) as probe:
         state = probe.state
-    plan = state.plan
+    plan = applied_plan(state)
     if state.rollback_started:
         raise JournalError(f"{journal_path}: a rollback was started from this journal; it cannot be resumed")
     if state.apply_status == "succeeded":
@@ -378,10 +384,11 @@ def resume_apply(
             progress=progress,
             live_configs=_capture_live_configs(plan, live),
             operator_secrets=dict(operator_secrets or {}),
+            override_mm2_sync=override_mm2_sync,
         )
         return _run_steps(
             journal,
-            plan,
+            applied_plan(state),
             ctx,
             start,
             frozenset(state.uncertain_steps),
@@ -389,6 +396,13 @@ def resume_apply(
             parallelism=parallelism,
             completed=frozenset(state.completed_steps),
         )
+
+
+def applied_plan(state: JournalState) -> Plan:
+    """The journal's plan as apply ran it: with the answers of its completed ``group_offsets_translate``
+    steps (``plans.deferred``) in the group writes and read-backs after them."""
+    completed = {i: rec.after for i, rec in state.steps.items() if i in set(state.completed_steps)}
+    return plan_as_applied(state.plan, completed)
 
 
 def _ran_later(plan: Plan, index: int, done: set[int]) -> bool:
@@ -422,7 +436,7 @@ def rollback(
     """Undo the journal's completed steps newest first, each behind its guard."""
     with Journal.open(journal_path) as probe:
         state = probe.state
-    plan = state.plan
+    plan = applied_plan(state)
     try:
         verify_against_live(plan, live, stale_check=False)
     except ForeignPlanError as exc:

@@ -6,6 +6,8 @@ write depends on no other's. So a run of consecutive steps of one kind (``group_
 ``group_offsets_verify``), one step per group, is applied in batches of ``BATCH_GROUPS`` steps, with at most
 ``parallelism`` requests in flight:
 
+0. before the first batch of a run of writes, every write of the run is checked against one read of its
+   groups (``remediate.write_checks``): one refused group refuses them all, so nothing is half-written;
 1. the batch's preconditions are read in a few batched calls (``StateView.prefetch_groups``) and checked step
    by step, in plan order; the first step whose precondition fails ends the batch there (the steps before it
    still run), exactly as one step at a time would;
@@ -42,6 +44,7 @@ from mm2ctl.plans.targets import GroupTarget
 from mm2ctl.remediate.executors.base import ExecContext
 from mm2ctl.remediate.journal import Journal, StepOutcome
 from mm2ctl.remediate.preconditions import StateView, advanced_by_mm2, step_failures
+from mm2ctl.remediate.write_checks import WritesRefused, check_writes
 
 #: Requests in flight at once by default: enough to keep a broker's group coordinators busy, few enough
 #: that a shared cluster hardly notices. ``apply --parallelism`` changes it.
@@ -165,6 +168,8 @@ class ConcurrentRun:
     after_batch: Callable[[list[int]], None] = lambda _indices: None
     parallelism: int = DEFAULT_PARALLELISM
     report: RunReport = field(default_factory=RunReport)
+    #: Moves of MM2's sync that ``--override-mm2-sync`` accepted, by (cluster, group) (``write_checks``).
+    accepted: dict[tuple[str, str], frozenset[TP]] = field(default_factory=dict)
     _done: int = 0
 
     @property
@@ -187,6 +192,18 @@ class ConcurrentRun:
         todo = [s for s in self.steps if s.index not in self.completed]
         self._done = total - len(todo)
         count(self.ctx.progress, self.phase, self._done, total)
+        fresh = [s for s in todo if s.index not in self.unknown]
+        if self.kind is StepKind.GROUP_OFFSETS_WRITE and fresh:
+            try:
+                self.accepted = check_writes(fresh, self.ctx, parallelism=self.parallelism)
+            except WritesRefused as exc:
+                refused = next(s for s in fresh if s.index == exc.index)
+                what = f"step {refused.index} ({refused.kind.value})"
+                raise self._fail(refused, PreconditionError(f"{what}: precondition does not hold: {exc}")) from exc
+            except JournalError:
+                raise
+            except Mm2ctlError as exc:
+                raise self._fail(fresh[0], exc) from exc
         try:
             for start in range(0, len(todo), BATCH_GROUPS):
                 self._batch(todo[start : start + BATCH_GROUPS], fault)
@@ -228,7 +245,8 @@ class ConcurrentRun:
             if s.index in self.unknown and self._effect_present(s, view):
                 present.append(s)
                 continue
-            problems = step_failures(s, view)
+            t = _target(s)
+            problems = step_failures(s, view, accepted=self.accepted.get((t.cluster, t.group), frozenset()))
             if problems:
                 refused = (s, "; ".join(problems))
                 break

@@ -19,7 +19,7 @@ no members (its own check). Anything else still refuses: an offset beyond the pl
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +27,7 @@ from mm2ctl.core.admin import TP, PartitionBounds
 from mm2ctl.core.errors import PreconditionError
 from mm2ctl.plans.fingerprint import canonical_json, thaw_json
 from mm2ctl.plans.live_state import LiveState, offsets_json, stored_json
-from mm2ctl.plans.payloads import GroupOffsetsWrite
+from mm2ctl.plans.payloads import GroupOffsetsWrite, TranslationMethod
 from mm2ctl.plans.preconditions import (
     AllOf,
     ConnectorAbsent,
@@ -136,15 +136,22 @@ def advanced_by_mm2(before: int | None, now: int | None, planned: int | None) ->
     return now is not None and planned is not None and now <= planned and (before is None or now >= before)
 
 
-def failures(pre: Precondition, view: StateView, *, ceiling: Mapping[TP, int] | None = None) -> list[str]:
+def failures(
+    pre: Precondition,
+    view: StateView,
+    *,
+    ceiling: Mapping[TP, int] | None = None,
+    accepted: Collection[TP] = (),
+) -> list[str]:
     """What does not hold (empty: the precondition holds). Reads live state; never writes.
 
     ``ceiling``: a group write's planned offsets; an offset that moved forward to at most its planned
-    value is accepted as MM2's own sync (see the module docstring)."""
+    value is accepted as MM2's own sync (see the module docstring). ``accepted``: partitions whose move the
+    operator accepted (``apply --override-mm2-sync``, ``remediate.write_checks``)."""
     if isinstance(pre, NoPrecondition):
         return []
     if isinstance(pre, AllOf):
-        return [f for c in pre.conditions for f in failures(c, view, ceiling=ceiling)]
+        return [f for c in pre.conditions for f in failures(c, view, ceiling=ceiling, accepted=accepted)]
     if isinstance(pre, ConnectorStateIn):
         state = view.connector_state(pre.connector)
         wanted = sorted(s.value for s in pre.states)
@@ -195,6 +202,7 @@ def failures(pre: Precondition, view: StateView, *, ceiling: Mapping[TP, int] | 
             o
             for o in pre.expected
             if current.get((o.topic, o.partition)) != o.offset
+            and (o.topic, o.partition) not in accepted
             and not advanced_by_mm2(o.offset, current.get((o.topic, o.partition)), top.get((o.topic, o.partition)))
         ]
         return [f"{len(changed)} committed offset(s) of {pre.group} changed"] if changed else []
@@ -222,15 +230,24 @@ def require(pre: Precondition, view: StateView, *, what: str) -> None:
         raise PreconditionError(f"{what}: precondition does not hold: " + "; ".join(problems))
 
 
+#: The ceiling of a row translated only after the catch-up, before apply has translated it (a dry run): MM2's
+#: sync may move it forward by any amount, since its answer never passes the exact position.
+UNBOUNDED = 2**63 - 1
+
+
 def planned_offsets(step: Step) -> dict[TP, int] | None:
     """A group write's planned offsets (its ceiling for MM2's moves); None for every other step."""
     p = step.payload
-    return {(r.topic, r.partition): r.offset for r in p.rows} if isinstance(p, GroupOffsetsWrite) else None
+    if not isinstance(p, GroupOffsetsWrite):
+        return None
+    return {
+        (r.topic, r.partition): UNBOUNDED if r.method is TranslationMethod.AFTER_CATCH_UP else r.offset for r in p.rows
+    }
 
 
-def step_failures(step: Step, view: StateView) -> list[str]:
+def step_failures(step: Step, view: StateView, *, accepted: Collection[TP] = ()) -> list[str]:
     """``failures`` of the step's precondition, with a group write's planned offsets as the ceiling."""
-    return failures(step.precondition, view, ceiling=planned_offsets(step))
+    return failures(step.precondition, view, ceiling=planned_offsets(step), accepted=accepted)
 
 
 def require_step(step: Step, view: StateView, *, what: str) -> None:

@@ -40,6 +40,7 @@ otherwise left in place and reported (``NEW_PARTITIONS_NOTE``).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,19 +51,29 @@ from mm2ctl.core.admin import TP
 from mm2ctl.core.codecs import Checkpoint, RecordDecodeError, decode_checkpoint, decode_checkpoint_key
 from mm2ctl.core.compaction import Keyed, live_values
 from mm2ctl.core.config import PairConfig
-from mm2ctl.core.errors import PlanError, PreconditionError
+from mm2ctl.core.errors import NotCopiedError, PlanError, PreconditionError
 from mm2ctl.core.patterns import option_regex
 from mm2ctl.core.progress import Progress, count, no_progress
 from mm2ctl.core.records import PartitionReader, read_partitions
+from mm2ctl.inspector.mm2_position import read_position
 from mm2ctl.plans.document import Plan, PlanKind, UntranslatablePartition
-from mm2ctl.plans.kafka_records import KafkaRecords, OffsetsForTimes, read_syncs, syncs_disabled_note
+from mm2ctl.plans.kafka_records import (
+    KafkaRecords,
+    OffsetsForTimes,
+    last_record_offset,
+    read_syncs,
+    syncs_disabled_note,
+)
 from mm2ctl.plans.live_state import LiveState, part_group_offsets
 from mm2ctl.plans.offsets import GroupOffset
 from mm2ctl.plans.payloads import (
+    EXACT_METHODS,
     CatchUpTarget,
+    DeferredRow,
     GroupOffsetRow,
     GroupOffsetsVerify,
     GroupOffsetsWrite,
+    TranslateAfterCatchUp,
     TranslationMethod,
     WaitForCatchUp,
 )
@@ -73,6 +84,7 @@ from mm2ctl.plans.positions import Fallback, Sides, locate
 from mm2ctl.plans.preconditions import (
     AllOf,
     ConnectorStateIn,
+    ConnectorStopped,
     GroupEmptyOrAbsent,
     GroupOffsetsInRange,
     GroupOffsetsUnchanged,
@@ -80,7 +92,7 @@ from mm2ctl.plans.preconditions import (
 )
 from mm2ctl.plans.steps import StepKind
 from mm2ctl.plans.targets import ConnectorTarget, GroupTarget
-from mm2ctl.plans.translation import DEFAULT_WINDOW, Bounds, Sync, Translation
+from mm2ctl.plans.translation import Bounds, Sync, Translation, newest_sync_at_or_below
 
 #: The phase ``plan_failover`` counts (``core.progress.count``): source partitions whose groups are translated.
 TRANSLATE_PHASE = "partitions translated"
@@ -112,6 +124,13 @@ class FailoverRow:
     method: TranslationMethod | None
     detail: str
     delta_candidate: int | None = None
+    #: MM2's next source offset to copy on this partition when the plan was made (None: not known).
+    mm2_next_offset: int | None = None
+
+    @property
+    def deferred(self) -> bool:
+        """Translated by apply once MM2 has caught up (``TranslationMethod.AFTER_CATCH_UP``)."""
+        return self.method is TranslationMethod.AFTER_CATCH_UP
 
 
 @dataclass
@@ -144,6 +163,9 @@ class FailoverOptions:
     catch_up_timeout_s: float = 300.0
     #: What translates a group partition no offset sync lies at or below (the source must be readable).
     fallback: Fallback = Fallback.TIMESTAMP
+    #: Without ``stop_mirroring``: plan MM2's cautious answer for the rows MM2 has not copied up to yet,
+    #: instead of refusing them (``NotCopiedError``).
+    accept_cautious: bool = False
 
 
 # ----------------------------------------------------------------------------------------- reading
@@ -173,14 +195,6 @@ def read_checkpoints(live: LiveState, flow: PairConfig) -> dict[str, dict[TP, tu
     for (group, remote, partition), cp in live_values(keyed).items():
         out.setdefault(group, {})[(remote, partition)] = (cp.upstream_offset, cp.downstream_offset)
     return out
-
-
-def _last_record_offset(reader: PartitionReader, topic: str, partition: int, bounds: Bounds) -> int | None:
-    """Offset of the partition's last readable record (the end may be a transaction marker)."""
-    got = KafkaRecords(reader, topic, partition, bounds.end).read(
-        max(bounds.start, bounds.end - DEFAULT_WINDOW), bounds.end
-    )
-    return got[-1].offset if got else None
 
 
 # ----------------------------------------------------------------------------------------- planning
@@ -231,7 +245,6 @@ def plan_failover(
     progress("reading the groups' committed offsets" + ("" if opts.source_unavailable else f" on {src}"))
     committed = _source_positions(b, flow, opts, groups_re, topics_re, checkpoints)
     target_topics = live.admin(dst).list_topics()
-    report = FailoverReport()
     t_bounds = bounds_of(
         live,
         dst,
@@ -245,88 +258,44 @@ def plan_failover(
         ),
     )
     s_bounds: dict[TP, Bounds] = {}
+    copied: Mapping[TP, int] | None = None
     if not opts.source_unavailable:
         s_bounds = bounds_of(live, src, sorted({tp for g in committed.values() for tp in g}))
-    # Partition by partition, groups in committed-offset order: each partition's records are read ahead once
-    # for all its groups (``KafkaRecords``), and dropped before the next partition.
+    if not opts.source_unavailable and opts.source is Source.SYNCS:
+        progress(f"reading MM2's position on {opts.pair}")
+        copied = mm2_copy_positions(live, flow, s_bounds, frozenset(target_topics), b.notes)
     todo = sorted((tp, c, group) for group, parts in committed.items() for tp, c in parts.items())
-    partitions = len({tp for tp, _c, _g in todo})
-    progress(f"translating {len(todo)} group partition(s) on {partitions} source partition(s)")
-    sides: Sides | None = None
-    # One consumer per cluster, re-assigned from partition to partition. The source's reader also returns the
-    # records of aborted transactions, marked: MM2 may have copied them to the target as ordinary records.
-    src_reader = PartitionReader(live.kafka_config(src), mark_aborted=True)
-    dst_reader = PartitionReader(live.kafka_config(dst))
-    current: TP | None = None
-    translated = 0
-    for (topic, p), c, group in todo:
-        remote = flow.remote_topic(topic)
-        if (topic, p) != current:
-            if current is not None:
-                translated += 1
-            count(progress, TRANSLATE_PHASE, translated, partitions)
-            current, sides = (topic, p), None
-            if (remote, p) in t_bounds and (topic, p) in s_bounds:
-                sides = Sides(
-                    source=KafkaRecords(src_reader, topic, p, s_bounds[(topic, p)].end),
-                    target=KafkaRecords(dst_reader, remote, p, t_bounds[(remote, p)].end),
-                    source_bounds=s_bounds[(topic, p)],
-                    target_bounds=t_bounds[(remote, p)],
-                    offset_for_time=OffsetsForTimes(live.admin(dst), remote, p),
-                    source_offset_for_time=OffsetsForTimes(live.admin(src), topic, p),
-                )
-        tr: Translation | None
-        if (remote, p) not in t_bounds:
-            tr, why = None, f"{remote}/{p} does not exist on {dst}"
-        elif opts.source is Source.CHECKPOINTS:
-            cp = checkpoints.get(group, {}).get((remote, p))
-            tr = (
-                None
-                if cp is None
-                else Translation(
-                    cp[1],
-                    TranslationMethod.CHECKPOINT,
-                    f"checkpoint {cp[0]}->{cp[1]}" + ("" if cp[0] == c else f" (the group is at {c} now)"),
-                )
-            )
-            why = "no checkpoint for this partition"
-        else:
-            fallback = Fallback.NONE if opts.source_unavailable else opts.fallback
-            tr, why = locate(syncs.get((topic, p), []), c, None if opts.source_unavailable else sides, fallback)
-        report.rows.append(
-            FailoverRow(
-                group=group,
-                source_topic=topic,
-                target_topic=remote,
-                partition=p,
-                source_offset=c,
-                target_offset=None if tr is None else tr.offset,
-                before_offset=None,
-                method=None if tr is None else tr.method,
-                detail=f"untranslatable: {why}" if tr is None else tr.detail,
-                delta_candidate=None if tr is None else tr.delta_candidate,
-            )
-        )
-    src_reader.close()
-    dst_reader.close()
-    count(progress, TRANSLATE_PHASE, partitions, partitions)
+    report = FailoverReport()
+    for row in translate_partitions(
+        live,
+        flow,
+        todo,
+        PartitionState(syncs=syncs, source_bounds=s_bounds, target_bounds=t_bounds, copied=copied),
+        fallback=Fallback.NONE if opts.source_unavailable else opts.fallback,
+        checkpoints=checkpoints if opts.source is Source.CHECKPOINTS else None,
+        progress=progress,
+    ):
+        report.rows.append(_not_copied(row, t_bounds, opts))
     report.rows.sort(key=lambda r: (r.group, r.source_topic, r.partition))
     if not report.rows:
         raise PlanError(
             f"no committed offsets of groups matching {opts.groups!r} on replicated topics matching "
             f"{opts.topics!r} in {opts.pair}"
         )
+    _refuse_not_copied(b, report.rows, syncs, opts)
     progress(f"reading the groups' state and offsets on {dst}")
     report.rows = _with_target_state(b, dst, report.rows, t_bounds, opts.allow_rewind)
 
     writes: dict[str, list[FailoverRow]] = {}
     for r in report.rows:  # sorted by group: each group's rows in one pass
-        if r.target_offset is not None and r.target_offset != r.before_offset:
+        if r.target_offset is not None and (r.target_offset != r.before_offset or r.deferred):
             writes.setdefault(r.group, []).append(r)
-    stops_checkpoints = opts.stop_mirroring and _stop_mirroring(b, flow, opts, writes, s_bounds)
+    stops_checkpoints = opts.stop_mirroring and _stop_mirroring(b, flow, opts, committed, report.rows, s_bounds)
     write_group_offsets(b, dst, writes, settle_seconds=settle_window(flow) if not stops_checkpoints else 0.0)
     note_untranslatable(b, report.untranslatable)
-    unchanged = sum(1 for r in report.rows if r.target_offset is not None and r.target_offset == r.before_offset)
+    unchanged = sum(
+        1 for r in report.rows if r.target_offset is not None and r.target_offset == r.before_offset and not r.deferred
+    )
     if unchanged:
         b.notes.append(f"{unchanged} group partition(s) are already at their translated position")
     methods: dict[str, int] = {}
@@ -338,6 +307,183 @@ def plan_failover(
         b.notes.append("nothing to write")
     desc = f"fail {len(writes)} group(s) over from {src} to {dst}"
     return b.build(desc), report
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """What translating a flow's group partitions reads once: the offset syncs, both sides' bounds, and MM2's
+    next offset to copy per source partition (None: not known, or the source cannot be read)."""
+
+    syncs: Mapping[TP, Sequence[Sync]]
+    source_bounds: Mapping[TP, Bounds]
+    target_bounds: Mapping[TP, Bounds]
+    copied: Mapping[TP, int] | None = None
+
+
+def mm2_copy_positions(
+    live: LiveState, flow: PairConfig, s_bounds: Mapping[TP, Bounds], target_topics: frozenset[str], notes: list[str]
+) -> dict[TP, int] | None:
+    """MM2's next source offset to copy per source partition in ``s_bounds`` (``inspector.mm2_position``); a
+    partition MM2 holds no position for has had nothing copied, so its next offset is the log start. None,
+    with a note, when the position cannot be read."""
+    position = read_position(live.mm2, flow, live.connect, target_topics=target_topics)
+    if position.next_offsets is None:
+        notes.append(
+            f"MM2's position on {flow.name} is not known ({position.reason}): a group MM2 has not copied up to "
+            "cannot be told from one it has, except by the records"
+        )
+        return None
+    return {tp: position.next_offsets.get(tp, bounds.start) for tp, bounds in s_bounds.items()}
+
+
+def translate_partitions(
+    live: LiveState,
+    flow: PairConfig,
+    todo: Sequence[tuple[TP, int, str]],
+    state: PartitionState,
+    *,
+    fallback: Fallback,
+    checkpoints: Mapping[str, Mapping[TP, tuple[int, int]]] | None = None,
+    progress: Progress = no_progress,
+) -> list[FailoverRow]:
+    """A row per ``(source partition, committed offset, group)`` of ``todo`` (sorted), with its translated
+    target position (``plans.positions.locate``), or MM2's checkpoint when ``checkpoints`` is given. Both
+    sides' records are read when both bounds are known; the planner and apply's translation after the
+    catch-up both translate here."""
+    src, dst = flow.source, flow.target
+    partitions = len({tp for tp, _c, _g in todo})
+    progress(f"translating {len(todo)} group partition(s) on {partitions} source partition(s)")
+    # One consumer per cluster, re-assigned from partition to partition; each partition's records are read
+    # ahead once for all its groups (``KafkaRecords``). The source's reader also returns the records of
+    # aborted transactions, marked: MM2 may have copied them to the target as ordinary records.
+    src_reader = PartitionReader(live.kafka_config(src), mark_aborted=True)
+    dst_reader = PartitionReader(live.kafka_config(dst))
+    rows: list[FailoverRow] = []
+    current: TP | None = None
+    sides: Sides | None = None
+    translated = 0
+    try:
+        for (topic, p), c, group in todo:
+            remote = flow.remote_topic(topic)
+            next_copy = None if state.copied is None else state.copied.get((topic, p))
+            if (topic, p) != current:
+                translated += current is not None
+                count(progress, TRANSLATE_PHASE, translated, partitions)
+                current, sides = (topic, p), None
+                sb, tb = state.source_bounds.get((topic, p)), state.target_bounds.get((remote, p))
+                if sb is not None and tb is not None:
+                    sides = Sides(
+                        source=KafkaRecords(src_reader, topic, p, sb.end),
+                        target=KafkaRecords(dst_reader, remote, p, tb.end),
+                        source_bounds=sb,
+                        target_bounds=tb,
+                        offset_for_time=OffsetsForTimes(live.admin(dst), remote, p),
+                        source_offset_for_time=OffsetsForTimes(live.admin(src), topic, p),
+                        copied_end=next_copy,
+                    )
+            tr: Translation | None
+            if (remote, p) not in state.target_bounds:
+                tr, why = None, f"{remote}/{p} does not exist on {dst}"
+            elif checkpoints is not None:
+                tr, why = (
+                    _from_checkpoint(checkpoints.get(group, {}).get((remote, p)), c),
+                    "no checkpoint for this partition",
+                )
+            else:
+                tr, why = locate(state.syncs.get((topic, p), []), c, sides, fallback)
+            rows.append(
+                FailoverRow(
+                    group=group,
+                    source_topic=topic,
+                    target_topic=remote,
+                    partition=p,
+                    source_offset=c,
+                    target_offset=None if tr is None else tr.offset,
+                    before_offset=None,
+                    method=None if tr is None else tr.method,
+                    detail=f"untranslatable: {why}" if tr is None else tr.detail,
+                    delta_candidate=None if tr is None else tr.delta_candidate,
+                    mm2_next_offset=next_copy,
+                )
+            )
+    finally:
+        src_reader.close()
+        dst_reader.close()
+    count(progress, TRANSLATE_PHASE, partitions, partitions)
+    return rows
+
+
+def _from_checkpoint(cp: tuple[int, int] | None, c: int) -> Translation | None:
+    if cp is None:
+        return None
+    seen = "" if cp[0] == c else f" (the group is at {c} now)"
+    return Translation(cp[1], TranslationMethod.CHECKPOINT, f"checkpoint {cp[0]}->{cp[1]}{seen}")
+
+
+def not_copied(row: FailoverRow) -> bool:
+    """Does the group's position lie past what MM2 had copied, unproven by the records? A position proven by
+    content (an exact method) has its records on the target, whatever MM2's stored position (which trails
+    the copy by up to one offset flush) says."""
+    if row.mm2_next_offset is None or row.source_offset <= row.mm2_next_offset:
+        return False
+    return row.method is None or row.method.value not in EXACT_METHODS
+
+
+def _not_copied(row: FailoverRow, t_bounds: Mapping[TP, Bounds], opts: FailoverOptions) -> FailoverRow:
+    """With ``--stop-mirroring``, a row MM2 has not copied up to is translated by apply after the catch-up:
+    its offset until then is the cautious answer (or the target's log start), only for review."""
+    if not (opts.stop_mirroring and not_copied(row)):
+        return row
+    assert row.mm2_next_offset is not None
+    behind = row.source_offset - row.mm2_next_offset
+    placeholder = row.target_offset
+    if placeholder is None:
+        tb = t_bounds.get((row.target_topic, row.partition))
+        placeholder = None if tb is None else tb.start
+    if placeholder is None:
+        return row  # the remote partition does not exist: untranslatable, after the catch-up too
+    return dataclasses.replace(
+        row,
+        target_offset=placeholder,
+        method=TranslationMethod.AFTER_CATCH_UP,
+        detail=f"MM2 had copied up to offset {row.mm2_next_offset} of the source, {behind} record(s) short of "
+        "the group's position: apply translates it once MM2 has caught up and stopped",
+    )
+
+
+def _replay_at_most(row: FailoverRow, syncs: Sequence[Sync]) -> int | None:
+    """How many records the cautious answer (the newest sync at or below the position, plus one) replays at
+    most: the source offsets between that sync and the position (markers and aborted records included)."""
+    i = newest_sync_at_or_below(syncs, row.source_offset)
+    return None if i is None else max(0, row.source_offset - syncs[i].upstream - 1)
+
+
+def _refuse_not_copied(
+    b: PlanBuilder, rows: Sequence[FailoverRow], syncs: Mapping[TP, Sequence[Sync]], opts: FailoverOptions
+) -> None:
+    """Without ``--stop-mirroring``, a row MM2 has not copied up to can only get MM2's cautious answer: refuse
+    (``NotCopiedError``) unless ``accept_cautious``, then say how much it replays."""
+    if opts.stop_mirroring:
+        return
+    late = [r for r in rows if not_copied(r)]
+    if not late:
+        return
+    bounds = [_replay_at_most(r, syncs.get((r.source_topic, r.partition), ())) for r in late]
+    replay = sum(x for x in bounds if x is not None)
+    shown = ", ".join(
+        f"{r.group}:{r.source_topic}/{r.partition}@{r.source_offset} (MM2 at {r.mm2_next_offset})" for r in late[:5]
+    ) + (f" and {len(late) - 5} more" if len(late) > 5 else "")
+    if not opts.accept_cautious:
+        raise NotCopiedError(
+            f"MM2 has not copied up to the position of {len(late)} group partition(s): {shown}. Their records are "
+            "not on the target yet, so no translation can be proven. Plan with --stop-mirroring (apply waits for "
+            "MM2, stops it and translates them then), wait for MM2 to catch up, or pass --accept-cautious to plan "
+            f"MM2's cautious answer (replays at most {replay} record(s))"
+        )
+    b.notes.append(
+        f"--accept-cautious: {len(late)} group partition(s) lie past what MM2 has copied ({shown}); they get the "
+        f"cautious answer, which replays at most {replay} record(s)"
+    )
 
 
 def note_untranslatable(b: PlanBuilder, rows: Sequence[FailoverRow]) -> None:
@@ -432,11 +578,11 @@ def _with_target_state(
         before = current[r.group].get((r.target_topic, r.partition))
         r = FailoverRow(  # positional, not ``dataclasses.replace``: a 100,000-row failover does this per row
             r.group, r.source_topic, r.target_topic, r.partition, r.source_offset, r.target_offset, before, r.method,
-            r.detail, r.delta_candidate,
+            r.detail, r.delta_candidate, r.mm2_next_offset,
         )  # fmt: skip
         out.append(r)
-        if r.target_offset is None or r.target_offset == before:
-            continue
+        if r.target_offset is None or r.target_offset == before or r.deferred:
+            continue  # a deferred row's offset is known after the catch-up: apply checks it then
         tb = t_bounds[(r.target_topic, r.partition)]
         where = f"{r.group}:{r.target_topic}/{r.partition}"
         if not tb.start <= r.target_offset <= tb.end:
@@ -457,44 +603,106 @@ def _stop_mirroring(
     b: PlanBuilder,
     flow: PairConfig,
     opts: FailoverOptions,
-    writes: Mapping[str, Sequence[FailoverRow]],
+    committed: Mapping[str, Mapping[TP, int]],
+    rows: Sequence[FailoverRow],
     s_bounds: Mapping[TP, Bounds],
 ) -> bool:
-    """Wait for the target to hold what the source holds now (source readable), then stop every MM2
-    connector of the pair, so neither replication nor MM2's own offset sync moves what we write. Returns
-    whether the plan stops the checkpoint connector (the one that syncs group offsets)."""
+    """Wait until MM2 has copied every source partition a selected group has an offset on (source readable),
+    then stop every MM2 connector of the pair, so neither replication nor MM2's own offset sync moves what we
+    write; then translate the rows MM2 had not copied up to at planning. Returns whether the plan stops the
+    checkpoint connector (the one that syncs group offsets)."""
     found = find_pair_connectors(b.live, flow.source, flow.target, ALL_ROLES)
     if not found:
         raise PlanError(f"--stop-mirroring: no MM2 connectors of {opts.pair} on the Connect worker")
     states = {name: observed_state(b, name) for name in found.values()}
     source_connector = found.get("source")
-    if not opts.source_unavailable and source_connector is not None and writes:
-        tps = sorted({(r.source_topic, r.partition) for rows in writes.values() for r in rows})
-        targets = []
-        reader = PartitionReader(b.live.kafka_config(flow.source))
-        for t, p in tps:
-            last = _last_record_offset(reader, t, p, s_bounds[(t, p)])
-            if last is not None:
-                targets.append(CatchUpTarget(topic=t, partition=p, upstream_offset=last))
-        reader.close()
-        if targets:
-            b.add(
-                StepKind.WAIT_FOR_CATCH_UP,
-                ConnectorTarget(connector=source_connector),
-                WaitForCatchUp(
-                    source_cluster=flow.source, targets=tuple(targets), timeout_seconds=opts.catch_up_timeout_s
-                ),
-                ConnectorStateIn(connector=source_connector, states=frozenset({ConnectorState.RUNNING})),
-                before=None,
-                after={"caught_up": len(targets)},
-                description=f"wait until {source_connector} replicated the source's last records of "
-                f"{len(targets)} partition(s) (timeout {opts.catch_up_timeout_s:g}s)",
-            )
+    deferred = [r for r in rows if r.deferred]
+    if deferred and source_connector is None:
+        raise PlanError(
+            f"--stop-mirroring: {len(deferred)} group partition(s) lie past what MM2 has copied, and {opts.pair} "
+            "has no MirrorSourceConnector on the Connect worker to wait for"
+        )
+    if not opts.source_unavailable and source_connector is not None:
+        _wait_for_catch_up(
+            b, flow, opts, source_connector, sorted({tp for g in committed.values() for tp in g}), s_bounds
+        )
     for role in ALL_ROLES:
         name = found.get(role)
         if name is not None:
             lifecycle_step(b, name, Action.STOP, states[name])
+    if deferred:
+        assert source_connector is not None
+        b.add(
+            StepKind.GROUP_OFFSETS_TRANSLATE,
+            ConnectorTarget(connector=source_connector),
+            TranslateAfterCatchUp(
+                pair=opts.pair,
+                source_cluster=flow.source,
+                target_cluster=flow.target,
+                rows=tuple(
+                    DeferredRow(
+                        group=r.group,
+                        source_topic=r.source_topic,
+                        target_topic=r.target_topic,
+                        partition=r.partition,
+                        source_offset=r.source_offset,
+                        mm2_next_offset=r.mm2_next_offset,
+                    )
+                    for r in deferred
+                ),
+                allow_rewind=opts.allow_rewind,
+                fallback=opts.fallback.value,
+            ),
+            ConnectorStopped(connector=source_connector),
+            before=None,
+            after={"translated": len(deferred)},
+            description=f"translate {len(deferred)} group partition(s) MM2 had not copied up to at planning "
+            f"({deferred_summary(deferred)}), now that it has caught up and stopped, and prove them by content",
+        )
     return "checkpoint" in found
+
+
+def deferred_summary(rows: Sequence[FailoverRow], limit: int = 3) -> str:
+    """The first ``limit`` deferred rows on one line (``group:topic/partition@offset, MM2 at next``)."""
+    shown = ", ".join(
+        f"{r.group}:{r.source_topic}/{r.partition}@{r.source_offset}, MM2 at {r.mm2_next_offset}" for r in rows[:limit]
+    )
+    return shown + (f"; {len(rows) - limit} more" if len(rows) > limit else "")
+
+
+def _wait_for_catch_up(
+    b: PlanBuilder,
+    flow: PairConfig,
+    opts: FailoverOptions,
+    source_connector: str,
+    tps: Sequence[TP],
+    s_bounds: Mapping[TP, Bounds],
+) -> None:
+    """The wait step: every partition in ``tps``, whether or not it gets a write, marked with its last record
+    now (apply reads the source's last records again when it starts waiting)."""
+    targets = []
+    reader = PartitionReader(b.live.kafka_config(flow.source))
+    try:
+        for t, p in tps:
+            if (t, p) not in s_bounds:
+                continue
+            last = last_record_offset(reader, t, p, s_bounds[(t, p)])
+            targets.append(CatchUpTarget(topic=t, partition=p, upstream_offset=-1 if last is None else last))
+    finally:
+        reader.close()
+    if not targets:
+        return
+    b.add(
+        StepKind.WAIT_FOR_CATCH_UP,
+        ConnectorTarget(connector=source_connector),
+        WaitForCatchUp(source_cluster=flow.source, targets=tuple(targets), timeout_seconds=opts.catch_up_timeout_s),
+        ConnectorStateIn(connector=source_connector, states=frozenset({ConnectorState.RUNNING})),
+        before=None,
+        after={"caught_up": len(targets)},
+        description=f"wait until {source_connector} has copied the source's last records of {len(targets)} "
+        f"partition(s) that the groups have offsets on, read again when the wait starts (timeout "
+        f"{opts.catch_up_timeout_s:g}s); nothing is stopped or written before",
+    )
 
 
 #: Added to twice MM2's ``sync.group.offsets.interval.seconds``: the time its sync takes to read and write

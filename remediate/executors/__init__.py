@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from mm2ctl.plans.steps import StepKind
+from mm2ctl.remediate.executors.after_catch_up import TranslateAfterCatchUpExecutor
 from mm2ctl.remediate.executors.base import ExecContext, Executor, UndoContext
 from mm2ctl.remediate.executors.connect_offsets import RestDelete, RestPatch, Tombstones
 from mm2ctl.remediate.executors.group_offsets import VerifyGroupOffsets, WaitForCatchUpExecutor, WriteGroupOffsets
@@ -28,6 +29,7 @@ EXECUTORS: Mapping[StepKind, Executor] = MappingProxyType(
         StepKind.GROUP_OFFSETS_WRITE: WriteGroupOffsets(),
         StepKind.GROUP_OFFSETS_VERIFY: VerifyGroupOffsets(),
         StepKind.WAIT_FOR_CATCH_UP: WaitForCatchUpExecutor(),
+        StepKind.GROUP_OFFSETS_TRANSLATE: TranslateAfterCatchUpExecutor(),
     }
 )
 

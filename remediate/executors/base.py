@@ -37,6 +37,9 @@ class ExecContext:
     #: When this process last wrote each (cluster, group) (``time.monotonic``): a settling read-back
     #: (``GroupOffsetsVerify.settle_seconds``) counts its window from there.
     written_at: dict[tuple[str, str], float] = field(default_factory=dict)
+    #: ``apply --override-mm2-sync``: a target offset MM2's own group-offset sync moved since planning is
+    #: written over instead of refusing the apply (``remediate.write_checks``).
+    override_mm2_sync: bool = False
 
     @property
     def view(self) -> StateView:

@@ -15,10 +15,13 @@ from typing import Any
 
 from mm2ctl.core.admin import TP
 from mm2ctl.core.errors import ApplyError, KafkaClusterError
+from mm2ctl.core.records import PartitionReader
 from mm2ctl.plans.fingerprint import JSONable
+from mm2ctl.plans.kafka_records import last_record_offset
 from mm2ctl.plans.payloads import GroupOffsetsVerify, GroupOffsetsWrite, WaitForCatchUp
 from mm2ctl.plans.steps import Step
 from mm2ctl.plans.targets import GroupTarget
+from mm2ctl.plans.translation import Bounds
 from mm2ctl.remediate.executors.base import ExecContext, ReadOnlyStep, UndoContext, as_dict
 from mm2ctl.remediate.preconditions import StateView
 
@@ -146,38 +149,69 @@ class VerifyGroupOffsets(ReadOnlyStep):
 
 class WaitForCatchUpExecutor(ReadOnlyStep):
     """Polls the MirrorSourceConnector's committed offsets (the last replicated upstream offset per source
-    partition) until each reaches the plan's ``upstream_offset`` (the last record the source held)."""
+    partition) until each partition reaches its mark: the source's last record when the wait starts, or the
+    plan's ``upstream_offset`` if that is later. A record the groups read cannot lie past the mark: their
+    offsets are in the plan's fingerprint, checked before the wait."""
 
-    def _lagging(self, step: Step, ctx: ExecContext) -> list[str]:
+    def _marks(self, step: Step, ctx: ExecContext) -> dict[TP, int]:
         assert isinstance(step.payload, WaitForCatchUp)
+        tps = [(t.topic, t.partition) for t in step.payload.targets]
+        bounds = ctx.live.admin(step.payload.source_cluster).partition_bounds(tps)
+        marks = {(t.topic, t.partition): t.upstream_offset for t in step.payload.targets}
+        reader = PartitionReader(ctx.live.kafka_config(step.payload.source_cluster))
+        try:
+            for tp, pb in bounds.items():
+                if pb.error is not None or pb.earliest is None or pb.latest is None:
+                    raise ApplyError(
+                        f"cannot read the end of {step.payload.source_cluster}:{tp[0]}/{tp[1]}: {pb.error}"
+                    )
+                last = last_record_offset(reader, tp[0], tp[1], Bounds(pb.earliest, pb.latest))
+                if last is not None:
+                    marks[tp] = max(marks[tp], last)
+        finally:
+            reader.close()
+        return marks
+
+    def _lagging(self, step: Step, ctx: ExecContext, marks: dict[TP, int]) -> list[str]:
+        """``topic/partition copied up to X of Y (N behind)`` for each partition MM2 has not reached."""
         name = getattr(step.target, "connector", "")
+        assert isinstance(step.payload, WaitForCatchUp)
         got: dict[TP, int] = {}
         for o in ctx.live.connector_offsets(name):
             part, off = o.get("partition") or {}, o.get("offset") or {}
             if part.get("cluster") == step.payload.source_cluster and "offset" in off:
                 got[(str(part.get("topic")), int(part.get("partition", -1)))] = int(off["offset"])
-        return [
-            f"{t.topic}/{t.partition} at {got.get((t.topic, t.partition), 'none')} < {t.upstream_offset}"
-            for t in step.payload.targets
-            if got.get((t.topic, t.partition), -1) < t.upstream_offset
-        ]
+        out = []
+        for (topic, p), mark in sorted(marks.items()):
+            at = got.get((topic, p), -1)
+            if at < mark:
+                where = "nothing" if at < 0 else f"up to {at}"
+                out.append(f"{topic}/{p} copied {where} of {mark} ({mark - at} behind)")
+        return out
 
     def observe(self, step: Step, ctx: ExecContext) -> JSONable:
-        return {"lagging": self._lagging(step, ctx)}
+        return {"lagging": self._lagging(step, ctx, self._marks(step, ctx))}
 
     def is_done(self, step: Step, ctx: ExecContext) -> bool:
-        return not self._lagging(step, ctx)
+        return not self._lagging(step, ctx, self._marks(step, ctx))
 
     def run(self, step: Step, ctx: ExecContext) -> JSONable:
         assert isinstance(step.payload, WaitForCatchUp)
+        marks = self._marks(step, ctx)
+        ctx.progress(
+            f"waiting for MM2 to copy up to the source's last records of {len(marks)} partition(s) "
+            f"(timeout {step.payload.timeout_seconds:g}s)"
+        )
         deadline = time.monotonic() + step.payload.timeout_seconds
         while True:
-            lagging = self._lagging(step, ctx)
+            lagging = self._lagging(step, ctx, marks)
             if not lagging:
-                ctx.progress(f"MM2 caught up on {len(step.payload.targets)} partition(s)")
-                return {"caught_up": len(step.payload.targets)}
+                ctx.progress(f"MM2 caught up on {len(marks)} partition(s)")
+                return {"caught_up": len(marks), "marks": [[t, p, m] for (t, p), m in sorted(marks.items())]}
             if time.monotonic() > deadline:
+                more = f"; {len(lagging) - 10} more" if len(lagging) > 10 else ""
                 raise ApplyError(
-                    f"MM2 did not catch up within {step.payload.timeout_seconds:g}s: " + "; ".join(lagging[:5])
+                    f"MM2 did not catch up within {step.payload.timeout_seconds:g}s, so nothing was stopped or "
+                    f"written: {len(lagging)} partition(s) behind: " + "; ".join(lagging[:10]) + more
                 )
             time.sleep(0.5)

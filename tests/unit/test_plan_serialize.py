@@ -220,18 +220,18 @@ MALFORMED: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ),
     (
         "negative-offset",
-        _set("steps/12/payload/rows/0/offset", -1),
-        "steps[12].payload.rows[0].offset: must be >= 0, got -1",
+        _set("steps/13/payload/rows/0/offset", -1),
+        "steps[13].payload.rows[0].offset: must be >= 0, got -1",
     ),
     (
         "unknown-translation-method",
-        _set("steps/12/payload/rows/0/method", "guess"),
-        "steps[12].payload.rows[0].method: unknown value 'guess'",
+        _set("steps/13/payload/rows/0/method", "guess"),
+        "steps[13].payload.rows[0].method: unknown value 'guess'",
     ),
     (
         "duplicate-rows",
-        _set("steps/12/payload/rows/1/partition", 0),
-        "steps[12].payload.rows: duplicate entry ('A.orders', 0)",
+        _set("steps/13/payload/rows/1/partition", 0),
+        "steps[13].payload.rows: duplicate entry ('A.orders', 0)",
     ),
     (
         "truncate-without-backup",
@@ -265,8 +265,8 @@ MALFORMED: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ),
     (
         "step-cluster-unknown",
-        _set("steps/12/target/cluster", "Z"),
-        "steps[12]: cluster alias 'Z' has no entry in clusters",
+        _set("steps/13/target/cluster", "Z"),
+        "steps[13]: cluster alias 'Z' has no entry in clusters",
     ),
     (
         "backup-file-path",
