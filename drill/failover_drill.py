@@ -31,11 +31,15 @@ behind), then stop (a planned migration). The strategies then put the group on t
 - (e) ``failback``: the round trip. A copy of the group starts on the target where (d) put it, consumes more
   there, and ``mm2ctl plan failback`` moves it back to the source;
 - (f) ``timestamp``: the offset syncs of partition 0 are truncated (only on a flow the drill owns), and a
-  copy of the group is failed over with ``--fallback timestamp``: that partition has no sync at all.
+  copy of the group is failed over with ``--fallback timestamp``: that partition has no sync at all;
+- (g) ``behind``: MM2's copy is throttled (a client quota on its producer; only on the lab) while the traffic
+  runs, so it lags behind the commit point; a copy of the group is planned with ``--stop-mirroring`` then,
+  the throttle is lifted, and apply waits for MM2, stops it, translates the rows it had not copied and writes.
+  The flow's connectors are resumed afterwards, so (b) and (d) see MM2 as before.
 
-(c) and (d) are planned and applied for real on the group itself and read back, (e) and (f) on copies of it
-(``<group>.drill-e``, ``<group>.drill-f``); each strategy's offsets are then committed to a copy of the group
-(``<group>.drill-<strategy>``), and a real consumer resumes from the committed positions
+(c) and (d) are planned and applied for real on the group itself and read back, (e), (f) and (g) on copies of
+it (``<group>.drill-e``, ``<group>.drill-f``, ``<group>.drill-g``); each strategy's offsets are then committed
+to a copy of the group (``<group>.drill-<strategy>``), and a real consumer resumes from the committed positions
 (``auto.offset.reset=latest``, Kafka's default) and reads to the end: on the target, or for (e) on the source.
 LOST are sequence numbers at or after the commit point it never sees; DUPLICATED are sequence numbers before
 the commit point it reads again; ABORTED are records of aborted transactions (their copies) it reads before its
@@ -49,6 +53,7 @@ This module never prints: it reports through ``progress`` and returns a ``DrillR
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -80,12 +85,14 @@ from mm2ctl.core.errors import ConfigError, KafkaClusterError, Mm2ctlError
 from mm2ctl.core.polling import poll_until
 from mm2ctl.core.progress import Progress, no_progress
 from mm2ctl.drill.sync_truncation import truncate_partition_syncs
+from mm2ctl.inspector.mm2_position import read_position
 from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.kafka_records import normalize_each, read_sync_histories
 from mm2ctl.plans.live_state import LiveState, open_live_state
 from mm2ctl.plans.planners.context import PlanBuilder
 from mm2ctl.plans.planners.failback import FailbackOptions, plan_failback
 from mm2ctl.plans.planners.failover import FailoverOptions, FailoverReport, Source, plan_failover, read_checkpoints
+from mm2ctl.plans.planners.mm2_connectors import ALL_ROLES, find_pair_connectors
 from mm2ctl.plans.positions import Fallback
 from mm2ctl.plans.serialize import write_plan_file
 from mm2ctl.plans.translation import Sync
@@ -109,6 +116,7 @@ class Strategy(StrEnum):
     VERIFIED = "d"
     FAILBACK = "e"
     TIMESTAMP = "f"
+    BEHIND = "g"
 
 
 LABELS = {
@@ -118,6 +126,7 @@ LABELS = {
     Strategy.VERIFIED: "mm2ctl verified (plan failover)",
     Strategy.FAILBACK: "mm2ctl failback after (d) (plan failback)",
     Strategy.TIMESTAMP: "mm2ctl timestamp (syncs of p0 truncated)",
+    Strategy.BEHIND: "mm2ctl --stop-mirroring, MM2 throttled behind",
 }
 
 #: Strategies whose offsets are on the source cluster: a consumer resumes there (the others resume on the target).
@@ -141,6 +150,9 @@ class DrillOptions:
     settle_timeout_s: float = 120.0
     #: Abort every other transaction of a partition, and commit the group just before an aborted one.
     aborted_transactions: bool = False
+    #: (g): MM2's copy throttled to this many bytes a second on the target while the traffic runs (only where
+    #: the drill can set a client quota: the lab).
+    behind_bytes_per_s: int = 1_500
 
 
 @dataclass(frozen=True)
@@ -156,6 +168,8 @@ class DrillTarget:
     stop_mirroring: bool = True
     #: The drill owns the flow, so (f) may truncate one partition's offset syncs (``drill.sync_truncation``).
     owns_flow: bool = False
+    #: Throttle MM2's copy to a rate in bytes a second, or lift it (None): (g) runs only where this is given.
+    throttle: Callable[[int | None], None] | None = None
 
 
 #: Called after the source topic has lost its head, before any consumer runs; returns the flow to drill.
@@ -495,7 +509,7 @@ def score(
         )
     goal: str | None = None
     met: bool | None = None
-    if strategy in (Strategy.VERIFIED, Strategy.FAILBACK, Strategy.TIMESTAMP):
+    if strategy in (Strategy.VERIFIED, Strategy.FAILBACK, Strategy.TIMESTAMP, Strategy.BEHIND):
         goal = "lost 0, duplicated 0, aborted 0"
         met = all(x.lost == 0 and x.duplicated == 0 and x.aborted == 0 for x in parts)
     elif strategy is Strategy.CONSERVATIVE:
@@ -594,13 +608,19 @@ def _unreachable_source_config(mm2_config: str, source_alias: str, workdir: Path
 
 
 def _plan_and_apply(
-    live: LiveState, plan: PlanFunction, workdir: Path, name: str, progress: Progress
+    live: LiveState,
+    plan: PlanFunction,
+    workdir: Path,
+    name: str,
+    progress: Progress,
+    before_apply: Callable[[], None] = lambda: None,
 ) -> tuple[dict[TP, int | None], str]:
     """Plan and apply one mm2ctl strategy for real; the planned offsets and the methods used."""
     b = PlanBuilder(live, PlanKind.FAILOVER)
     made, report = plan(b)
     plan_path = workdir / f"{name}.yaml"
     write_plan_file(made, plan_path)
+    before_apply()
     if made.steps:
         engine.apply_plan(
             made,
@@ -617,6 +637,37 @@ def _plan_and_apply(
         methods[key] = methods.get(key, 0) + 1
     detail = ", ".join(f"{k}={v}" for k, v in sorted(methods.items()))
     return {(r.target_topic, r.partition): r.target_offset for r in report.rows}, detail
+
+
+def _fail_over_behind(
+    live: LiveState,
+    flow: PairConfig,
+    target: DrillTarget,
+    group: str,
+    topic: str,
+    committed: Mapping[int, int],
+    workdir: Path,
+    progress: Progress,
+) -> str:
+    """(g): a copy of the group, committed at the group's commit point, planned with ``--stop-mirroring``
+    while MM2 is throttled behind it, then applied once the throttle is lifted (apply waits for MM2, stops
+    it, translates what it had not copied, writes). The flow's connectors run again afterwards."""
+    assert target.throttle is not None
+    copy = f"{group}.drill-{Strategy.BEHIND.value}"
+    _commit(live.admin(flow.source), copy, {(topic, p): c for p, c in committed.items()}, "(g)")
+    position = read_position(live.mm2, flow, live.connect)
+    behind = {p: c - (position.next_offsets or {}).get((topic, p), 0) for p, c in committed.items() if position.known}
+    progress(f"(g) MM2 is behind the commit point by {behind} source offsets: plan failover --stop-mirroring")
+    opts = FailoverOptions(pair=target.pair, groups=re.escape(copy), topics=re.escape(topic), stop_mirroring=True)
+    throttle = target.throttle
+    _planned, methods = _plan_and_apply(
+        live, _failover(progress, opts), workdir, "behind", progress, before_apply=lambda: throttle(None)
+    )
+    client = live.require_connect()
+    for name in find_pair_connectors(live, flow.source, flow.target, ALL_ROLES).values():
+        client.resume(name)
+        client.wait_for_state(name, ["RUNNING"], timeout=120, poll_interval=0.25)
+    return f"MM2 behind by {sum(behind.values())} at planning; {methods}"
 
 
 def _failover(progress: Progress, opts: FailoverOptions) -> PlanFunction:
@@ -681,6 +732,9 @@ def run_drill(
     dst_conf = live.kafka_config(flow.target)
     dst_admin = live.admin(flow.target)
 
+    if target.throttle is not None:
+        progress(f"(g) throttling MM2's copy to {o.behind_bytes_per_s} bytes/s on the target")
+        target.throttle(o.behind_bytes_per_s)
     progress(f"transactional traffic at {o.rate:g} records/s while MM2 mirrors {topic} -> {remote}")
     producer.start(o.rate)
     time.sleep(o.before_commit_s)
@@ -714,6 +768,10 @@ def run_drill(
             for (_t, p), v in b.items()
         )
 
+    behind_detail = None
+    if target.throttle is not None:
+        behind_detail = _fail_over_behind(live, flow, target, group, topic, committed, wd, progress)
+        offsets_g = dst_admin.committed_offsets([f"{group}.drill-{Strategy.BEHIND.value}"])
     progress("waiting for MM2 to copy every record")
     if not poll_until(caught_up, timeout_s=o.settle_timeout_s, interval_s=0.5):
         notes.append(f"MM2 had not copied every record of {topic} within {o.settle_timeout_s:g}s")
@@ -741,6 +799,10 @@ def run_drill(
         Strategy.RAW: "no translation",
         Strategy.MM2: "read from the target group before the failover",
     }
+    if behind_detail is not None:
+        got_g = offsets_g[f"{group}.drill-{Strategy.BEHIND.value}"].offsets
+        offsets[Strategy.BEHIND] = {p: got_g.get((remote, p)) for p in committed}
+        details[Strategy.BEHIND] = behind_detail
 
     progress("(d) plan failover --stop-mirroring (verified), apply")
     _planned_d, details[Strategy.VERIFIED] = _plan_and_apply(
@@ -939,15 +1001,19 @@ def drill_on_lab(
     """
     from mm2ctl.connect_client import build_connect_client
     from mm2ctl.lab import lab as lab_core
+    from mm2ctl.lab.quotas import set_producer_quota, task_producer_client_id
 
     name = "drill" + uuid.uuid4().hex[:8]
     topic, group = f"iso-{name}-seq", f"iso-{name}-app"
     created: list[str] = []
+    throttled: list[str] = []
 
     def make_flow() -> DrillTarget:
         progress(f"creating MM2 flow {name}src->{name}dst ({replication_policy} policy, syncs on the target)")
         flow = lab_core.add_flow(info, name, replication_policy=replication_policy, offset_syncs_location="target")
         created.extend(flow.connectors.values())
+        producer_id = task_producer_client_id(flow.connectors["source"])
+        throttled.append(producer_id)
         return DrillTarget(
             mm2_config=flow.mm2_config,
             pair=f"{flow.source_alias}->{flow.target_alias}",
@@ -956,6 +1022,7 @@ def drill_on_lab(
             group=group,
             stop_mirroring=True,
             owns_flow=True,
+            throttle=lambda rate: set_producer_quota(info, producer_id, rate),
         )
 
     try:
@@ -969,6 +1036,9 @@ def drill_on_lab(
             progress=progress,
         )
     finally:
+        for producer_id in throttled:  # a failed drill may leave MM2 throttled: lift it (no-op when lifted)
+            with contextlib.suppress(Mm2ctlError):
+                set_producer_quota(info, producer_id, None)
         if not keep and created:
             with build_connect_client([info.connect_url]) as connect:
                 for c in created:
