@@ -132,7 +132,8 @@ def inspect(
 
     Reads the offset-syncs and checkpoints topics with Spark and the groups' offsets on both clusters, and
     gives every (pair, group, topic, partition) a status: Aiven's six messages verbatim, plus target_ahead,
-    stale_sync, no_offset_syncs, remote_topic_missing and target_group_active.
+    stale_sync, no_offset_syncs, remote_topic_missing, target_group_active and not_yet_copied (MM2 has not
+    copied up to the group's position; needs MM2's position, see below).
 
     Every replicated source partition gets a row too: MM2's next offset to copy (from the Connect worker's
     MirrorSourceConnector offsets, or dedicated-mode MM2's offsets topic), its lag, the records lost to

@@ -40,6 +40,7 @@ def join_target_state(
     source_groups: DataFrame,
     target_groups: DataFrame,
     checkpoints: DataFrame,
+    mm2_positions: DataFrame,
 ) -> DataFrame:
     """Everything known about each source group offset, on both clusters, as one row (``JOINED_SCHEMA``).
 
@@ -49,6 +50,7 @@ def join_target_state(
     are keyed by the remote name too, as MM2 writes them. Every input's ``error`` is carried into one
     ``error`` column (prefixed with where it came from), so one failed lookup marks its rows and nothing
     else; a source partition the job did not describe at all is reported as an error rather than guessed.
+    ``mm2_positions`` (``REPLICATED_PARTITIONS_SCHEMA``) gives each row MM2's position on its source partition.
     """
     q = Statement()
     prefixed = [f"CASE WHEN {c} IS NOT NULL THEN concat({q.value(what + ': ')}, {c}) END" for c, what in _ERRORS]
@@ -63,13 +65,14 @@ def join_target_state(
     # of their own: Spark does not merge two steps when that would compute a costly expression twice.
     text = f"""
     WITH facts AS (
-      SELECT /*+ BROADCAST(sp, tp, sg, tg) */
+      SELECT /*+ BROADCAST(sp, tp, sg, tg, mp) */
         t.cluster_pair, t.`group`, t.topic, t.`partition`, t.committed_offset, t.translated_offset,
         t.translation_method, t.sync_upstream, t.sync_downstream, t.latest_sync_upstream, t.latest_sync_downstream,
         t.oldest_sync_upstream, t.oldest_sync_downstream, t.sync_count,
         sp.earliest_offset AS source_earliest, sp.latest_offset AS source_latest, sp.remote_topic,
         sg.state AS source_group_state, tp.earliest_offset AS target_earliest, tp.latest_offset AS target_latest,
         tg.state AS target_group_state, tg.member_count AS target_group_members,
+        mp.position_known AS mm2_position_known, mp.mm2_next_offset,
         t.error AS _e_go, sp.topic AS _sp_topic, sp.error AS _e_sp, tp.error AS _e_tp, sg.error AS _e_sg,
         tg.error AS _e_tg
       FROM {{translated}} t
@@ -79,6 +82,8 @@ def join_target_state(
         ON t.cluster_pair = tp.cluster_pair AND sp.remote_topic = tp.topic AND t.`partition` = tp.`partition`
       LEFT JOIN {{source_groups}} sg ON t.cluster_pair = sg.cluster_pair AND t.`group` = sg.`group`
       LEFT JOIN {{target_groups}} tg ON t.cluster_pair = tg.cluster_pair AND t.`group` = tg.`group`
+      LEFT JOIN {{mm2_positions}} mp
+        ON t.cluster_pair = mp.cluster_pair AND t.topic = mp.topic AND t.`partition` = mp.`partition`
     ),
     clustered AS (SELECT /*+ REPARTITION(cluster_pair, `group`) */ * FROM facts),
     tgo AS (SELECT /*+ REPARTITION(cluster_pair, `group`) */ * FROM {{target_group_offsets}}),
@@ -97,7 +102,7 @@ def join_target_state(
       sync_upstream, sync_downstream, latest_sync_upstream, latest_sync_downstream, oldest_sync_upstream,
       oldest_sync_downstream, sync_count, source_earliest, source_latest, remote_topic, source_group_state,
       target_earliest, target_latest, target_offset, target_group_state, target_group_members,
-      checkpoint_upstream, checkpoint_offset, checkpoint_timestamp,
+      checkpoint_upstream, checkpoint_offset, checkpoint_timestamp, mm2_position_known, mm2_next_offset,
       CASE WHEN _errors != '' THEN _errors END AS error
     FROM errors
     """
@@ -111,6 +116,7 @@ def join_target_state(
         source_groups=source_groups,
         target_groups=target_groups,
         checkpoints=checkpoints,
+        mm2_positions=mm2_positions,
     )
 
 
@@ -126,7 +132,8 @@ STILL_TRANSLATES = ". plan failover can still translate it by content or by time
 
 
 def _explanation(q: Statement) -> str:
-    """Why a row cannot be translated, and what can still translate it (null for every other row).
+    """Why a row cannot be translated, and what can still translate it; for a ``not_yet_copied`` row, how far
+    MM2 is behind its group and what to do (null for every other row).
 
     MM2 drops offset syncs under back-pressure (its writer keeps only the newest pending sync of a
     partition), so a partition copied in a burst can be left with no sync below a group's offset; MM2 then
@@ -153,10 +160,47 @@ def _explanation(q: Statement) -> str:
     )
     untranslatable = "committed_offset IS NOT NULL AND translated_offset IS NULL"
     return (
-        f"CASE WHEN {untranslatable} AND status = '{Status.NO_OFFSET_SYNCS.value}' THEN {none} "
+        f"CASE WHEN status = '{Status.NOT_YET_COPIED.value}' THEN {_not_copied_explanation(q)} "
+        f"WHEN {untranslatable} AND status = '{Status.NO_OFFSET_SYNCS.value}' THEN {none} "
         f"WHEN {untranslatable} AND oldest_sync_upstream IS NOT NULL AND status = '{Status.NOT_SYNCED.value}' "
         f"THEN {below} END"
     )
+
+
+MM2_BEHIND = "MM2 is "
+RECORDS_BEHIND = " record(s) behind this group: the group committed offset "
+COPIED_BELOW = ", MM2 has copied this partition only below "
+WAIT_FOR_MM2 = (
+    ". Wait for MM2 to catch up (inspect --rows partitions shows its lag), or run plan failover "
+    "--stop-mirroring, which waits for MM2 to catch up and translates after it."
+)
+
+
+def _not_copied_explanation(q: Statement) -> str:
+    """How far MM2 is behind a ``not_yet_copied`` row's group, and what to do."""
+    return (
+        f"concat({q.value(MM2_BEHIND)}, cast(_behind AS STRING), {q.value(RECORDS_BEHIND)}, "
+        f"cast(committed_offset AS STRING), {q.value(COPIED_BELOW)}, cast(_copied AS STRING), {q.value(WAIT_FOR_MM2)})"
+    )
+
+
+def _copy_position() -> tuple[str, str]:
+    """SQL for ``P``, MM2's copy position (``inspector.statuses``; null when MM2's position is unknown), and
+    for the records MM2 still has to copy up to the group's position ``c - P``, at least 0 (null without ``P``,
+    or for a group past the source's end)."""
+    known = "(coalesce(mm2_position_known, false) AND source_earliest IS NOT NULL AND source_latest IS NOT NULL)"
+    # ``greatest`` skips nulls: the source's earliest offset is never null here.
+    past_sync = "try_add(latest_sync_upstream, try_subtract(target_latest, latest_sync_downstream))"
+    copied = (
+        f"CASE WHEN {known} THEN greatest(mm2_next_offset, source_earliest, try_add(latest_sync_upstream, 1), "
+        f"{past_sync}) END"
+    )
+    # A group past the source's end (``source_group_too_old``) has no records there left to copy.
+    behind = (
+        f"CASE WHEN {known} AND committed_offset <= source_latest "
+        f"THEN greatest(CAST(0 AS BIGINT), try_subtract(committed_offset, {copied})) END"
+    )
+    return copied, behind
 
 
 def _messages(q: Statement, others_synced: bool) -> str:
@@ -214,6 +258,7 @@ def classify(
       WHEN error IS NOT NULL THEN {s[Status.ERROR]}
       WHEN target_latest IS NULL THEN {s[Status.REMOTE_TOPIC_MISSING]}
       WHEN {active} THEN {s[Status.TARGET_GROUP_ACTIVE]}
+      WHEN coalesce(_behind > 0, false) THEN {s[Status.NOT_YET_COPIED]}
       WHEN {both} AND {judged} > translated_offset THEN {s[Status.TARGET_AHEAD]}
       WHEN {both} AND coalesce({gap} > {slack}, false) AND NOT {fresh} THEN {s[Status.STALE_SYNC]}
       WHEN {judged} IS NOT NULL THEN {s[Status.SYNCED]}
@@ -228,6 +273,7 @@ def classify(
         Status.ERROR: Blocking.INSPECTOR,
         Status.REMOTE_TOPIC_MISSING: Blocking.MIRROR_SOURCE_CONNECTOR,
         Status.TARGET_GROUP_ACTIVE: Blocking.TARGET_GROUP,
+        Status.NOT_YET_COPIED: Blocking.MIRROR_SOURCE_CONNECTOR,
         Status.TARGET_AHEAD: ahead_blocker,
         Status.STALE_SYNC: Blocking.CHECKPOINT_CONNECTOR,
         Status.SOURCE_PARTITION_EMPTY: Blocking.SOURCE_PARTITION,
@@ -248,8 +294,10 @@ def classify(
     sync_shift = "try_subtract(latest_sync_upstream, latest_sync_downstream)"
     lag_to_source = f"try_subtract(source_latest, try_add(target_offset, {sync_shift}))"
     cross_join = "CROSS JOIN {fresh_since} fresh_since" if moments else ""
+    copied, behind = _copy_position()
     text = f"""
-    WITH staged AS (SELECT j.*, {status} AS status FROM {{joined}} j {cross_join}),
+    WITH positioned AS (SELECT j.*, {copied} AS _copied, {behind} AS _behind FROM {{joined}} j),
+    staged AS (SELECT p.*, {status} AS status FROM positioned p {cross_join}),
     grouped AS (
       SELECT *, (sum(CAST(status = {s[Status.SYNCED]} AS INT)) OVER (PARTITION BY cluster_pair, `group`)
         - CAST(status = {s[Status.SYNCED]} AS INT)) > 0 AS _others_synced
@@ -273,6 +321,7 @@ def classify(
       CASE WHEN {both} AND {exact} THEN greatest({skip}, {zero}) END AS skip_if_failover_now,
       CASE WHEN {both} THEN greatest({gap}, {zero}) END AS replay_if_failover_now_at_least,
       CASE WHEN {both} THEN greatest({skip}, {zero}) END AS skip_if_failover_now_at_most,
+      _behind AS mm2_records_behind,
       {_explanation(q)} AS explanation,
       error
     FROM grouped

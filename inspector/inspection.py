@@ -258,6 +258,7 @@ class Inspector:
             source_groups=frame_from_arrow(spark, state.source_groups, schemas.GROUP_STATES_SCHEMA),
             target_groups=frame_from_arrow(spark, state.target_groups, schemas.GROUP_STATES_SCHEMA),
             checkpoints=kept.empty_checkpoints(spark),
+            mm2_positions=frame_from_arrow(spark, read.replication.partitions, schemas.REPLICATED_PARTITIONS_SCHEMA),
         )
         classified = classify.classify(
             joined,

@@ -223,6 +223,8 @@ EXACT_POSITIONS_SCHEMA = StructType(
 
 #: ``classify.join_target_state``'s output and ``classify.classify``'s input: one row per source group
 #: offset, with everything known about it on both clusters. ``error`` joins every lookup error of the row.
+#: ``mm2_position_known`` and ``mm2_next_offset`` are the source partition's in
+#: ``REPLICATED_PARTITIONS_SCHEMA`` (both null for a partition it has no row for: MM2's position unknown).
 JOINED_SCHEMA = StructType(
     [
         _f("cluster_pair", StringType(), False),
@@ -243,6 +245,8 @@ JOINED_SCHEMA = StructType(
         _f("checkpoint_upstream", LongType()),
         _f("checkpoint_offset", LongType()),
         _f("checkpoint_timestamp", TimestampType()),
+        _f("mm2_position_known", BooleanType()),
+        _f("mm2_next_offset", LongType()),
         _f("error", StringType()),
     ]
 )
@@ -284,6 +288,7 @@ CLASSIFIED_SCHEMA = StructType(
         _f("skip_if_failover_now", LongType()),
         _f("replay_if_failover_now_at_least", LongType()),
         _f("skip_if_failover_now_at_most", LongType()),
+        _f("mm2_records_behind", LongType()),
         _f("explanation", StringType()),
         _f("error", StringType()),
     ]

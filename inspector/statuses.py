@@ -15,6 +15,15 @@ Definitions used below, per row
 ``J``   the offset the row is judged by: the target group's committed offset (under the *remote* topic name)
         when ``sync.group.offsets.enabled``, otherwise the latest checkpoint's downstream offset (what a
         failover through ``RemoteClusterUtils.translateOffsets`` would apply).
+``P``   MM2's copy position, when its stored position was read (``inspector.mm2_position``; else unknown):
+        the next source offset MM2 is known to copy, the furthest of what shows it. Its stored next offset (none
+        stored: the source's earliest, what MM2 copies first; never below the earliest, where MM2 resumes);
+        ``u + 1`` for the partition's newest sync ``u -> d``; and ``u`` plus the records the remote
+        partition holds past ``d``, each a copy of a later source record (an exactly-once MM2's transaction
+        markers make that a few records generous). The stored offset trails MM2 by up to one offset flush
+        and is read before the groups' offsets; the newest sync and the target's end are read after them,
+        so a group that keeps up with a healthy MM2 is not past ``P``. Without any sync (a flow that
+        disables them) only the stored offset shows the copy, and such a group can be past it for a flush.
 
 What "synced" means, grounded in MM2's source (MirrorCheckpointTask, OffsetSyncStore, Kafka 3.5+)
 ------------------------------------------------------------------------------------------------
@@ -39,16 +48,20 @@ Precedence (first match wins)
 2. ``remote_topic_missing``  the remote topic-partition does not exist on the target.
 3. ``target_group_active``   (only with sync.group.offsets) the target group has members, so MM2 cannot
                              write its offsets (it alters offsets of EMPTY groups only).
-4. ``target_ahead``          ``J > T``: resuming on the target skips messages (IdentityReplicationPolicy
+4. ``not_yet_copied``        ``P < c <= latest``: the record the group read last (``c - 1``) has no copy on
+                             the target yet, so no translation of ``c`` is current, whatever ``J`` says.
+                             Never when ``P`` is unknown. An empty partition (``c <= latest = earliest <=
+                             P``) never is, nor a group past the source's end (``source_group_too_old``).
+5. ``target_ahead``          ``J > T``: resuming on the target skips messages (IdentityReplicationPolicy
                              "replication without translation", or a source group reset backwards).
-5. ``stale_sync``            ``T - J`` beyond the slack above: resuming replays more than MM2 should.
-6. ``synced``                ``J`` exists and none of the above.
+6. ``stale_sync``            ``T - J`` beyond the slack above: resuming replays more than MM2 should.
+7. ``synced``                ``J`` exists and none of the above.
    — the rows below have no ``J`` —
-7. ``source_partition_empty`` earliest == latest on the source: MM2 has nothing to sync (intentional).
-8. ``source_group_too_old``  ``c`` outside the source partition's ``[earliest, latest]``: MM2 cannot
+8. ``source_partition_empty`` earliest == latest on the source: MM2 has nothing to sync (intentional).
+9. ``source_group_too_old``  ``c`` outside the source partition's ``[earliest, latest]``: MM2 cannot
                              translate an offset whose data is gone (intentional).
-9. ``no_offset_syncs``       the partition has data but the offset-syncs topic has no sync for it at all.
-10. ``not_synced``           anything else: MM2 should have synced this partition and has not.
+10. ``no_offset_syncs``      the partition has data but the offset-syncs topic has no sync for it at all.
+11. ``not_synced``           anything else: MM2 should have synced this partition and has not.
 
 A flow that runs with ``emit.offset-syncs.enabled=false`` (KIP-1031, Kafka 3.9+) is a configuration, not a
 fault: MM2 writes no offset syncs for it, and its checkpoint connector refuses to run without them, so no
@@ -61,9 +74,9 @@ the same cluster pair (any topic) has status ``synced``.
 
 Blocking component (``blocking_component``): the part of the pipeline an operator should look at; null for
 ``synced``. ``inspector`` (our lookup failed), ``source-partition`` and ``source-group`` (intentional,
-nothing to fix in MM2), ``mirror-source-connector`` (replication or offset syncs are missing),
-``checkpoint-connector`` (checkpoints / group offset sync are missing or late), ``target-group`` (the target
-group's own state or offset is what is wrong).
+nothing to fix in MM2), ``mirror-source-connector`` (replication is missing or behind the group, or offset
+syncs are missing), ``checkpoint-connector`` (checkpoints / group offset sync are missing or late),
+``target-group`` (the target group's own state or offset is what is wrong).
 """
 
 from __future__ import annotations
@@ -77,6 +90,7 @@ class Status(StrEnum):
     ERROR = "error"
     REMOTE_TOPIC_MISSING = "remote_topic_missing"
     TARGET_GROUP_ACTIVE = "target_group_active"
+    NOT_YET_COPIED = "not_yet_copied"
     TARGET_AHEAD = "target_ahead"
     STALE_SYNC = "stale_sync"
     SYNCED = "synced"
@@ -147,6 +161,10 @@ TARGET_GROUP_ACTIVE_MESSAGE = (
     "Not synced: the group has active members on the target cluster, so MirrorMaker 2 cannot write its "
     "offsets (it only writes to empty groups); stop those consumers or exclude the group."
 )
+NOT_YET_COPIED_MESSAGE = (
+    "MM2 has not copied up to this group's position: the records the group last read on the source are not on "
+    "the target yet, so no translation of its offset is current; wait for MirrorMaker 2 to catch up."
+)
 TARGET_AHEAD_MESSAGE = (
     "Offset ahead of translation: the synced target offset is beyond the translated offset, so consumers "
     "failing over would skip messages (offsets replicated without translation, or the source group was "
@@ -188,6 +206,7 @@ OWN_MESSAGES: dict[Status, str] = {
     Status.ERROR: ERROR_MESSAGE,
     Status.REMOTE_TOPIC_MISSING: REMOTE_TOPIC_MISSING_MESSAGE,
     Status.TARGET_GROUP_ACTIVE: TARGET_GROUP_ACTIVE_MESSAGE,
+    Status.NOT_YET_COPIED: NOT_YET_COPIED_MESSAGE,
     Status.TARGET_AHEAD: TARGET_AHEAD_MESSAGE,
     Status.STALE_SYNC: STALE_SYNC_MESSAGE,
     Status.NO_OFFSET_SYNCS: NO_OFFSET_SYNCS_MESSAGE,

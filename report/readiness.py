@@ -1,14 +1,16 @@
 """Whether a consumer group is ready to cut over to the target, and if not, why: the one definition.
 
-A group of a flow is **ready to cut over** when all three hold:
+A group of a flow is **ready to cut over** when all four hold:
 
 1. every one of its partitions is **exactly translated**: the inspection found the target position a consumer
    must resume at, not a bound of it (``translation_method`` is one of ``EXACT_TRANSLATION_METHODS``: a sync at
    the committed offset, or a position proven by comparing records, as ``inspect --exact`` does);
-2. the group has **no active members on the target** (its target state is none of
+2. **MM2 has copied up to the group's position** on each of its partitions (no row is ``not_yet_copied``): the
+   records the group read last are on the target, so its translation is current;
+3. the group has **no active members on the target** (its target state is none of
    ``inspector.statuses.ACTIVE_GROUP_STATES``): a cutover writes its offsets there, and Kafka refuses that while
    members are in, and a live consumer would overwrite them;
-3. MM2's **replication lag is known and at most the threshold** on each of its partitions (the replicated-
+4. MM2's **replication lag is known and at most the threshold** on each of its partitions (the replicated-
    partition rows' ``replication_lag_records``, ``--lag-threshold`` records): the records the group will read on
    the target are there.
 
@@ -61,6 +63,8 @@ class GroupFacts:
     untranslatable_statuses: tuple[str, ...] = ()
     #: Partitions translated only to a bound.
     approximate: int = 0
+    #: Partitions whose row is ``not_yet_copied``: MM2 has not copied up to the group's position.
+    not_copied: int = 0
     #: The target group's state when it is active, else None.
     active_state: str | None = None
     #: Partitions whose MM2 lag is unknown; whether replicated-partition rows were given at all.
@@ -95,6 +99,11 @@ def judge(facts: GroupFacts, lag_threshold: int) -> Readiness:
         reasons.append(
             f"{facts.approximate} of {n} partition(s) translated to a bound, not exactly "
             "(--exact reads records to find the position)"
+        )
+    if facts.not_copied:
+        reasons.append(
+            f"MM2 has not copied up to the group's position on {facts.not_copied} of {n} partition(s) (wait for "
+            "MM2, or plan failover --stop-mirroring)"
         )
     if facts.active_state is not None:
         reasons.append(f"active members on the target (group {facts.active_state})")
@@ -133,6 +142,7 @@ def group_facts(groups: pa.Table, partitions: pa.Table | None, lag_threshold: in
     exact = pc.fill_null(pc.is_in(t["translation_method"], value_set=exact_methods), False)
     untranslatable = pc.and_(pc.invert(translated), pc.invert(error))
     approximate = pc.and_(pc.and_(translated, pc.invert(exact)), pc.invert(error))
+    not_copied = pc.fill_null(pc.equal(t["status"], Status.NOT_YET_COPIED.value), False)
     state = t["target_group_state"]
     spelled = pc.utf8_upper(pc.replace_substring_regex(state, "[_ ]", ""))
     active = pc.fill_null(pc.is_in(spelled, value_set=pa.array(_ACTIVE)), False)
@@ -148,6 +158,7 @@ def group_facts(groups: pa.Table, partitions: pa.Table | None, lag_threshold: in
             "untranslatable": pc.cast(untranslatable, pa.int64()),
             "untranslatable_status": pc.if_else(untranslatable, t["status"], pa.scalar(None, pa.string())),
             "approximate": pc.cast(approximate, pa.int64()),
+            "not_copied": pc.cast(not_copied, pa.int64()),
             "active_state": pc.if_else(active, state, pa.scalar(None, pa.string())),
             "lag_unknown": pc.cast(pc.is_null(lag), pa.int64()),
             "lagging": pc.cast(lagging, pa.int64()),
@@ -162,6 +173,7 @@ def group_facts(groups: pa.Table, partitions: pa.Table | None, lag_threshold: in
             ("untranslatable", "sum"),
             ("untranslatable_status", "distinct", pc.CountOptions(mode="only_valid")),
             ("approximate", "sum"),
+            ("not_copied", "sum"),
             ("active_state", "max"),
             ("lag_unknown", "sum"),
             ("lagging", "sum"),
@@ -178,6 +190,7 @@ def group_facts(groups: pa.Table, partitions: pa.Table | None, lag_threshold: in
             untranslatable=r["untranslatable_sum"],
             untranslatable_statuses=tuple(sorted(r["untranslatable_status_distinct"] or ())),
             approximate=r["approximate_sum"],
+            not_copied=r["not_copied_sum"],
             active_state=r["active_state_max"],
             lag_unknown=r["lag_unknown_sum"],
             partition_rows_given=partitions is not None,

@@ -412,3 +412,61 @@ def test_a_dead_broker_fails_inspect_with_one_line_and_the_kafka_exit_code(tmp_p
     assert "Traceback" not in proc.stderr
     assert "starting Spark" not in proc.stderr  # it failed before paying for Spark
     assert not out.exists()  # no half-written report
+
+
+def test_a_group_past_what_mm2_copied_is_not_yet_copied(lab: LabInfo, tmp_path: Path) -> None:
+    """MM2's source connector stopped after copying 100 records, 500 more on the source, and a group committed
+    at 600: an old sync would call it synced, but MM2 has not copied up to it. A group exactly at MM2's
+    position (100) is synced. MM2's position is read through --connect-url."""
+    name = f"nyc{uuid.uuid4().hex[:8]}"
+    src = {"bootstrap.servers": lab.source.bootstrap}
+    source, target = KafkaAdmin.connect(src), KafkaAdmin.connect({"bootstrap.servers": lab.target.bootstrap})
+    topic, past, at = f"iso-{name}-t", f"iso-{name}-past", f"iso-{name}-at"
+    source.create_topics({topic: 1})
+    records.produce(src, topic, [(None, f"r{i}".encode(), 0) for i in range(100)])
+    source.alter_group_offsets({past: {(topic, 0): 100}, at: {(topic, 0): 100}})
+    flow = lab_core.add_flow(lab, name)
+    remote = load_mm2_config(flow.mm2_config).pair(f"{flow.source_alias}->{flow.target_alias}").remote_topic(topic)
+    connect = build_connect_client([lab.connect_url])
+    out = tmp_path / "rows.jsonl"
+    try:
+        eventually(
+            lambda: target.partition_bounds([(remote, 0)])[(remote, 0)].latest == 100,
+            timeout_s=120,
+            what="MM2 to copy the first 100 records",
+        )
+        for group in (past, at):
+            eventually(
+                lambda group=group: target.committed_offsets([group])[group].offsets.get((remote, 0)) is not None,
+                timeout_s=120,
+                what=f"MM2 to sync {group}",
+            )
+        connect.stop(flow.connectors["source"])
+        connect.wait_for_state(flow.connectors["source"], {"STOPPED"}, timeout=60)
+        records.produce(src, topic, [(None, f"r{i}".encode(), 0) for i in range(100, 600)])
+        source.alter_group_offsets({past: {(topic, 0): 600}})
+        proc = subprocess.run(
+            [
+                sys.executable, "-m", "mm2ctl", "inspect", "--mm2-config", flow.mm2_config,
+                "--connect-url", lab.connect_url, "--format", "json", "--output", str(out),
+                "--spark-conf", "spark.sql.shuffle.partitions=4",
+            ],
+            capture_output=True, text=True, timeout=600, check=False,
+            env={**os.environ, "MM2CTL_STATE_DIR": str(tmp_path / "state")},
+        )  # fmt: skip
+    finally:
+        for connector in flow.connectors.values():
+            connect.delete(connector)
+        connect.close()
+    assert proc.returncode == ExitCode.PROBLEMS_FOUND, proc.stderr
+    rows = {r["group"]: r for r in map(json.loads, out.read_text().splitlines())}
+    row = rows[past]
+    assert (row["status"], row["is_ok"], row["mm2_records_behind"]) == ("not_yet_copied", False, 500), row
+    assert row["blocking_component"] == "mirror-source-connector"
+    assert row["message"].startswith("MM2 has not copied up to this group's position")
+    assert row["explanation"].startswith(
+        "MM2 is 500 record(s) behind this group: the group committed offset 600, MM2 has copied this partition "
+        "only below 100."
+    ), row["explanation"]
+    assert row["translated_offset"] is not None and row["translated_offset"] <= 100  # an old sync translates it
+    assert (rows[at]["status"], rows[at]["mm2_records_behind"]) == ("synced", 0), rows[at]

@@ -18,6 +18,7 @@ from mm2ctl.inspector.schemas import (
     GROUP_STATES_SCHEMA,
     JOINED_SCHEMA,
     PARTITION_NUMBERS_SCHEMA,
+    REPLICATED_PARTITIONS_SCHEMA,
     SOURCE_GROUP_OFFSETS_SCHEMA,
     SOURCE_PARTITIONS_SCHEMA,
     TARGET_GROUP_OFFSETS_SCHEMA,
@@ -386,6 +387,7 @@ def test_output_columns_and_aiven_values(spark: Any) -> None:
     # 95->97 is below the committed offset: the translation is not exact, so only the bounds are known.
     assert (row.replay_if_failover_now, row.skip_if_failover_now) == (None, None)
     assert (row.replay_if_failover_now_at_least, row.skip_if_failover_now_at_most) == (8, 0)
+    assert row.mm2_records_behind is None  # MM2's position not known
     assert (row.remote_topic, row.translation_method, row.explanation, row.error) == (
         "src.orders",
         "offset_sync_next",
@@ -478,6 +480,142 @@ def test_untranslatable_rows_explain_why_and_name_the_oldest_sync(spark: Any) ->
     assert "by content or by timestamp" in got["busy"].explanation
     assert got["none"].status == Status.NO_OFFSET_SYNCS.value
     assert "wrote no offset sync" in got["none"].explanation and "timestamp" in got["none"].explanation
+
+
+# --- MM2 has not copied up to the group's position ---
+
+
+def behind(**overrides: Any) -> dict[str, Any]:
+    """MM2 throttled: the source holds 0..3299 and the group committed 3300, but MM2 stored 549 as its next
+    offset to copy, its newest sync is 548 -> 548 and the target holds 549 records. The target group sits at
+    the translation (T = J = 549), so the row would be synced if MM2's position were not known."""
+    row = healthy(
+        committed_offset=3300,
+        source_latest=3300,
+        translated_offset=549,
+        sync_upstream=548,
+        sync_downstream=548,
+        latest_sync_upstream=548,
+        latest_sync_downstream=548,
+        target_latest=549,
+        target_offset=549,
+        checkpoint_upstream=3300,
+        checkpoint_offset=549,
+        mm2_position_known=True,
+        mm2_next_offset=549,
+    )
+    row.update(overrides)
+    return row
+
+
+#: At 3300, synced by the newest sync 3299 -> 3299: T = J = 3300.
+CAUGHT_UP = {"translated_offset": 3300, "sync_upstream": 3299, "sync_downstream": 3299, "target_offset": 3300}
+#: The newest sync 3000 -> 3000 translates 3300 to T = J = 3001.
+SYNC_AT_3000 = {
+    "translated_offset": 3001,
+    "sync_upstream": 3000,
+    "sync_downstream": 3000,
+    "latest_sync_upstream": 3000,
+    "latest_sync_downstream": 3000,
+    "target_offset": 3001,
+}
+NO_SYNCS = {
+    "translated_offset": None,
+    "translation_method": None,
+    "sync_upstream": None,
+    "sync_downstream": None,
+    "latest_sync_upstream": None,
+    "latest_sync_downstream": None,
+    "oldest_sync_upstream": None,
+    "oldest_sync_downstream": None,
+    "sync_count": 0,
+}
+
+# (case id, the row, expected status, expected mm2_records_behind)
+NOT_COPIED_CASES: list[tuple[str, dict[str, Any], Status, int | None]] = [
+    ("past MM2's position: never synced", behind(), Status.NOT_YET_COPIED, 2751),
+    ("one record past MM2's position", behind(committed_offset=550), Status.NOT_YET_COPIED, 1),
+    ("exactly at MM2's position", behind(committed_offset=549), Status.SYNCED, 0),
+    ("MM2's position unknown: no new alarm", behind(mm2_position_known=False), Status.SYNCED, None),
+    ("no position row for the partition", behind(mm2_position_known=None, mm2_next_offset=None), Status.SYNCED, None),
+    (
+        "the stored position trails, the newest sync shows MM2 copied up to the group",
+        behind(latest_sync_upstream=3299, latest_sync_downstream=3299, target_latest=3300, **CAUGHT_UP),
+        Status.SYNCED,
+        0,
+    ),
+    (
+        "the target holds copies past the newest sync, up to the group",
+        behind(target_latest=3300, **SYNC_AT_3000),
+        Status.SYNCED,
+        0,
+    ),
+    (
+        "the target holds copies past the newest sync, short of the group",
+        behind(target_latest=3250, **SYNC_AT_3000),
+        Status.NOT_YET_COPIED,
+        50,
+    ),
+    (
+        "nothing stored for a partition with data: MM2 copies from the earliest offset",
+        behind(mm2_next_offset=None, target_latest=0, **NO_SYNCS, **NOT_SYNCED_HERE),
+        Status.NOT_YET_COPIED,
+        3300,
+    ),
+    (
+        "records lost to retention are not waited for: MM2 resumes at the earliest offset",
+        behind(source_earliest=3300, source_latest=3400, target_latest=3001, **SYNC_AT_3000),
+        Status.SYNCED,
+        0,
+    ),
+    (
+        "empty source partition, MM2 behind its log start",
+        behind(source_earliest=3300, **NOT_SYNCED_HERE),
+        Status.SOURCE_PARTITION_EMPTY,
+        0,
+    ),
+    (
+        "empty source partition MM2 never copied from",
+        behind(
+            source_earliest=0, source_latest=0, committed_offset=0, mm2_next_offset=None, target_latest=0,
+            **NO_SYNCS, **NOT_SYNCED_HERE,
+        ),
+        Status.SOURCE_PARTITION_EMPTY,
+        0,
+    ),
+    ("past the source's end", behind(committed_offset=4000, **NOT_SYNCED_HERE), Status.SOURCE_GROUP_TOO_OLD, None),
+    ("an error wins", behind(error="target group: GROUP_AUTHORIZATION_FAILED"), Status.ERROR, 2751),
+    ("an active target group wins", behind(target_group_members=1), Status.TARGET_GROUP_ACTIVE, 2751),
+    ("wins over target ahead", behind(target_offset=600), Status.NOT_YET_COPIED, 2751),
+    ("wins over stale", behind(target_offset=10, checkpoint_offset=10), Status.NOT_YET_COPIED, 2751),
+]  # fmt: skip
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("row", "status", "records"), [pytest.param(*c[1:], id=c[0]) for c in NOT_COPIED_CASES])
+def test_not_yet_copied(spark: Any, row: dict[str, Any], status: Status, records: int | None) -> None:
+    (got,) = _classify(spark, [row]).values()
+    assert (got.status, got.mm2_records_behind) == (status.value, records)
+    assert got.is_ok is (status in statuses.OK_STATUSES)
+
+
+@pytest.mark.spark
+def test_a_row_mm2_has_not_copied_up_to_says_how_far_behind_and_what_to_do(spark: Any) -> None:
+    (got,) = _classify(spark, [behind()]).values()
+    assert got.status == Status.NOT_YET_COPIED.value
+    assert (got.is_ok, got.blocking_component) == (False, Blocking.MIRROR_SOURCE_CONNECTOR.value)
+    assert got.message == statuses.NOT_YET_COPIED_MESSAGE
+    assert got.message.startswith("MM2 has not copied up to this group's position")
+    assert got.explanation.startswith(
+        "MM2 is 2751 record(s) behind this group: the group committed offset 3300, MM2 has copied this partition "
+        "only below 549. Wait for MM2 to catch up"
+    )
+    assert "plan failover --stop-mirroring" in got.explanation
+    assert Status.NOT_YET_COPIED not in statuses.OK_STATUSES
+    order = list(statuses.PRECEDENCE)
+    assert (
+        order.index(Status.TARGET_GROUP_ACTIVE) < order.index(Status.NOT_YET_COPIED) < order.index(Status.TARGET_AHEAD)
+    )
 
 
 # --- join_target_state ---
@@ -577,6 +715,17 @@ def test_join_target_state_looks_up_the_remote_topic_and_carries_errors(spark: A
             },
         ],
     )
+    # MM2's position: stored for orders/0, none stored for orders/1 (still known), and no row for ghost/0.
+    positions = _df(
+        spark,
+        REPLICATED_PARTITIONS_SCHEMA,
+        [
+            {"cluster_pair": PAIR, "topic": "orders", "partition": 0, "remote_topic": "src.orders",
+             "position_known": True, "mm2_next_offset": 40},
+            {"cluster_pair": PAIR, "topic": "orders", "partition": 1, "remote_topic": "src.orders",
+             "position_known": True, "mm2_next_offset": None},
+        ],
+    )  # fmt: skip
     joined = classify.join_target_state(
         translated,
         source_partitions=source_partitions,
@@ -585,6 +734,7 @@ def test_join_target_state_looks_up_the_remote_topic_and_carries_errors(spark: A
         source_groups=_states(spark, [("g", "Stable", 2, None), ("h", "Empty", 0, None)]),
         target_groups=_states(spark, [("g", "Empty", 0, None), ("h", None, None, "GROUP_AUTHORIZATION_FAILED")]),
         checkpoints=checkpoints,
+        mm2_positions=positions,
     )
     assert [(f.name, f.dataType) for f in joined.schema] == [(f.name, f.dataType) for f in JOINED_SCHEMA]
     got = {(r.group, r.topic, r.partition): r for r in joined.collect()}
@@ -597,6 +747,9 @@ def test_join_target_state_looks_up_the_remote_topic_and_carries_errors(spark: A
     assert (g0.checkpoint_upstream, g0.checkpoint_offset) == (10, 8)
     assert g0.checkpoint_timestamp == T0.replace(tzinfo=None)  # collected in the session zone (UTC)
     assert (g0.translated_offset, g0.error) == (8, None)
+    assert (g0.mm2_position_known, g0.mm2_next_offset) == (True, 40)
+    assert (got[("h", "orders", 0)].mm2_position_known, got[("h", "orders", 0)].mm2_next_offset) == (True, 40)
+    assert (got[("g", "orders", 1)].mm2_position_known, got[("g", "orders", 1)].mm2_next_offset) == (True, None)
 
     assert got[("g", "orders", 1)].error == "target partition: NOT_LEADER_OR_FOLLOWER"
     h0 = got[("h", "orders", 0)]
@@ -604,3 +757,13 @@ def test_join_target_state_looks_up_the_remote_topic_and_carries_errors(spark: A
     assert h0.error == "target group: GROUP_AUTHORIZATION_FAILED"
     ghost = got[("h", "ghost", 0)]
     assert ghost.error == ("source partition: not described by the job; target group: GROUP_AUTHORIZATION_FAILED")
+    assert (ghost.mm2_position_known, ghost.mm2_next_offset) == (None, None)  # no row: the position is unknown
+
+
+def test_the_readme_statuses_table_lists_every_status_with_its_ok_flag() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    for status in Status:
+        ok = "yes" if status in statuses.OK_STATUSES else "no"
+        assert f"| `{status.value}` | {ok} |" in readme, status

@@ -224,3 +224,36 @@ def test_http_routes() -> None:
         assert missing.value.code == 404
     finally:
         server.stop()
+
+
+def test_every_group_status_is_a_sample_per_flow_zeros_included() -> None:
+    """``mm2ctl_group_partitions`` has a sample for every status of every flow, so a dashboard or an alert on
+    one (``not_yet_copied`` among them) sees 0 rather than no data."""
+    from mm2ctl.core.config import mm2_config_from_text
+    from mm2ctl.inspector.health_metrics import inspection_metrics
+    from mm2ctl.inspector.result import InspectionResult, summarize
+    from mm2ctl.inspector.schemas import PARTITION_HEALTH_SCHEMA, arrow_schema
+    from mm2ctl.inspector.statuses import Status
+
+    config = mm2_config_from_text(
+        "clusters = a, b\na.bootstrap.servers = a:9092\nb.bootstrap.servers = b:9092\na->b.enabled = true\n"
+    )
+    figure = {
+        "cluster_pair": FLOW, "group": "billing", "status": "not_yet_copied", "is_ok": False, "partitions": 3,
+        "replay": 0, "skip": 0, "replay_at_least": 0, "skip_at_most": 0, "checkpoint_age": None, "problems": [],
+    }  # fmt: skip
+    result = InspectionResult(
+        pairs=(FLOW,),
+        summary=summarize([figure], (FLOW,)),
+        partitions=arrow_schema(PARTITION_HEALTH_SCHEMA).empty_table(),
+        positions=(),
+        notes=(),
+        rows=None,  # type: ignore[arg-type]
+    )
+    counts = inspection_metrics(result, config).group_partitions
+    assert counts == {(FLOW, s.value): 3 if s is Status.NOT_YET_COPIED else 0 for s in Status}
+    collector = InspectionCollector()
+    collector.succeeded(inspection_metrics(result, config), duration_seconds=1.0, finished_at=1.0)
+    got = samples_of(collector)
+    assert got[("mm2ctl_group_partitions", _labels(flow=FLOW, status="not_yet_copied"))] == 3
+    assert got[("mm2ctl_group_partitions", _labels(flow=FLOW, status="synced"))] == 0

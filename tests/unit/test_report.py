@@ -69,6 +69,7 @@ def test_a_group_with_every_condition_met_is_ready() -> None:
             "2 of 4 partition(s) untranslatable (no_offset_syncs)",
         ),
         ({"approximate": 3}, "3 of 4 partition(s) translated to a bound, not exactly"),
+        ({"not_copied": 2}, "MM2 has not copied up to the group's position on 2 of 4 partition(s)"),
         ({"active_state": "Stable"}, "active members on the target (group Stable)"),
         (
             {"lagging": 1, "max_lag": 12_345, "max_lag_at": "orders/2"},
@@ -107,6 +108,7 @@ def test_assess_reads_every_condition_from_the_rows() -> None:
         group_row("active", target_group_state="STABLE"),
         group_row("lagging", topic="busy"),
         group_row("failed", topic="gone", status="error", is_ok=False, translated_offset=None, translation_method=None),
+        group_row("behind", status="not_yet_copied", is_ok=False, translation_method="offset_sync_next"),
     )  # fmt: skip
     partitions = partitions_table(
         partition_row(partition=0, lag=3), partition_row(partition=1, lag=100), partition_row("idle", lag=0),
@@ -121,6 +123,11 @@ def test_assess_reads_every_condition_from_the_rows() -> None:
     assert verdicts["active"].reasons == ("active members on the target (group STABLE)",)
     assert verdicts["lagging"].reasons == ("MM2 lags more than 100 records on 1 partition(s) (most: 101 on busy/0)",)
     assert verdicts["failed"].reasons[0].startswith("1 of 1 partition(s) not inspected")
+    assert verdicts["behind"].reasons == (
+        "1 of 1 partition(s) translated to a bound, not exactly (--exact reads records to find the position)",
+        "MM2 has not copied up to the group's position on 1 of 1 partition(s) (wait for MM2, or plan failover "
+        "--stop-mirroring)",
+    )
     assert any("lag unknown on 1 of 1" in r for r in verdicts["failed"].reasons)  # no partition row for gone/0
     without = assess(groups, None, lag_threshold=100)
     assert not without[(FLOW, "ready")].ready
