@@ -106,6 +106,8 @@ def failover_rows(report: FailoverReport, limit: int = 50, header: str = "source
     lines = [f"  group partitions ({header}, method):"]
     for r in report.rows[:limit]:
         target = "untranslatable" if r.target_offset is None else str(r.target_offset)
+        if r.deferred:
+            target = f"(after MM2's catch-up; MM2 at {r.mm2_next_offset})"
         before = "" if r.before_offset is None else f" (now {r.before_offset})"
         method = "" if r.method is None else r.method.value
         lines.append(f"    {r.group} {r.source_topic}/{r.partition}: {r.source_offset} -> {target}{before} {method}")
@@ -127,6 +129,7 @@ def failover_rows_json(report: FailoverReport) -> list[dict[str, object]]:
             "before_offset": r.before_offset,
             "method": None if r.method is None else r.method.value,
             "delta_candidate": r.delta_candidate,
+            "mm2_next_offset": r.mm2_next_offset,
             "detail": r.detail,
         }
         for r in report.rows

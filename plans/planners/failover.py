@@ -145,9 +145,11 @@ class FailoverReport:
 
     def csv_rows(self) -> list[tuple[str, str, int, int]]:
         """``group,topic,partition,offset`` rows, as ``kafka-consumer-groups --reset-offsets --from-file``
-        reads them (target-side topic names)."""
+        reads them (target-side topic names); a row translated only after the catch-up has no offset yet."""
         return [
-            (r.group, r.target_topic, r.partition, r.target_offset) for r in self.rows if r.target_offset is not None
+            (r.group, r.target_topic, r.partition, r.target_offset)
+            for r in self.rows
+            if r.target_offset is not None and not r.deferred
         ]
 
 
