@@ -32,10 +32,11 @@ behind), then stop (a planned migration). The strategies then put the group on t
   there, and ``mm2ctl plan failback`` moves it back to the source;
 - (f) ``timestamp``: the offset syncs of partition 0 are truncated (only on a flow the drill owns), and a
   copy of the group is failed over with ``--fallback timestamp``: that partition has no sync at all;
-- (g) ``behind``: MM2's copy is throttled (a client quota on its producer; only on the lab) while the traffic
-  runs, so it lags behind the commit point; a copy of the group is planned with ``--stop-mirroring`` then,
-  the throttle is lifted, and apply waits for MM2, stops it, translates the rows it had not copied and writes.
-  The flow's connectors are resumed afterwards, so (b) and (d) see MM2 as before.
+- (g) ``behind``: MM2's copy is throttled (a client quota on its producer; only on the lab), and once the
+  traffic stops a burst of larger numbered records is produced, which MM2 copies only slowly; a copy of the
+  group committed in the middle of the burst is planned with ``--stop-mirroring`` then, the throttle is
+  lifted, and apply waits for MM2, stops it, translates the rows it had not copied and writes. The flow's
+  connectors are resumed afterwards, so (b) and (d) see MM2 as before.
 
 (c) and (d) are planned and applied for real on the group itself and read back, (e), (f) and (g) on copies of
 it (``<group>.drill-e``, ``<group>.drill-f``, ``<group>.drill-g``); each strategy's offsets are then committed
@@ -45,8 +46,8 @@ LOST are sequence numbers at or after the commit point it never sees; DUPLICATED
 the commit point it reads again; ABORTED are records of aborted transactions (their copies) it reads before its
 first record at or after the commit point: what its position made it read, which no consumer of the source
 ever saw. Copies MM2 made of transactions aborted later lie further on, where every consumer of the target
-reads them whatever its position; the drill notes them. The commit point is the group's on the source, or for
-(e) the copy's on the target after it consumed more there.
+reads them whatever its position; the drill notes them. The commit point is the group's on the source, for
+(e) the copy's on the target after it consumed more there, for (g) the copy's in the middle of the burst.
 
 This module never prints: it reports through ``progress`` and returns a ``DrillResult``.
 """
@@ -154,6 +155,9 @@ class DrillOptions:
     #: the drill can set a client quota: the lab).
     #: Low: a broker lets a throttled client burst about its quota times the quota window (11 s) first.
     behind_bytes_per_s: int = 300
+    #: (g): numbered records of about 130 bytes per partition produced at once after the traffic, MM2 throttled;
+    #: (g)'s copy of the group commits in the middle of them.
+    behind_records: int = 1_500
 
 
 @dataclass(frozen=True)
@@ -256,8 +260,8 @@ class DrillResult:
 # ------------------------------------------------------------------------------------------- data
 
 
-def _value(partition: int, seq: int) -> bytes:
-    return b"drill p=%d seq=%d" % (partition, seq)
+def _value(partition: int, seq: int, pad: int = 0) -> bytes:
+    return b"drill p=%d %sseq=%d" % (partition, b"x" * pad + b" " if pad else b"", seq)
 
 
 def _aborted_value(partition: int, n: int) -> bytes:
@@ -296,11 +300,11 @@ class _SequenceProducer:
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
-    def head(self, count: int) -> None:
+    def head(self, count: int, pad: int = 0) -> None:
         rows: list[tuple[bytes | None, bytes | None, int | None]] = []
         for p in range(self.partitions):
             for _ in range(count):
-                rows.append((b"k%d-%d" % (p, self.next_seq[p]), _value(p, self.next_seq[p]), p))
+                rows.append((b"k%d-%d" % (p, self.next_seq[p]), _value(p, self.next_seq[p], pad), p))
                 self.next_seq[p] += 1
         records.produce(self.conf, self.topic, rows)
 
@@ -755,6 +759,9 @@ def run_drill(
         time.sleep(o.after_commit_s)
     finally:
         producer.stop()
+    if target.throttle is not None:
+        progress(f"(g) {o.behind_records} more records per partition at once, MM2 throttled")
+        producer.head(o.behind_records, pad=100)
     produced = list(producer.next_seq)
     aborted_note = f" ({producer.aborted_transactions} aborted)" if o.aborted_transactions else ""
     progress(f"producers stopped: {sum(produced)} records, {producer.transactions} transactions{aborted_note}")
@@ -774,8 +781,13 @@ def run_drill(
         )
 
     behind_detail = None
+    commit_points: dict[Strategy, Mapping[int, int]] = {}
     if target.throttle is not None:
-        behind_detail = _fail_over_behind(live, flow, target, group, topic, committed, wd, progress)
+        # (g)'s copy of the group stops in the middle of the burst, which MM2 is far from having copied.
+        commit_points[Strategy.BEHIND] = {p: source_log[p][-(o.behind_records // 2)][0] for p in committed}
+        behind_detail = _fail_over_behind(
+            live, flow, target, group, topic, commit_points[Strategy.BEHIND], wd, progress
+        )
         offsets_g = dst_admin.committed_offsets([f"{group}.drill-{Strategy.BEHIND.value}"])
     progress("waiting for MM2 to copy every record")
     if not poll_until(caught_up, timeout_s=o.settle_timeout_s, interval_s=0.5):
@@ -872,6 +884,7 @@ def run_drill(
         _consume_part_and_commit(dst_conf, remote, copy_e, {p: n for p, n in more.items() if n}, from_committed=True)
         on_target = dst_admin.committed_offsets([copy_e])[copy_e].offsets
         e_committed = {p: on_target[(remote, p)] for p in start_e if (remote, p) in on_target}
+        commit_points[Strategy.FAILBACK] = e_committed
         failback = FailbackOptions(pair=target.pair, groups=re.escape(copy_e), topics=re.escape(topic))
         _planned_e, details[Strategy.FAILBACK] = _plan_and_apply(
             live, lambda b: plan_failback(b, failback, progress=progress), wd, "failback", progress
@@ -941,7 +954,7 @@ def run_drill(
         outcomes.append(
             score(
                 strategy,
-                committed=e_committed if on_source else committed,
+                committed=commit_points.get(strategy, committed),
                 source_log=target_log if on_source else source_log,
                 produced=produced,
                 target_offsets=offsets[strategy],
