@@ -153,8 +153,9 @@ class DrillOptions:
     aborted_transactions: bool = False
     #: (g): MM2's copy throttled to this many bytes a second on the target while the traffic runs (only where
     #: the drill can set a client quota: the lab).
-    #: Low: a broker lets a throttled client burst about its quota times the quota window (11 s) first.
-    behind_bytes_per_s: int = 300
+    #: Far below the burst's rate (MM2 copies a few percent of it), not so low that the broker, which delays a
+    #: throttled client in proportion to how far it went over, keeps MM2 waiting long after the quota is lifted.
+    behind_bytes_per_s: int = 3_000
     #: (g): numbered records of about 130 bytes per partition produced at once after the traffic, MM2 throttled;
     #: (g)'s copy of the group commits in the middle of them.
     behind_records: int = 1_500
