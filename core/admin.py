@@ -2,7 +2,7 @@
 
 It wraps confluent-kafka's ``AdminClient`` (passed in, or built from a confluent-kafka config by
 ``KafkaAdmin.connect``). Calls that fan out over many groups or partitions return one result per item, each
-with its own ``ItemError`` (STYLE "partial failure is data"), so one missing topic or one coordinator error
+with its own ``ItemError`` (partial failure is data), so one missing topic or one coordinator error
 never hides the other 999 999 answers. A failure of the whole call (no broker answers) raises ``KafkaClusterError``
 with the confluent-kafka error code, cause chained.
 

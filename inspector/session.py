@@ -75,9 +75,8 @@ _DATAFRAME_DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"
 
 #: The embedded driver's JVM options: Java's throughput collector instead of its default G1. With ``local[*]``
 #: the driver JVM is also the executor, and a batch job of short-lived rows wants throughput, not pause times:
-#: on two cores G1's concurrent threads and write barriers compete with the task threads. In six alternated
-#: pairs of runs at a million group partitions (``bench/inspect_scale.py``), a process's first job took 67-76 s
-#: with it against 71-93 s with G1 (it lost one pair, by 2 s), the next job 47-54 s against 48-61 s. A
+#: on two cores G1's concurrent threads and write barriers compete with the task threads (the comparison at a
+#: million group partitions is in bench/RESULTS.md, measured with ``bench/inspect_scale.py``). A
 #: ``--spark-conf spark.driver.extraJavaOptions=…`` replaces it (the log4j2 option of ``jvm_log`` is still
 #: added to the user's options, unless they choose a log4j2 configuration themselves).
 _DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"

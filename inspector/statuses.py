@@ -1,8 +1,8 @@
 """The status vocabulary of ``mm2ctl inspect``: codes, messages, precedence and what "synced" means.
 
 Every classified row — one (cluster pair, group, source topic, partition) — gets exactly one machine-readable
-``status`` code and one human ``message``. Aiven's offset sync inspector is the compatibility anchor (DESIGN
-§7): where a row falls in one of its cases the message is Aiven's, verbatim as its documentation prints it
+``status`` code and one human ``message``. Aiven's offset sync inspector is the compatibility anchor: where
+a row falls in one of its cases the message is Aiven's, verbatim as its documentation prints it
 (its documentation's table of statuses). Our extra statuses say *why* in words an operator can act on.
 
 Definitions used below, per row

@@ -1,6 +1,6 @@
 """The plan document: frozen, versioned data that a planner writes, a person reviews and apply executes.
 
-Why it is shaped this way (terraform's ``internal/plans``, STYLE "The plan is data"):
+Why it is shaped this way (terraform's ``internal/plans``: the plan is data):
 
 - A plan is reviewed by a human and executed later, maybe on another machine. So it records what it was made
   for (``clusters``, ``connect``) and from (``fingerprint``), and every step says what it observed

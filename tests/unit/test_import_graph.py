@@ -42,7 +42,7 @@ ALLOWED: dict[str, set[str]] = {
     "cli": {"core", "connect_client", "inspector", "plans", "lab", "remediate", "drill", "report"},
 }
 
-#: Third-party clients the CLI must leave to the layers below it (STYLE: a thin CLI over a pure core).
+#: Third-party clients the CLI must leave to the layers below it (a thin CLI over a pure core).
 CLI_FORBIDDEN = ("requests", "confluent_kafka")
 
 
