@@ -3,8 +3,8 @@
 exact translation that proves its answer by comparing records.
 
 Why two rules. The conservative rule (what MM2 itself does since 3.5) only ever trusts a sync's exact pair:
-``upstream == c`` gives ``downstream``; otherwise ``downstream + 1``, which never skips a record but replays up to one sync
-interval. ``downstream + (c - upstream)`` would be exact if source and target offsets advanced in lock
+``upstream == c`` gives ``downstream``; otherwise ``downstream + 1``, which never skips a record but replays up
+to one sync interval. ``downstream + (c - upstream)`` would be exact if source and target offsets advanced in lock
 step after the sync, but transaction markers, aborted records, compaction and filters make gaps on one
 side only, and MM2 coalesces the syncs it would write at those gaps under load. So that candidate is only a
 *guess*, accepted when the records prove it:
