@@ -112,7 +112,9 @@ def test_stop_mirroring_copies_everything_then_translates(lab: LabInfo, state_di
             timeout_s=60,
             what="MM2 copying, throttled",
         )
-        assert _mm2_next(lab, flow.connectors["source"], topic, 0) < 1_800 - 500, "MM2 is not behind the groups"
+        at = _mm2_next(lab, flow.connectors["source"], topic, 0)
+        assert at < 1_800 - 500, "MM2 is not behind the groups"
+        print(f"\nMM2 had copied {at} of {HEAD + TAIL} records of p0 before planning")
 
         refused = mm2ctl(
             "plan", "failover", "--pair", pair, "--mm2-config", flow.mm2_config, "--groups", f"iso-{name}-.*",
@@ -146,6 +148,7 @@ def test_stop_mirroring_copies_everything_then_translates(lab: LabInfo, state_di
         journal = state_dir / "j.jsonl"
         applied = mm2ctl("apply", str(plan), "--auto-approve", "--journal", str(journal), state=state_dir)
         assert applied.returncode == 0, applied.stderr
+        print("\n".join(ln for ln in applied.stderr.splitlines() if "MM2 caught up" in ln or "translated" in ln))
         j = read_journal(journal)
         assert j.apply_status == "succeeded"
         order = list(j.completed_steps)
@@ -201,6 +204,7 @@ def test_mm2_moving_a_group_after_planning_refuses_every_write(lab: LabInfo, sta
         journal = state_dir / "j.jsonl"
         applied = mm2ctl("apply", str(plan), "--auto-approve", "--journal", str(journal), state=state_dir)
         assert applied.returncode == 8, applied.stderr
+        print(f"\n{applied.stderr}")
         assert late in applied.stderr and "none was written" in applied.stderr, applied.stderr
         assert "changed from" in applied.stderr
         j = read_journal(journal)
