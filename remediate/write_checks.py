@@ -134,7 +134,7 @@ def check_writes(steps: Sequence[Step], ctx: ExecContext, *, parallelism: int) -
     if problems:
         assert first is not None
         hint = (
-            " MM2's own sync only writes its cautious answer: pass --override-mm2-sync to write the plan over it."
+            " (MM2's own sync only writes its cautious answer: --override-mm2-sync writes the plan over it)"
             if any("MirrorMaker 2's" in p for p in problems) and not ctx.override_mm2_sync
             else ""
         )
@@ -143,7 +143,6 @@ def check_writes(steps: Sequence[Step], ctx: ExecContext, *, parallelism: int) -
             f"{len(problems)} of {len(steps)} group write(s) would be refused, so none was written: "
             + "; ".join(problems[:10])
             + more
-            + "."
             + hint,
             index=first,
         )
