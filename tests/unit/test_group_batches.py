@@ -291,6 +291,30 @@ def test_anything_else_that_moved_refuses_every_write(tmp_path: Path, change: An
     assert state.apply_status == "failed" and state.stopped_at == 2 and expected in (state.stop_reason or "")
 
 
+def test_a_move_of_mm2s_sync_is_named_and_written_over_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MM2's sync moved g002 past the plan: refused by default, naming MM2; ``--override-mm2-sync`` writes over it."""
+    from mm2ctl.remediate import write_checks
+
+    planned = groups(5)
+    before = {g: {p: o - 40 for p, o in parts.items()} for g, parts in planned.items()}
+    cluster = FakeCluster(offsets=_as_offsets(before))
+    plan = failover_plan(planned, before)
+    moved = planned["g002"][0] + 7
+    cluster.offsets["g002"][(TOPIC, 0)] = moved
+    # MM2's newest checkpoint for that group partition is what it wrote (read from the checkpoints topic live).
+    monkeypatch.setattr(write_checks, "_mm2_checkpoints", lambda _ctx, _cluster: {"g002": {(TOPIC, 0): moved}})
+    with pytest.raises(ApplyError) as info:
+        engine.apply_plan(plan, live_of(cluster, tmp_path), journal_path=tmp_path / "a.jsonl", state_dir=tmp_path)
+    assert "by MirrorMaker 2's group-offset sync" in str(info.value) and "--override-mm2-sync" in str(info.value)
+    assert cluster.writes == []
+    engine.apply_plan(
+        plan, live_of(cluster, tmp_path), journal_path=tmp_path / "b.jsonl", state_dir=tmp_path, override_mm2_sync=True
+    )
+    assert cluster.offsets == _as_offsets(planned)
+
+
 def test_a_failed_write_is_journaled_and_resume_finishes(tmp_path: Path) -> None:
     planned = groups(8)
     cluster = FakeCluster(failing={"g003", "g005"})
