@@ -789,7 +789,8 @@ def run_drill(
         behind_detail = _fail_over_behind(
             live, flow, target, group, topic, commit_points[Strategy.BEHIND], wd, progress
         )
-        offsets_g = dst_admin.committed_offsets([f"{group}.drill-{Strategy.BEHIND.value}"])
+        copy_g = f"{group}.drill-{Strategy.BEHIND.value}"
+        written_g = dst_admin.committed_offsets([copy_g])[copy_g].offsets
     progress("waiting for MM2 to copy every record")
     if not poll_until(caught_up, timeout_s=o.settle_timeout_s, interval_s=0.5):
         notes.append(f"MM2 had not copied every record of {topic} within {o.settle_timeout_s:g}s")
@@ -818,8 +819,7 @@ def run_drill(
         Strategy.MM2: "read from the target group before the failover",
     }
     if behind_detail is not None:
-        got_g = offsets_g[f"{group}.drill-{Strategy.BEHIND.value}"].offsets
-        offsets[Strategy.BEHIND] = {p: got_g.get((remote, p)) for p in committed}
+        offsets[Strategy.BEHIND] = {p: written_g.get((remote, p)) for p in committed}
         details[Strategy.BEHIND] = behind_detail
 
     progress("(d) plan failover --stop-mirroring (verified), apply")

@@ -277,7 +277,7 @@ def plan_failover(
         checkpoints=checkpoints if opts.source is Source.CHECKPOINTS else None,
         progress=progress,
     ):
-        report.rows.append(_not_copied(row, t_bounds, opts))
+        report.rows.append(_defer_if_not_copied(row, t_bounds, opts))
     report.rows.sort(key=lambda r: (r.group, r.source_topic, r.partition))
     if not report.rows:
         raise PlanError(
@@ -431,7 +431,7 @@ def not_copied(row: FailoverRow) -> bool:
     return row.method is None or row.method.value not in EXACT_METHODS
 
 
-def _not_copied(row: FailoverRow, t_bounds: Mapping[TP, Bounds], opts: FailoverOptions) -> FailoverRow:
+def _defer_if_not_copied(row: FailoverRow, t_bounds: Mapping[TP, Bounds], opts: FailoverOptions) -> FailoverRow:
     """With ``--stop-mirroring``, a row MM2 has not copied up to is translated by apply after the catch-up:
     its offset until then is the cautious answer (or the target's log start), only for review."""
     if not (opts.stop_mirroring and not_copied(row)):
@@ -472,9 +472,7 @@ def _refuse_not_copied(
         return
     bounds = [_replay_at_most(r, syncs.get((r.source_topic, r.partition), ())) for r in late]
     replay = sum(x for x in bounds if x is not None)
-    shown = ", ".join(
-        f"{r.group}:{r.source_topic}/{r.partition}@{r.source_offset} (MM2 at {r.mm2_next_offset})" for r in late[:5]
-    ) + (f" and {len(late) - 5} more" if len(late) > 5 else "")
+    shown = deferred_summary(late, limit=5)
     if not opts.accept_cautious:
         raise NotCopiedError(
             f"MM2 has not copied up to the position of {len(late)} group partition(s): {shown}. Their records are "
@@ -665,7 +663,8 @@ def _stop_mirroring(
 
 
 def deferred_summary(rows: Sequence[FailoverRow], limit: int = 3) -> str:
-    """The first ``limit`` deferred rows on one line (``group:topic/partition@offset, MM2 at next``)."""
+    """The first ``limit`` rows MM2 had not copied up to, on one line (``group:topic/partition@offset, MM2 at
+    next``): the translation step's description and the refusal without ``--stop-mirroring`` both list them."""
     shown = ", ".join(
         f"{r.group}:{r.source_topic}/{r.partition}@{r.source_offset}, MM2 at {r.mm2_next_offset}" for r in rows[:limit]
     )
