@@ -179,7 +179,8 @@ def test_mm2_moving_a_group_after_planning_refuses_every_write(lab: LabInfo, sta
     pair = f"{flow.source_alias}->{flow.target_alias}"
     throttled = True
     try:
-        KafkaAdmin.connect(source_conf(lab)).alter_group_offsets({early: {(topic, 1): 20}, late: {(topic, 0): 1_800}})
+        committed = {early: {(topic, 1): 20}, late: {(topic, 0): HEAD + TAIL}}
+        KafkaAdmin.connect(source_conf(lab)).alter_group_offsets(committed)
         plan = state_dir / "cautious.yaml"
         r = mm2ctl(
             "plan", "failover", "--pair", pair, "--mm2-config", flow.mm2_config, "--groups", f"iso-{name}-.*",
@@ -192,7 +193,8 @@ def test_mm2_moving_a_group_after_planning_refuses_every_write(lab: LabInfo, sta
         written = {s["target"]["group"] for s in doc["plan"]["steps"] if s["kind"] == "group_offsets_write"}
         assert written == {early, late}
 
-        # MM2 catches up and its own sync moves the late group past the cautious plan.
+        # MM2 catches up and its own sync moves the late group, at the log end, past the cautious plan. (A
+        # group short of the log end might keep its translation: MM2 keeps only some of its older syncs.)
         set_producer_quota(lab, client, None)
         throttled = False
         eventually(
