@@ -1,0 +1,86 @@
+"""Every group type, seen and moved through ``core.group_admin`` (the Java AdminClient on a JVM of its own):
+a share group driven by a real share consumer, on Kafka 4.3.1, and a Kafka 3.9.2 cluster where share and
+streams groups do not exist."""
+
+from __future__ import annotations
+
+import pytest
+
+from mm2ctl.core import records
+from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.group_admin import GroupAdmin
+from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab.share_consumer import accept_prefix, read_from_earliest
+from tests.integration.support import source_conf, target_conf, uniq
+
+pytestmark = pytest.mark.integration
+
+
+def _topic(lab: LabInfo, conf: dict[str, str], per_partition: int) -> str:
+    topic = uniq("gt")
+    KafkaAdmin.connect(conf).create_topics({topic: 2})
+    rows = [(b"k%d" % i, b"v%d" % i, p) for p in (0, 1) for i in range(per_partition)]
+    records.produce(conf, topic, rows)
+    return topic
+
+
+def test_a_share_group_is_listed_with_its_start_offsets_and_what_it_acknowledged(lab: LabInfo) -> None:
+    conf = source_conf(lab)
+    topic = _topic(lab, conf, 100)
+    group = uniq("share")
+    read_from_earliest(conf, group)
+    assert accept_prefix(conf, group, topic, {0: 60, 1: 30}) == {0: 60, 1: 30}
+
+    admin = GroupAdmin(conf, "primary")
+    listed = {g.group: g for g in admin.list_groups()}
+    assert listed[group].type == "share" and listed[group].state == "Empty"
+    assert group not in {g.group for g in KafkaAdmin.connect(conf).list_groups()}  # librdkafka does not see it
+    got = admin.positions({group: "share"})[group]
+    assert got.error is None and set(got.offsets) == {(topic, 0), (topic, 1)}
+    # The start offset may stay behind what was acknowledged; the lag counts only the records not yet
+    # acknowledged, so the log end less the lag is what the group consumed.
+    assert {p: 100 - got.lag[(topic, p)] for p in (0, 1)} == {0: 60, 1: 30}
+    assert all(got.offsets[(topic, p)] <= n for p, n in ((0, 60), (1, 30)))
+    shape = admin.describe({group: "share"})[group]
+    assert (shape.type, shape.members, shape.error) == ("share", 0, None)
+
+
+def test_share_start_offsets_are_written_to_an_empty_group_and_refused_as_a_commit(lab: LabInfo) -> None:
+    conf = target_conf(lab)
+    topic = _topic(lab, conf, 50)
+    group = uniq("share-dst")
+    read_from_earliest(conf, group)
+    accept_prefix(conf, group, topic, {0: 5, 1: 5})  # the group now exists on the cluster, empty
+    admin = GroupAdmin(conf, "backup")
+    written = admin.write(group, "share", {(topic, 0): 20, (topic, 1): 35})
+    assert [(w.partition, w.error) for w in written] == [(0, None), (1, None)]
+    got = admin.positions({group: "share"})[group]
+    assert got.offsets == {(topic, 0): 20, (topic, 1): 35}
+    assert got.lag == {(topic, 0): 30, (topic, 1): 15}  # the state past the start offset is gone
+    # An offset commit for a share group is refused by the broker: only its own call moves it.
+    refused = admin.write(group, "streams", {(topic, 0): 40})
+    assert refused[0].error is not None and refused[0].error.code == "GROUP_ID_NOT_FOUND"
+    assert admin.positions({group: "share"})[group].offsets[(topic, 0)] == 20
+
+
+def test_a_missing_group_and_a_dead_broker(lab: LabInfo) -> None:
+    admin = GroupAdmin(source_conf(lab), "primary")
+    got = admin.positions({uniq("none"): "share", uniq("none"): "streams"})
+    assert all(not p.offsets for p in got.values())
+    dead = GroupAdmin({"bootstrap.servers": "127.0.0.1:1"}, "nowhere", timeout_s=3)
+    with pytest.raises(Exception, match="nowhere"):
+        dead.list_groups()
+
+
+@pytest.mark.lab(version="3.9.2")
+def test_kafka_3_9_has_no_share_or_streams_groups_and_that_is_no_error(lab: LabInfo) -> None:
+    conf = source_conf(lab)
+    topic = _topic(lab, conf, 10)
+    group = uniq("classic")
+    KafkaAdmin.connect(conf).alter_group_offsets({group: {(topic, 0): 4}})
+    admin = GroupAdmin(conf, "primary")
+    listed = {g.group: g.type for g in admin.list_groups()}
+    assert listed[group] == "classic"
+    assert not {t for t in listed.values()} & {"share", "streams"}
+    got = admin.positions({uniq("share"): "share", uniq("streams"): "streams"})
+    assert all(not p.offsets and p.error is None for p in got.values())
