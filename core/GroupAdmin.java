@@ -10,6 +10,7 @@
 //   share-offsets <group>...             streams-offsets <group>...
 //   alter-share <group> <topic>:<partition>=<offset>...
 //   alter-streams <group> <topic>:<partition>=<offset>...   (committed with the metadata of the "metadata" setting)
+//   delete-share <group>                                   (the whole share group, which must be empty)
 // Output on stdout, one tab-separated record per line, in the order asked:
 //   group <id> <type> <state> <protocol>                     (list; type: classic|consumer|share|streams|unknown)
 //   described <group> <type> <state> <members>              (describe-*)
@@ -17,6 +18,7 @@
 //   offset <group> <topic> <partition> <offset> <lag|-1>     (share-offsets: start offset; streams-offsets: lag -1)
 //   written <group> <topic> <partition>                      (alter-*)
 //   refused <group> <topic> <partition> <ErrorName> <message>  (alter-*: that partition was not written)
+//   deleted <group>                                          (delete-share)
 //   error <group> <ErrorName> <message>                      (a group's failure: partial failure is data)
 //   unsupported <command|group> <message>                    (the cluster is older than the call: no such group)
 //   done
@@ -112,6 +114,7 @@ public final class GroupAdmin {
                 case "streams-offsets" -> streamsOffsets(Arrays.asList(args));
                 case "alter-share" -> alterShare(args[0], partitions(args));
                 case "alter-streams" -> alterStreams(args[0], partitions(args));
+                case "delete-share" -> deleteShare(args[0]);
                 default -> throw new IllegalArgumentException("unknown call " + command);
             }
         } catch (ExecutionException e) {
@@ -225,6 +228,15 @@ public final class GroupAdmin {
         var result = admin.alterStreamsGroupOffsets(group, commits);
         for (TopicPartition tp : offsets.keySet()) {
             written(group, tp, result.partitionResult(tp));
+        }
+    }
+
+    private void deleteShare(String group) throws Exception {
+        try {
+            admin.deleteShareGroups(List.of(group)).all().get(timeoutMs, TimeUnit.MILLISECONDS);
+            out.println(record("deleted", group));
+        } catch (ExecutionException e) {
+            error(group, e);
         }
     }
 

@@ -192,6 +192,13 @@ class GroupAdmin:
                 out.append(WriteResult(r[1], r[2], int(r[3]), ItemError(r[4], r[5])))
         return out
 
+    def delete_share_group(self, group: str) -> ItemError | None:
+        """Delete an empty share group (its start offsets with it); the error, or ``None`` when deleted."""
+        for r in self._run([("delete-share", group)]):
+            if r[0] == "error":
+                return ItemError(r[2], r[3])
+        return None
+
     def _run(self, calls: Sequence[tuple[str, ...]], *, metadata: str = "") -> list[list[str]]:
         if not calls:
             return []

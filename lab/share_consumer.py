@@ -53,3 +53,30 @@ def accept_prefix(
     finally:
         consumer.close()
     return accepted
+
+
+def consume_all(
+    conf: Mapping[str, str], group: str, topic: str, *, idle_s: float = 5.0, timeout_s: float = 90.0
+) -> dict[int, list[bytes]]:
+    """Join ``group`` as a share consumer of ``topic`` and accept every record delivered, until none has come
+    for ``idle_s`` (or ``timeout_s`` in all); the values delivered per partition, in delivery order."""
+    consumer = ShareConsumer(
+        {**conf, "group.id": group, "share.acknowledgement.mode": "explicit", "log_level": 3, "logger": log}
+    )
+    got: dict[int, list[bytes]] = {}
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + timeout_s
+        last = time.monotonic()
+        while time.monotonic() - last < idle_s and time.monotonic() < deadline:
+            for msg in consumer.poll(1.0):
+                p, value = msg.partition(), msg.value()
+                if msg.error() is not None or p is None:
+                    continue
+                consumer.acknowledge(msg)
+                got.setdefault(p, []).append(value if isinstance(value, bytes) else b"")
+                last = time.monotonic()
+        consumer.commit_sync()
+    finally:
+        consumer.close()
+    return got

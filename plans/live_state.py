@@ -21,12 +21,13 @@ from typing import Any, NoReturn
 from urllib.parse import quote, unquote
 
 from mm2ctl.connect_client import ConnectClient, ConnectorStatus, ServerInfo, build_connect_client
-from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.admin import TP, GroupDescription, GroupOffsets, KafkaAdmin, PartitionResult
 from mm2ctl.core.authorization import principal_of, raise_for
 from mm2ctl.core.committed_offsets import read_by_group
 from mm2ctl.core.config import MM2Config, load_mm2_config
 from mm2ctl.core.connect_offsets import StoredOffset, latest_offsets, live_offsets
-from mm2ctl.core.errors import ConfigError, ConnectNotFoundError
+from mm2ctl.core.errors import ConfigError, ConnectNotFoundError, Mm2ctlError
+from mm2ctl.core.group_admin import UNMIRRORED_TYPES, GroupAdmin, TypedGroup
 from mm2ctl.core.redaction import redact_json
 from mm2ctl.plans.fingerprint import Fingerprint, JSONable, canonical_json, fingerprint_of
 
@@ -63,6 +64,16 @@ def part_group_members(cluster: str, group: str) -> str:
 
 def part_group_offsets(cluster: str, group: str) -> str:
     return _name("group-offsets", cluster, group)
+
+
+def part_share_offsets(cluster: str, group: str) -> str:
+    """A share group's start offsets (read through ``core.group_admin``)."""
+    return _name("share-offsets", cluster, group)
+
+
+def part_positions(cluster: str, group: str, group_type: str) -> str:
+    """The part holding a group's positions: its start offsets for a share group, else its committed offsets."""
+    return part_share_offsets(cluster, group) if group_type == "share" else part_group_offsets(cluster, group)
 
 
 def parse_part(name: str) -> tuple[str, list[str]]:
@@ -113,6 +124,12 @@ class LiveState:
         default=lambda conf, name: KafkaAdmin.connect(conf, name=name)
     )
     _admins: dict[str, KafkaAdmin] = field(default_factory=dict, repr=False)
+    #: The share and streams groups met so far, by cluster alias: ``core.group_admin`` reads and writes them
+    #: (librdkafka knows neither type). A group not named here is a classic or consumer group. Filled by
+    #: ``typed_groups`` (a planner's listing), ``note_group_type`` (apply, from each ``GroupTarget.type``) and
+    #: the ``share-offsets`` fingerprint parts.
+    group_types: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
+    _group_admins: dict[str, GroupAdmin] = field(default_factory=dict, repr=False)
 
     # -- clients
     def kafka_config(self, alias: str) -> dict[str, str]:
@@ -126,6 +143,44 @@ class LiveState:
         if alias not in self._admins:
             self._admins[alias] = self.admin_factory(self.kafka_config(alias), alias)
         return self._admins[alias]
+
+    def group_admin(self, alias: str) -> GroupAdmin:
+        """The Java AdminClient's group calls on cluster ``alias`` (``core.group_admin``)."""
+        if alias not in self._group_admins:
+            self.kafka_config(alias)  # the alias check
+            self._group_admins[alias] = GroupAdmin(self.mm2.client_settings(alias), alias)
+        return self._group_admins[alias]
+
+    def typed_groups(self, alias: str) -> list[TypedGroup]:
+        """Every group of every type on ``alias``; its share and streams groups are noted (``group_types``)."""
+        listed = self.group_admin(alias).list_groups()
+        for g in listed:
+            self.note_group_type(alias, g.group, g.type)
+        return listed
+
+    def all_groups(self, alias: str) -> tuple[list[TypedGroup], str | None]:
+        """Every group on ``alias`` with its type: classic and consumer groups as librdkafka lists them, share
+        and streams groups from the Java AdminClient. When that client fails (no JDK, no Maven or no reach to
+        Maven Central on its first run, settings only librdkafka takes), the second item says so and those
+        groups are missing."""
+        listed = [TypedGroup(g.group, "classic", g.state) for g in self.admin(alias).list_groups()]
+        try:
+            typed = self.typed_groups(alias)
+        except Mm2ctlError as exc:  # the classic and consumer groups are still right: say what is missing
+            return listed, f"share and streams groups on {alias} were not looked for: {exc}"
+        known = {g.group for g in listed}
+        by_name = {g.group: g for g in typed}
+        out = [by_name.get(g.group, g) for g in listed]
+        out += [g for g in typed if g.group not in known and g.type in UNMIRRORED_TYPES]
+        return sorted(out, key=lambda g: g.group), None
+
+    def note_group_type(self, cluster: str, group: str, group_type: str) -> None:
+        if group_type in UNMIRRORED_TYPES:
+            self.group_types.setdefault(cluster, {})[group] = group_type
+
+    def group_type(self, cluster: str, group: str) -> str:
+        """``share`` or ``streams`` for a group noted as one, else ``""`` (classic or consumer)."""
+        return self.group_types.get(cluster, {}).get(group, "")
 
     def require_connect(self) -> ConnectClient:
         if self.connect is None:
@@ -199,8 +254,23 @@ class LiveState:
             )
         return TopicBounds(bounds.earliest, bounds.latest)
 
+    def describe_groups(self, cluster: str, groups: Sequence[str]) -> dict[str, GroupDescription]:
+        """State and member count of ``groups``, each through the client that knows its type. A share or
+        streams group that does not exist (or a cluster older than its type) has no members."""
+        typed = {g: self.group_type(cluster, g) for g in groups if self.group_type(cluster, g)}
+        rest = [g for g in groups if g not in typed]
+        out = self.admin(cluster).describe_groups(rest) if rest else {}
+        shapes = self.group_admin(cluster).describe(typed) if typed else {}
+        for g in typed:
+            shape = shapes.get(g)
+            if shape is None or (shape.error is not None and shape.error.code == "GROUP_ID_NOT_FOUND"):
+                out[g] = GroupDescription(g, "Dead", 0)
+            else:
+                out[g] = GroupDescription(g, shape.state, shape.members, shape.error)
+        return out
+
     def group_members(self, cluster: str, group: str) -> int:
-        desc = self.admin(cluster).describe_groups([group])[group]
+        desc = self.describe_groups(cluster, [group])[group]
         if desc.error is not None and "not a consumer group" in desc.error.message:
             desc = self.admin(cluster).describe_worker_group(group)  # Connect / dedicated MM2 workers
         if desc.error is not None:
@@ -224,7 +294,12 @@ class LiveState:
         ``core.committed_offsets``; at most ``concurrency`` requests in flight (the admin facade's default when
         None)."""
         wanted = list(dict.fromkeys(groups))
-        got = read_by_group(self.admin(cluster), wanted, concurrency=concurrency) if wanted else {}
+        shares = {g: "share" for g in wanted if self.group_type(cluster, g) == "share"}
+        rest = [g for g in wanted if g not in shares]
+        got = read_by_group(self.admin(cluster), rest, concurrency=concurrency) if rest else {}
+        if shares:
+            for g, p in self.group_admin(cluster).positions(shares).items():
+                got[g] = GroupOffsets(g, p.offsets, p.error)
         out = {}
         for group in wanted:
             r = got[group]
@@ -238,6 +313,37 @@ class LiveState:
                 )
             out[group] = dict(r.offsets)
         return out
+
+    def write_group_offsets(
+        self,
+        cluster: str,
+        offsets: Mapping[str, Mapping[TP, int]],
+        *,
+        concurrency: int = 32,
+        on_done: Callable[[str, list[PartitionResult]], None] | None = None,
+    ) -> dict[str, list[PartitionResult]]:
+        """Write each group's offsets through its type's call: a share group's start offsets with
+        ``alterShareGroupOffsets``, every other group's committed offsets in one concurrent batch (Kafka
+        refuses a group with members; that comes back per partition as data)."""
+        shares = [g for g in offsets if self.group_type(cluster, g) == "share"]
+        rest = {g: o for g, o in offsets.items() if g not in shares}
+        out = self.admin(cluster).alter_group_offsets(rest, concurrency=concurrency, on_done=on_done) if rest else {}
+        for g in shares:
+            written = self.group_admin(cluster).write(g, "share", offsets[g])
+            out[g] = [
+                PartitionResult(w.topic, w.partition, offsets[g][(w.topic, w.partition)], w.error) for w in written
+            ]
+            if on_done is not None:
+                on_done(g, out[g])
+        return out
+
+    def delete_group_offsets(self, cluster: str, group: str, partitions: Sequence[TP]) -> list[PartitionResult]:
+        """Remove a group's offsets (a share group: the whole group, which rollback deletes only when the apply
+        made it)."""
+        if self.group_type(cluster, group) != "share":
+            return self.admin(cluster).delete_group_offsets(group, partitions)
+        error = self.group_admin(cluster).delete_share_group(group)
+        return [PartitionResult(t, p, None, error) for t, p in partitions]
 
     # -- fingerprint parts
     def read_part(self, name: str) -> JSONable:
@@ -260,6 +366,9 @@ class LiveState:
             return {"members": self.group_members(f[0], f[1])}
         if kind == "group-offsets" and len(f) == 2:
             return [[t, p, o] for (t, p), o in sorted(self.group_offsets(f[0], f[1]).items())]
+        if kind == "share-offsets" and len(f) == 2:
+            self.note_group_type(f[0], f[1], "share")
+            return [[t, p, o] for (t, p), o in sorted(self.group_offsets(f[0], f[1]).items())]
         from mm2ctl.core.errors import PlanError
 
         raise PlanError(f"fingerprint part {name!r} is not one this mm2ctl can read")
@@ -270,12 +379,15 @@ class LiveState:
         batches: dict[str, list[str]] = {}
         for name in ordered:
             kind, f = parse_part(name)
-            if kind == "group-offsets" and len(f) == 2:
+            if kind in ("group-offsets", "share-offsets") and len(f) == 2:
                 batches.setdefault(f[0], []).append(f[1])
+                if kind == "share-offsets":
+                    self.note_group_type(f[0], f[1], "share")
         got: dict[str, JSONable] = {}
         for cluster, groups in batches.items():
             for group, offsets in self.many_group_offsets(cluster, groups).items():
-                got[part_group_offsets(cluster, group)] = [[t, p, o] for (t, p), o in sorted(offsets.items())]
+                name = part_positions(cluster, group, self.group_type(cluster, group))
+                got[name] = [[t, p, o] for (t, p), o in sorted(offsets.items())]
         return {n: got[n] if n in got else self.read_part(n) for n in ordered}
 
     def fingerprint(self, names: Iterable[str]) -> Fingerprint:

@@ -34,6 +34,7 @@ from mm2ctl.plans.document import SCHEMA_VERSION, Plan
 from mm2ctl.plans.fingerprint import JSONable, digest_of, freeze_json
 from mm2ctl.plans.offsets import GroupOffset
 from mm2ctl.plans.steps import PAYLOAD_TYPES, Step, StepKind
+from mm2ctl.plans.targets import GroupTarget
 
 #: Field order in the written document, chosen for a reviewer reading top to bottom (what and why first,
 #: the bulky machine parts last). Fields not listed follow in declaration order.
@@ -71,7 +72,10 @@ _FIELD_ORDER: dict[type[Any], tuple[str, ...]] = {
 _TAG = "kind"  # the key naming the variant of a tagged union (targets, preconditions)
 #: Fields written only when they hold something: a plan without them reads the same in an mm2ctl that predates
 #: them, and one with them is refused there as an unknown field (never half-understood).
-_OMITTED_WHEN_EMPTY: dict[type[Any], frozenset[str]] = {Plan: frozenset({"untranslatable"})}
+_OMITTED_WHEN_EMPTY: dict[type[Any], frozenset[str]] = {
+    Plan: frozenset({"untranslatable"}),
+    GroupTarget: frozenset({"group_type"}),
+}
 
 
 # ----------------------------------------------------------------------------------------------- encode

@@ -50,15 +50,20 @@ class TopicPartitionsTarget:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GroupTarget:
-    """A consumer group on one of the plan's clusters (by alias)."""
+    """A group on one of the plan's clusters (by alias). ``group_type`` is ``share`` or ``streams`` for those
+    Kafka 4 group types (read and written through the Java AdminClient), empty for a classic or consumer group
+    (and left out of the plan file then)."""
 
     KIND: ClassVar[str] = "group"
     cluster: str
     group: str
+    group_type: str = ""
 
     def __post_init__(self) -> None:
         check_str(self.cluster, "cluster")
         check_str(self.group, "group")
+        if self.group_type not in ("", "share", "streams"):
+            raise PlanError(f"group_type: must be share or streams (or absent), not {self.group_type!r}")
 
 
 Target: TypeAlias = ConnectorTarget | TopicPartitionsTarget | GroupTarget

@@ -52,7 +52,7 @@ from mm2ctl.plans.live_state import LiveState
 from mm2ctl.plans.payloads import ConnectorCreate, ConnectorDelete
 from mm2ctl.plans.permissions import check_permissions, plan_permissions
 from mm2ctl.plans.steps import Step, StepKind
-from mm2ctl.plans.targets import ConnectorTarget
+from mm2ctl.plans.targets import ConnectorTarget, GroupTarget
 from mm2ctl.remediate.executors import EXECUTORS, ExecContext, Executor, UndoContext
 from mm2ctl.remediate.group_batches import (
     CONCURRENT_KINDS,
@@ -97,7 +97,11 @@ def _executor(step: Step) -> Executor:
 
 
 def verify_against_live(plan: Plan, live: LiveState, *, stale_check: bool = True) -> None:
-    """Foreign first, then stale (fingerprint parts re-read through the same reader the planner used)."""
+    """Foreign first, then stale (fingerprint parts re-read through the same reader the planner used). The
+    plan's share and streams groups are noted first, so every read and write of them takes their type's path."""
+    for step in plan.steps:
+        if isinstance(step.target, GroupTarget) and step.target.group_type:
+            live.note_group_type(step.target.cluster, step.target.group, step.target.group_type)
     live_clusters = {}
     for alias in plan.clusters:
         try:

@@ -326,7 +326,6 @@ class ConcurrentRun:
 
     def _write(self, steps: list[Step], view: StateView, fault: Callable[[], None]) -> list[StepOutcome]:
         cluster = _target(steps[0]).cluster
-        admin = self.ctx.live.admin(cluster)
         moved = 0
         for s in steps:
             assert isinstance(s.payload, GroupOffsetsWrite)
@@ -348,8 +347,8 @@ class ConcurrentRun:
             count(self.ctx.progress, self.phase, done[0], len(self.steps))
 
         try:
-            got = admin.alter_group_offsets(
-                {g: _rows(s) for g, s in by_group.items()}, concurrency=self.parallelism, on_done=heard
+            got = self.ctx.live.write_group_offsets(
+                cluster, {g: _rows(s) for g, s in by_group.items()}, concurrency=self.parallelism, on_done=heard
             )
         except Mm2ctlError as exc:  # the whole call failed: no group is known to be written
             return [StepOutcome(s.index, error=str(exc)) for s in steps]
@@ -430,7 +429,7 @@ class ConcurrentRun:
         rewritten: dict[str, int],
     ) -> None:
         """Write the plan again over offsets MM2 moved back below it, if their groups still have no members."""
-        members = self.ctx.live.admin(cluster).describe_groups(list(below))
+        members = self.ctx.live.describe_groups(cluster, list(below))
         todo: dict[str, dict[TP, int]] = {}
         for g, s in below.items():
             d = members.get(g)
@@ -444,7 +443,7 @@ class ConcurrentRun:
             todo[g] = {tp: o for tp, o in _expected(s).items() if o is not None}
         if not todo:
             return
-        got = self.ctx.live.admin(cluster).alter_group_offsets(todo, concurrency=self.parallelism)
+        got = self.ctx.live.write_group_offsets(cluster, todo, concurrency=self.parallelism)
         now = time.monotonic()
         for g in todo:
             problem = _failed_partitions(got.get(g, []))

@@ -106,7 +106,7 @@ class StateView:
         wanted = list(dict.fromkeys(groups))
         if not wanted:
             return
-        described = self.live.admin(cluster).describe_groups(wanted)
+        described = self.live.describe_groups(cluster, wanted)
         for g in wanted:
             d = described.get(g)
             # An error (a group of another protocol, a coordinator moving) is read again the careful way.

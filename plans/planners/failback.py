@@ -44,13 +44,15 @@ from mm2ctl.core.progress import Progress, count, no_progress
 from mm2ctl.core.records import PartitionReader
 from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.kafka_records import KafkaRecords, OffsetsForTimes, read_syncs, syncs_disabled_note
-from mm2ctl.plans.live_state import LiveState, part_group_offsets
+from mm2ctl.plans.live_state import LiveState, part_positions
 from mm2ctl.plans.payloads import TranslationMethod
 from mm2ctl.plans.planners.context import PlanBuilder
 from mm2ctl.plans.planners.failover import (
     FailoverReport,
     FailoverRow,
     bounds_of,
+    needs_write,
+    note_share_groups,
     note_untranslatable,
     write_group_offsets,
 )
@@ -178,6 +180,7 @@ def plan_failback(
     b_parts = sorted({(r, p) for parts in positions.values() for r, p in parts})
     a_of = {r: _upstream_name(flow, r) for r, _p in b_parts}
     b_bounds = bounds_of(live, bb, b_parts)
+    note_share_groups(b, bb, a, positions, b_bounds)
     a_topics = live.admin(a).list_topics()
     a_parts = sorted({(a_of[r], p) for r, p in b_parts if a_of[r] in a_topics})
     rev_parts = sorted({(rev.remote_topic(r), p) for r, p in b_parts if rev and rev.replicates_topic(r)})
@@ -211,7 +214,7 @@ def plan_failback(
     writes: dict[str, list[FailoverRow]] = {}
     for row in report.rows:
         key = (row.group, row.target_topic, row.partition)
-        if row.target_offset is not None and row.target_offset != row.before_offset and key not in held_back:
+        if needs_write(live, a, row) and key not in held_back:
             writes.setdefault(row.group, []).append(row)
     write_group_offsets(b, a, writes)
     note_untranslatable(b, report.untranslatable)
@@ -253,19 +256,19 @@ def _positions_on_b(
             and topics_re.fullmatch(upstream) is not None
         )
 
-    admin = b.live.admin(flow.target)
-    groups = [
-        g.group
-        for g in admin.list_groups()
-        if flow.group_filter.matches(g.group) and groups_re.fullmatch(g.group) is not None
-    ]
+    listed, not_looked = b.live.all_groups(flow.target)
+    if not_looked is not None:
+        b.notes.append(not_looked)
+    groups = [g for g in listed if flow.group_filter.matches(g.group) and groups_re.fullmatch(g.group) is not None]
     # In the fingerprint: if the groups consume on B after planning, the plan is stale.
-    read = b.read_many([part_group_offsets(flow.target, group) for group in groups])
+    part_of = {g.group: part_positions(flow.target, g.group, g.type) for g in groups}
+    read = b.read_many(list(part_of.values()))
     out: dict[str, dict[TP, int]] = {}
-    for group in groups:
-        picked = {(t, p): o for t, p, o in read[part_group_offsets(flow.target, group)] if wanted_topic(t)}
+    for g in groups:
+        picked = {(t, p): o for t, p, o in read[part_of[g.group]] if wanted_topic(t)}
         if picked:
-            out[group] = picked
+            out[g.group] = picked
+            b.live.note_group_type(flow.source, g.group, g.type)  # the same group, of the same type, back on A
     return out
 
 
@@ -359,9 +362,8 @@ def _with_state_on_a(
 ) -> list[FailoverRow]:
     """Rows with the groups' current offsets on A; refuse groups active on A, set rewinds aside."""
     rows = report.rows
-    admin = b.live.admin(a)
     groups = sorted({r.group for r in rows})
-    described = admin.describe_groups(groups)
+    described = b.live.describe_groups(a, groups)
     current = b.live.many_group_offsets(a, groups)
     problems = [
         f"group {g} has {described[g].members} active member(s) on {a} ({described[g].state}); stop its "

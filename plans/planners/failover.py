@@ -64,7 +64,7 @@ from mm2ctl.plans.kafka_records import (
     read_syncs,
     syncs_disabled_note,
 )
-from mm2ctl.plans.live_state import LiveState, part_group_offsets
+from mm2ctl.plans.live_state import LiveState, part_positions
 from mm2ctl.plans.offsets import GroupOffset
 from mm2ctl.plans.payloads import (
     EXACT_METHODS,
@@ -246,6 +246,8 @@ def plan_failover(
 
     progress("reading the groups' committed offsets" + ("" if opts.source_unavailable else f" on {src}"))
     committed = _source_positions(b, flow, opts, groups_re, topics_re, checkpoints)
+    if not opts.source_unavailable:
+        committed = _streams_internal_topics(b, flow, committed)
     target_topics = live.admin(dst).list_topics()
     t_bounds = bounds_of(
         live,
@@ -263,6 +265,7 @@ def plan_failover(
     copied: Mapping[TP, int] | None = None
     if not opts.source_unavailable:
         s_bounds = bounds_of(live, src, sorted({tp for g in committed.values() for tp in g}))
+        note_share_groups(b, src, dst, committed, s_bounds)
     if not opts.source_unavailable and opts.source is Source.SYNCS:
         progress(f"reading MM2's position on {opts.pair}")
         copied = mm2_copy_positions(live, flow, s_bounds, frozenset(target_topics), b.notes)
@@ -290,14 +293,12 @@ def plan_failover(
 
     writes: dict[str, list[FailoverRow]] = {}
     for r in report.rows:  # sorted by group: each group's rows in one pass
-        if r.target_offset is not None and (r.target_offset != r.before_offset or r.deferred):
+        if needs_write(live, dst, r):
             writes.setdefault(r.group, []).append(r)
     stops_checkpoints = opts.stop_mirroring and _stop_mirroring(b, flow, opts, committed, report.rows, s_bounds)
     write_group_offsets(b, dst, writes, settle_seconds=settle_window(flow) if not stops_checkpoints else 0.0)
     note_untranslatable(b, report.untranslatable)
-    unchanged = sum(
-        1 for r in report.rows if r.target_offset is not None and r.target_offset == r.before_offset and not r.deferred
-    )
+    unchanged = sum(1 for r in report.rows if r.target_offset is not None and not needs_write(live, dst, r))
     if unchanged:
         b.notes.append(f"{unchanged} group partition(s) are already at their translated position")
     methods: dict[str, int] = {}
@@ -545,25 +546,101 @@ def _source_positions(
                 "without the source, checkpoints are the only record of where groups were"
             )
         return out
-    admin = b.live.admin(flow.source)
-    groups = [g.group for g in admin.list_groups() if wanted_group(g.group)]
+    listed, not_looked = b.live.all_groups(flow.source)
+    if not_looked is not None:
+        b.notes.append(not_looked)
+    groups = [g for g in listed if wanted_group(g.group)]
     # In the fingerprint: if the source consumers move after planning, the translation is outdated.
-    read = b.read_many([part_group_offsets(flow.source, group) for group in groups])
-    for group in groups:
-        offsets = read[part_group_offsets(flow.source, group)]
-        picked = {(t, p): o for t, p, o in offsets if wanted_topic(t)}
+    part_of = {g.group: part_positions(flow.source, g.group, g.type) for g in groups}
+    read = b.read_many(list(part_of.values()))
+    for g in groups:
+        picked = {(t, p): o for t, p, o in read[part_of[g.group]] if wanted_topic(t)}
         if picked:
-            out[group] = picked
+            out[g.group] = picked
+            b.live.note_group_type(flow.target, g.group, g.type)  # the same group, of the same type, on the target
     return out
+
+
+def _streams_internal_topics(
+    b: PlanBuilder, flow: PairConfig, committed: dict[str, dict[TP, int]]
+) -> dict[str, dict[TP, int]]:
+    """Streams groups (which MM2 never translates): a note per group, and per internal topic what happens to it.
+
+    A Kafka Streams application names its repartition and changelog topics after its application id, so on
+    the target it uses those names whatever MM2 called their copies. An internal topic mirrored under its own
+    name (the identity policy) is translated like an input topic; otherwise the application starts its own
+    empty copy on the target, and its offset there is not written."""
+    streams = {g: "streams" for g in committed if b.live.group_type(flow.source, g) == "streams"}
+    if not streams:
+        return committed
+    shapes = b.live.group_admin(flow.source).describe(streams)
+    out = dict(committed)
+    for g in sorted(streams):
+        shape = shapes.get(g)
+        roles = shape.topics if shape is not None else {}
+        b.notes.append(
+            f"streams group {g}: MirrorMaker 2 never translates streams groups; this plan commits its offsets on "
+            f"{flow.target} (the group must have no members there)"
+        )
+        internal = {t: role for role in ("repartition", "changelog") for t in roles.get(role, ())}
+        for topic, role in sorted(internal.items()):
+            same_name = flow.replicates_topic(topic) and flow.remote_topic(topic) == topic
+            if role == "repartition" and same_name:
+                what = "mirrored under its own name: its offset is translated like an input topic's"
+            elif role == "repartition":
+                left = [o for (t, _p), o in committed[g].items() if t == topic]
+                out[g] = {tp: o for tp, o in out[g].items() if tp[0] != topic}
+                what = (
+                    f"not mirrored under its own name, so the application starts its own empty {topic} on "
+                    f"{flow.target}; what it wrote there and had not read back on {flow.source} "
+                    f"({len(left)} partition(s) with an offset) is not processed on {flow.target}"
+                )
+            elif same_name:
+                what = "mirrored under its own name: the application restores its state from that copy"
+            else:
+                what = f"not mirrored under its own name: the application's state starts empty on {flow.target}"
+            b.notes.append(f"streams group {g}: {role} topic {topic}: {what}")
+    return {g: parts for g, parts in out.items() if parts}
+
+
+def needs_write(live: LiveState, dst: str, row: FailoverRow) -> bool:
+    """Does the plan write ``row`` on ``dst``: a translated offset that differs from the group's there, or is
+    known only after MM2's catch-up. A share group's start offset is written even when equal: the write also
+    clears the per-record state the group kept past it on ``dst``, so ``dst`` delivers exactly what
+    ``note_share_groups`` counts."""
+    if row.target_offset is None:
+        return False
+    return row.target_offset != row.before_offset or row.deferred or live.group_type(dst, row.group) == "share"
+
+
+def note_share_groups(
+    b: PlanBuilder, cluster: str, dst: str, committed: Mapping[str, Mapping[TP, int]], bounds: Mapping[TP, Bounds]
+) -> None:
+    """Share groups (which MM2 never translates), read on ``cluster`` and written on ``dst``: the plan moves
+    their start offsets, and says how many records past them each group had already acknowledged. ``dst``
+    knows nothing of that state, so it delivers those records again (at least once, never lost)."""
+    shares = {g: "share" for g in committed if b.live.group_type(cluster, g) == "share"}
+    if not shares:
+        return
+    positions = b.live.group_admin(cluster).positions(shares)
+    for g in sorted(shares):
+        p = positions[g]
+        again = 0
+        for tp, start in p.offsets.items():
+            if tp in committed[g] and tp in p.lag and tp in bounds:
+                again += max(0, bounds[tp].end - start - p.lag[tp])
+        b.notes.append(
+            f"share group {g}: MirrorMaker 2 never translates share groups; this plan sets its start offsets on "
+            f"{dst}. {again} record(s) past them were already acknowledged on {cluster} and will be delivered again"
+        )
 
 
 def _with_target_state(
     b: PlanBuilder, dst: str, rows: list[FailoverRow], t_bounds: Mapping[TP, Bounds], allow_rewind: bool
 ) -> list[FailoverRow]:
     """Rows with the target group's current offsets filled in; refuse what apply must never do."""
-    admin = b.live.admin(dst)
     groups = sorted({r.group for r in rows})
-    described = admin.describe_groups(groups)
+    described = b.live.describe_groups(dst, groups)
     current = b.live.many_group_offsets(dst, groups)
     problems: list[str] = []
     out = []
@@ -730,7 +807,7 @@ def write_group_offsets(
     verifies = []
     currents = b.live.many_group_offsets(dst, writes)
     for group, rows in writes.items():
-        target = GroupTarget(cluster=dst, group=group)
+        target = GroupTarget(cluster=dst, group=group, group_type=b.live.group_type(dst, group))
         payload_rows = tuple(
             GroupOffsetRow(
                 topic=r.target_topic,

@@ -64,7 +64,7 @@ class WriteGroupOffsets:
     def run(self, step: Step, ctx: ExecContext) -> JSONable:
         t = _target(step)
         rows = _rows(step)
-        results = ctx.live.admin(t.cluster).alter_group_offsets({t.group: rows})[t.group]
+        results = ctx.live.write_group_offsets(t.cluster, {t.group: rows})[t.group]
         _raise_on_errors(f"writing the offsets of group {t.group} on {t.cluster}", results)
         ctx.progress(f"wrote {len(rows)} offset(s) of group {t.group} on {t.cluster}")
         return {"offsets": _offsets_json(rows)}
@@ -91,19 +91,18 @@ class WriteGroupOffsets:
         t = _target(step)
         before = as_dict(undo.before)
         previous: dict[TP, int] = {(str(x[0]), int(x[1])): int(x[2]) for x in before.get("offsets", [])}
-        admin = ctx.live.admin(t.cluster)
         rows = _rows(step)
         if not previous:
             # The group had no offsets at all before: deleting it is the exact inverse.
             current = ctx.live.group_offsets(t.cluster, t.group)
-            results = admin.delete_group_offsets(t.group, sorted(current))
+            results = ctx.live.delete_group_offsets(t.cluster, t.group, sorted(current))
             _raise_on_errors(f"deleting group {t.group} on {t.cluster}", results)
             ctx.progress(f"deleted group {t.group} on {t.cluster} (it did not exist before the apply)")
             return "group_deleted", {"offsets": []}
         restore = {tp: previous[tp] for tp in rows if tp in previous}
         added = sorted(tp for tp in rows if tp not in previous)
         if restore:
-            results = admin.alter_group_offsets({t.group: restore})[t.group]
+            results = ctx.live.write_group_offsets(t.cluster, {t.group: restore})[t.group]
             _raise_on_errors(f"restoring the offsets of group {t.group} on {t.cluster}", results)
         if added:
             ctx.progress(

@@ -1,0 +1,211 @@
+"""Failover of the Kafka 4 group types MirrorMaker 2 never translates, on real clients: a share group (a
+share consumer that accepted part of each partition) and a streams group (a Kafka Streams application with
+``group.protocol=streams``), beside a consumer group that MM2 checkpoints.
+
+MM2 runs every role, so it syncs the consumer group itself; it never touches the other two. After
+``plan failover`` + ``apply``, real clients on the target show, by content, that nothing is lost: the
+streams application processes exactly the records it had not processed on the source, and the share group
+gets every record it had not acknowledged, plus the ones it had acknowledged past its start offset, which
+the plan counts.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import AcknowledgeType, ShareConsumer
+
+from mm2ctl.core import records
+from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.group_admin import GroupAdmin
+from mm2ctl.core.records import read_partitions
+from mm2ctl.lab import lab as lab_core
+from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab.share_consumer import accept_prefix, consume_all, read_from_earliest
+from mm2ctl.lab.streams_app import start_streams_app
+from tests.integration.support import eventually, source_conf, target_conf
+from tests.integration.test_remediate import mm2ctl
+
+pytestmark = pytest.mark.integration
+
+FIRST, LATER = 200, 100  # records per partition before the streams app stops, and after
+ACCEPTED = {0: 120, 1: 70}  # what the share consumer accepts per partition on the source
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "state"
+    d.mkdir()
+    return d
+
+
+def _processed(conf: dict[str, str], topic: str) -> dict[int, list[int]]:
+    """The sequence numbers in ``topic``'s values by the source partition each names (``p<partition>-<seq>``)."""
+    out: dict[int, list[int]] = {0: [], 1: []}
+    for r in read_partitions(conf, topic, [0, 1]):
+        if r.value:
+            part, seq = r.value.split(b"-")
+            out[int(part[1:])].append(int(seq))
+    return {p: sorted(seqs) for p, seqs in out.items()}
+
+
+def _produce(conf: dict[str, str], topic: str, start: int, count: int) -> None:
+    records.produce(conf, topic, [(b"k", b"p%d-%06d" % (p, i), p) for p in (0, 1) for i in range(start, start + count)])
+
+
+def test_share_and_streams_groups_fail_over_with_nothing_lost(lab: LabInfo, state_dir: Path, tmp_path: Path) -> None:
+    name = "types" + uuid.uuid4().hex[:6]
+    topic, out_src, out_dst = f"iso-{name}-t", f"iso-{name}-out", f"{name}-out-dst"
+    src, dst = source_conf(lab), target_conf(lab)
+    KafkaAdmin.connect(src).create_topics({topic: 2, out_src: 2})
+    KafkaAdmin.connect(dst).create_topics({out_dst: 2})
+    flow = lab_core.add_flow(lab, name)
+    remote = f"{flow.source_alias}.{topic}"
+    share, streams = f"iso-{name}-share", f"iso-{name}-streams"
+    _produce(src, topic, 0, FIRST)
+
+    # The streams application reads everything there is, commits, and leaves; then more records arrive.
+    with start_streams_app(lab.source.bootstrap, streams, topic, out_src, log_path=tmp_path / "src-app.log"):
+        eventually(
+            lambda: (
+                KafkaAdmin.connect(src).committed_offsets([streams])[streams].offsets
+                == {(topic, 0): FIRST, (topic, 1): FIRST}
+            ),
+            timeout_s=90,
+            what="the streams group committed the log end",
+        )
+    _produce(src, topic, FIRST, LATER)
+    read_from_earliest(src, share)
+    assert accept_prefix(src, share, topic, ACCEPTED) == ACCEPTED
+    positions = GroupAdmin(src, "primary").positions({share: "share"})[share]
+    acked_past_start = sum(FIRST + LATER - positions.lag[(topic, p)] - positions.offsets[(topic, p)] for p in (0, 1))
+    eventually(
+        lambda: (
+            [KafkaAdmin.connect(dst).partition_bounds([(remote, p)])[(remote, p)].latest for p in (0, 1)]
+            == [FIRST + LATER] * 2
+        ),
+        timeout_s=120,
+        what="MM2 copied the topic",
+    )
+
+    plan = state_dir / "plan.yaml"
+    pair = f"{flow.source_alias}->{flow.target_alias}"
+    r = mm2ctl(
+        "plan", "failover", "--pair", pair, "--mm2-config", flow.mm2_config, "--groups", f"iso-{name}-.*",
+        "--out", str(plan), "--json", state=state_dir,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    steps = {s["target"]["group"]: s for s in doc["plan"]["steps"] if s["kind"] == "group_offsets_write"}
+    assert steps[share]["target"]["group_type"] == "share"
+    assert steps[streams]["target"]["group_type"] == "streams"
+    notes = "\n".join(doc["plan"]["notes"])
+    assert f"share group {share}: MirrorMaker 2 never translates" in notes
+    assert f"{acked_past_start} record(s) past them were already acknowledged" in notes, notes
+    assert f"streams group {streams}: MirrorMaker 2 never translates" in notes
+    planned = {(row["group"], row["partition"]): row["target_offset"] for row in doc["rows"]}
+    assert all(row["method"] == "verified_delta" for row in doc["rows"]), doc["rows"]
+
+    applied = mm2ctl("apply", str(plan), "--auto-approve", state=state_dir)
+    assert applied.returncode == 0, applied.stderr
+    target_admin = GroupAdmin(dst, "backup")
+    assert target_admin.positions({share: "share"})[share].offsets == {(remote, p): planned[(share, p)] for p in (0, 1)}
+    assert KafkaAdmin.connect(dst).committed_offsets([streams])[streams].offsets == {
+        (remote, p): planned[(streams, p)] for p in (0, 1)
+    }
+
+    # The streams application on the target processes exactly the records it had not processed.
+    with start_streams_app(lab.target.bootstrap, streams, remote, out_dst, log_path=tmp_path / "dst-app.log"):
+        eventually(
+            lambda: sum(map(len, _processed(dst, out_dst).values())) >= 2 * LATER,
+            timeout_s=90,
+            what="the streams application processed what was left",
+        )
+    assert _processed(dst, out_dst) == {p: list(range(FIRST, FIRST + LATER)) for p in (0, 1)}
+
+    # The share group on the target gets every record it had not acknowledged: none is lost.
+    values = consume_all(dst, share, remote)
+    delivered = {p: [int(v.split(b"-")[1]) for v in values.get(p, [])] for p in (0, 1)}
+    for p, n in ACCEPTED.items():
+        assert set(range(n, FIRST + LATER)) <= set(delivered[p])  # nothing lost
+        assert len(delivered[p]) == len(set(delivered[p]))
+    again = sum(len([s for s in delivered[p] if s < ACCEPTED[p]]) for p in (0, 1))
+    assert again == acked_past_start
+
+    # Fail both back: the streams group to the source's log end (it processed everything on the target), the
+    # share group to its start offsets there, the records it acknowledged past them counted again.
+    on_b = GroupAdmin(dst, "backup").positions({share: "share"})[share]
+    acked_on_b = sum(FIRST + LATER - on_b.lag[(remote, p)] - on_b.offsets[(remote, p)] for p in (0, 1))
+    back = state_dir / "back.yaml"
+    r = mm2ctl(
+        "plan", "failback", "--pair", pair, "--mm2-config", flow.mm2_config, "--groups", f"iso-{name}-.*",
+        "--out", str(back), "--json", state=state_dir,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert f"{acked_on_b} record(s) past them were already acknowledged on {flow.target_alias}" in r.stdout
+    applied = mm2ctl("apply", str(back), "--auto-approve", state=state_dir)
+    assert applied.returncode == 0, applied.stderr
+    assert KafkaAdmin.connect(src).committed_offsets([streams])[streams].offsets == {
+        (topic, p): FIRST + LATER for p in (0, 1)
+    }
+    values = consume_all(src, share, topic)
+    delivered_on_a = {p: [int(v.split(b"-")[1]) for v in values.get(p, [])] for p in (0, 1)}
+    for p in (0, 1):
+        assert delivered_on_a[p] == list(range(on_b.offsets[(remote, p)], FIRST + LATER))
+    assert sum(map(len, delivered_on_a.values())) == acked_on_b
+
+
+def test_a_share_group_with_members_on_the_target_is_refused_and_rollback_deletes_what_apply_made(
+    lab: LabInfo, state_dir: Path
+) -> None:
+    name = "sharerb" + uuid.uuid4().hex[:6]
+    topic = f"iso-{name}-t"
+    src, dst = source_conf(lab), target_conf(lab)
+    KafkaAdmin.connect(src).create_topics({topic: 2})
+    flow = lab_core.add_flow(lab, name)
+    remote = f"{flow.source_alias}.{topic}"
+    share = f"iso-{name}-share"
+    _produce(src, topic, 0, 50)
+    read_from_earliest(src, share)
+    accept_prefix(src, share, topic, {0: 20, 1: 10})
+    eventually(
+        lambda: (
+            [KafkaAdmin.connect(dst).partition_bounds([(remote, p)])[(remote, p)].latest for p in (0, 1)] == [50, 50]
+        ),
+        timeout_s=120,
+        what="MM2 copied the topic",
+    )
+    pair = f"{flow.source_alias}->{flow.target_alias}"
+    plan = state_dir / "plan.yaml"
+    args = ("plan", "failover", "--pair", pair, "--mm2-config", flow.mm2_config, "--groups", share, "--out", str(plan))
+
+    member = ShareConsumer({**dst, "group.id": share, "share.acknowledgement.mode": "explicit"})
+    try:
+        member.subscribe([remote])
+
+        def joined() -> bool:
+            for msg in member.poll(0.5):
+                member.acknowledge(msg, AcknowledgeType.RELEASE)
+            return GroupAdmin(dst, "backup").describe({share: "share"})[share].members == 1
+
+        eventually(joined, what="a member of the share group on the target")
+        refused = mm2ctl(*args, state=state_dir)
+        assert refused.returncode == 8, refused.stderr
+        assert f"group {share} on {flow.target_alias} has 1 active member(s)" in refused.stderr
+    finally:
+        member.close()
+    admin = GroupAdmin(dst, "backup")
+    admin.delete_share_group(share)  # the member's visit made the group: the failover makes it anew
+    assert share not in {g.group for g in admin.list_groups()}
+
+    assert mm2ctl(*args, state=state_dir).returncode == 0
+    journal = state_dir / "j.jsonl"
+    applied = mm2ctl("apply", str(plan), "--auto-approve", "--journal", str(journal), state=state_dir)
+    assert applied.returncode == 0, applied.stderr
+    assert admin.positions({share: "share"})[share].offsets.keys() == {(remote, 0), (remote, 1)}
+    rolled = mm2ctl("rollback", str(journal), "--auto-approve", state=state_dir)
+    assert rolled.returncode == 0, rolled.stderr
+    assert share not in {g.group for g in admin.list_groups()}
