@@ -92,13 +92,16 @@ def jars(
         True, "--spark/--no-spark", help="Also have Spark resolve its Kafka source for the installed pyspark."
     ),
 ) -> None:
-    """Resolve the pinned jars into the cache now (CI and offline preparation): the lab's Kafka jars with mvn,
-    Spark's Kafka source with Spark's own package resolution."""
+    """Resolve the pinned jars into the cache now (CI and offline preparation): the lab's Kafka jars and the
+    Java Kafka client of share and streams groups (compiled with it) with mvn, Spark's Kafka source with Spark's
+    own package resolution."""
+    from mm2ctl.core.group_admin import group_admin_classpath
     from mm2ctl.inspector.spark_packages import installed_build, resolve_kafka_source
     from mm2ctl.lab.jars import kafka_jars
 
     for version in kafka_version or sorted(RELEASES, reverse=True):
         typer.echo(f"kafka {version}: {kafka_jars(version)}")
+    typer.echo(f"share and streams groups' client: {group_admin_classpath()}")
     if spark:
         typer.echo(f"spark kafka source {installed_build().kafka_source}: {resolve_kafka_source()}")
 

@@ -30,6 +30,7 @@ import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.io.StringReader;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -88,8 +89,12 @@ public final class GroupAdmin {
         String metadata = config.getProperty("mm2ctl.metadata", "");
         config.remove("mm2ctl.timeout.ms");
         config.remove("mm2ctl.metadata");
+        config.putIfAbsent("request.timeout.ms", "" + timeoutMs);
+        config.putIfAbsent("default.api.timeout.ms", config.getProperty("request.timeout.ms"));
         int code = 0;
-        try (Admin admin = Admin.create(config)) {
+        Admin admin = null;
+        try {
+            admin = Admin.create(config);
             GroupAdmin self = new GroupAdmin(admin, out, timeoutMs, metadata);
             for (String[] call : calls) {
                 self.run(call[0], Arrays.copyOfRange(call, 1, call.length));
@@ -97,8 +102,13 @@ public final class GroupAdmin {
             out.println("done");
         } catch (Exception e) {
             Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
-            out.println(record("fatal", cause.getClass().getSimpleName(), String.valueOf(cause.getMessage())));
+            String message = cause.getMessage() != null ? cause.getMessage() : "no answer within " + timeoutMs + " ms";
+            out.println(record("fatal", cause.getClass().getSimpleName(), message));
             code = 3;
+        } finally {
+            if (admin != null) {  // a call still pending (a dead broker) is abandoned, not waited for
+                admin.close(Duration.ofMillis(Math.min(timeoutMs, 2000)));
+            }
         }
         out.flush();
         System.exit(code);

@@ -76,6 +76,10 @@ def _server_properties(spec: BrokerSpec, overrides: Mapping[str, str]) -> str:
         "share.coordinator.state.topic.replication.factor": "1",
         "share.coordinator.state.topic.min.isr": "1",
         "group.initial.rebalance.delay.ms": "0",
+        # A Kafka Streams app of the lab gets its tasks within a second, not after two 5 s heartbeats.
+        "group.streams.initial.rebalance.delay.ms": "0",
+        "group.streams.min.heartbeat.interval.ms": "1000",
+        "group.streams.heartbeat.interval.ms": "1000",
         "auto.create.topics.enable": "false",
         # Compaction must be observable in tests within seconds, not hours.
         "log.cleaner.backoff.ms": "500",
