@@ -24,20 +24,16 @@ listing has none of it and a call for it answers ``unsupported``, which is not a
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import os
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
 
 from mm2ctl.core.admin import TP, ItemError
 from mm2ctl.core.errors import ConfigError, KafkaClusterError
-from mm2ctl.core.maven import cache_root, packaged_pom, resolve_jars
+from mm2ctl.core.java import compiled, java_tool
+from mm2ctl.core.maven import packaged_pom, resolve_jars
 
 KAFKA_CLIENTS_VERSION = "4.3.1"
 #: Every group type a Kafka cluster can host, in the order reports list them.
@@ -104,30 +100,9 @@ def group_admin_classpath() -> str:
         {"kafka.clients.version": KAFKA_CLIENTS_VERSION},
     )
     jar_path = os.pathsep.join(str(p) for p in sorted(jars.glob("*.jar")))
-    return os.pathsep.join([str(_compiled(jar_path)), jar_path])
-
-
-def _compiled(jar_path: str) -> Path:
     source = resources.files("mm2ctl.core").joinpath(_SOURCE).read_text(encoding="utf-8")
-    digest = hashlib.sha256(f"{KAFKA_CLIENTS_VERSION}\n{source}".encode()).hexdigest()[:16]
-    out = cache_root() / "classes" / f"group-admin-{digest}"
-    if (out / "mm2ctl" / "core" / "GroupAdmin.class").is_file():
-        return out
-    javac = shutil.which("javac")
-    if javac is None:
-        raise ConfigError("share and streams groups need a JDK: 'javac' is not on PATH")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=out.name + ".", dir=out.parent))
-    (work / _SOURCE).write_text(source, encoding="utf-8")
-    cmd = [javac, "-nowarn", "-encoding", "UTF-8", "--release", "17", "-cp", jar_path, "-d", str(work / "classes")]
-    proc = subprocess.run([*cmd, str(work / _SOURCE)], capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        shutil.rmtree(work, ignore_errors=True)
-        raise ConfigError(f"javac could not compile {_SOURCE}: {proc.stderr.strip().splitlines()[:1]}")
-    with contextlib.suppress(OSError):  # another process compiled it first
-        (work / "classes").rename(out)
-    shutil.rmtree(work, ignore_errors=True)
-    return out
+    classes = compiled(source, _SOURCE, jar_path, cache_name="group-admin", error=ConfigError)
+    return os.pathsep.join([str(classes), jar_path])
 
 
 class GroupAdmin:
@@ -206,7 +181,7 @@ class GroupAdmin:
         if metadata:
             settings["mm2ctl.metadata"] = metadata
         request = _properties(settings) + "%%\n" + "".join("\t".join(c) + "\n" for c in calls)
-        java = shutil.which("java") or "java"
+        java = java_tool("java") or "java"
         cmd = [java, "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-cp", group_admin_classpath(), _CLASS]
         try:
             proc = subprocess.run(

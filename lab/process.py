@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mm2ctl.core.errors import LabError
+from mm2ctl.core.java import java_tool
 from mm2ctl.core.polling import poll_until
 
 
@@ -30,10 +30,7 @@ def free_port() -> int:
 
 
 def java_executable() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").is_file():
-        return str(Path(java_home) / "bin" / "java")
-    java = shutil.which("java")
+    java = java_tool("java")
     if java is None:
         raise LabError("no 'java' on PATH and JAVA_HOME is unset; the lab needs Java 17+")
     return java

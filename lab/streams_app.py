@@ -14,7 +14,6 @@ cache named by a hash of what went into it, written under a temporary name and r
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import signal
@@ -26,7 +25,8 @@ from pathlib import Path
 from types import TracebackType
 
 from mm2ctl.core.errors import LabError
-from mm2ctl.core.maven import cache_root, packaged_pom, resolve_jars
+from mm2ctl.core.java import compiled
+from mm2ctl.core.maven import packaged_pom, resolve_jars
 from mm2ctl.lab.process import java_executable, tail
 from mm2ctl.lab.versions import release
 
@@ -78,46 +78,20 @@ def streams_jars() -> Path:
     )
 
 
-def _javac() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "javac").is_file():
-        return str(Path(java_home) / "bin" / "javac")
-    javac = shutil.which("javac")
-    if javac is None:
-        raise LabError("no 'javac' on PATH and JAVA_HOME is unset; the lab's Kafka Streams app needs a JDK 17+")
-    return javac
-
-
 def compiled_app() -> tuple[Path, str]:
     """(the folder holding the compiled application and its log config, the classpath to run it with)."""
-    jars = sorted(streams_jars().glob("*.jar"))
-    classpath = os.pathsep.join(str(j) for j in jars)
-    source = Path(str(resources.files("mm2ctl.lab").joinpath(_SOURCE)))
+    classpath = os.pathsep.join(str(j) for j in sorted(streams_jars().glob("*.jar")))
+    source = resources.files("mm2ctl.lab").joinpath(_SOURCE)
     if not source.is_file():
         raise LabError(f"{_SOURCE} is missing from this install of mm2ctl.lab")
-    digest = hashlib.sha256(source.read_bytes())
-    digest.update(_LOG4J2.encode())
-    digest.update("\n".join(j.name for j in jars).encode())
-    out = cache_root() / "streams-app" / digest.hexdigest()[:16]
-    if not out.is_dir():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        building = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-        try:
-            cmd = [_javac(), "--release", "17", "-nowarn", "-cp", classpath, "-d", str(building), str(source)]
-            try:
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-            except subprocess.TimeoutExpired as exc:
-                raise LabError(f"javac did not compile {_SOURCE} within 120s") from exc
-            if proc.returncode != 0:
-                raise LabError(f"javac failed on {_SOURCE}:\n{(proc.stdout + proc.stderr).strip()}")
-            (building / "log4j2.properties").write_text(_LOG4J2)
-            try:
-                building.rename(out)
-            except OSError:
-                if not out.is_dir():  # not another process that finished the same compile first
-                    raise
-        finally:
-            shutil.rmtree(building, ignore_errors=True)
+    out = compiled(
+        source.read_text(encoding="utf-8"),
+        _SOURCE,
+        classpath,
+        cache_name="streams-app",
+        resources={"log4j2.properties": _LOG4J2},
+        error=LabError,
+    )
     return out, os.pathsep.join([str(out), classpath])
 
 
