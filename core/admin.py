@@ -530,22 +530,41 @@ class KafkaAdmin:
         got = self.committed_offset_lists(groups, concurrency=concurrency)
         return {g: GroupOffsets(g, r.by_partition(), r.error) for g, r in got.items()}
 
+    def commit_metadata(self, group: str) -> dict[TP, str]:
+        """The metadata of each of a group's committed offsets ("" when none): who wrote them
+        (``plans.provenance``). One group, one request: for rollback's checks, not for bulk reads."""
+        try:
+            fut = self._client.list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group)], request_timeout=self._timeout
+            )[group]
+            res = fut.result()
+        except Exception as exc:
+            raise _raise_whole_call(f"reading the offsets of group {group} on {self._name}", exc) from exc
+        return {(tp.topic, tp.partition): tp.metadata or "" for tp in res.topic_partitions if tp.offset >= 0}
+
     def alter_group_offsets(
         self,
         offsets: Mapping[str, Mapping[TP, int]],
         *,
         concurrency: int = 32,
         on_done: Callable[[str, list[PartitionResult]], None] | None = None,
+        metadata: Mapping[str, Mapping[TP, str]] | None = None,
     ) -> dict[str, list[PartitionResult]]:
         """Set committed offsets: group → {(topic, partition): offset}; one request per group, concurrent.
+        ``metadata`` gives a partition's commit metadata (none when absent); no leader epoch is sent.
 
         Kafka refuses (UNKNOWN_MEMBER_ID / group not empty) when the group has active members; that comes
         back per partition as data. ``on_done`` hears each group's answer as it is collected (progress), in
         the calling thread; a group retried after a coordinator error is heard again.
         """
+        notes = metadata or {}
 
         def submit(group: str) -> Future[Any]:
-            tps = [TopicPartition(t, p, off) for (t, p), off in sorted(offsets[group].items())]
+            meta = notes.get(group, {})
+            tps = [
+                TopicPartition(t, p, off, metadata=meta[(t, p)]) if (t, p) in meta else TopicPartition(t, p, off)
+                for (t, p), off in sorted(offsets[group].items())
+            ]
             try:
                 futures = self._client.alter_consumer_group_offsets(
                     [ConsumerGroupTopicPartitions(group, tps)], request_timeout=self._timeout

@@ -321,13 +321,19 @@ class LiveState:
         *,
         concurrency: int = 32,
         on_done: Callable[[str, list[PartitionResult]], None] | None = None,
+        metadata: Mapping[str, Mapping[TP, str]] | None = None,
     ) -> dict[str, list[PartitionResult]]:
         """Write each group's offsets through its type's call: a share group's start offsets with
-        ``alterShareGroupOffsets``, every other group's committed offsets in one concurrent batch (Kafka
-        refuses a group with members; that comes back per partition as data)."""
+        ``alterShareGroupOffsets`` (which keeps no metadata), every other group's committed offsets, with their
+        ``metadata`` (``plans.provenance``), in one concurrent batch (Kafka refuses a group with members; that
+        comes back per partition as data)."""
         shares = [g for g in offsets if self.group_type(cluster, g) == "share"]
         rest = {g: o for g, o in offsets.items() if g not in shares}
-        out = self.admin(cluster).alter_group_offsets(rest, concurrency=concurrency, on_done=on_done) if rest else {}
+        out = (
+            self.admin(cluster).alter_group_offsets(rest, concurrency=concurrency, on_done=on_done, metadata=metadata)
+            if rest
+            else {}
+        )
         for g in shares:
             written = self.group_admin(cluster).write(g, "share", offsets[g])
             out[g] = [

@@ -349,6 +349,7 @@ def apply_plan(
                 live_configs=_capture_live_configs(plan, live),
                 operator_secrets=dict(operator_secrets or {}),
                 override_mm2_sync=override_mm2_sync,
+                plan_id=plan.plan_id,
             )
             return _run_steps(journal, plan, ctx, 0, parallelism=parallelism)
 
@@ -389,6 +390,7 @@ def resume_apply(
             live_configs=_capture_live_configs(plan, live),
             operator_secrets=dict(operator_secrets or {}),
             override_mm2_sync=override_mm2_sync,
+            plan_id=plan.plan_id,
         )
         return _run_steps(
             journal,
@@ -453,6 +455,7 @@ def rollback(
         artifact_path=_artifacts_of(journal_path),
         progress=progress,
         operator_secrets=dict(operator_secrets or {}),
+        plan_id=plan.plan_id,
     )
     if dry_run_only:
         for done, i in enumerate(todo):

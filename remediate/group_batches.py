@@ -39,6 +39,7 @@ from mm2ctl.core.errors import ApplyError, JournalError, Mm2ctlError, Preconditi
 from mm2ctl.core.progress import count
 from mm2ctl.plans.fingerprint import JSONable
 from mm2ctl.plans.payloads import GroupOffsetsVerify, GroupOffsetsWrite
+from mm2ctl.plans.provenance import READ_BACK, same_metadata, write_metadata
 from mm2ctl.plans.steps import Step, StepKind
 from mm2ctl.plans.targets import GroupTarget
 from mm2ctl.remediate.executors.base import ExecContext
@@ -95,6 +96,11 @@ def _offsets_json(offsets: dict[TP, int]) -> list[list[object]]:
 def _rows(step: Step) -> dict[TP, int]:
     assert isinstance(step.payload, GroupOffsetsWrite)
     return {(r.topic, r.partition): r.offset for r in step.payload.rows}
+
+
+def _metadata(step: Step, plan_id: str) -> dict[TP, str]:
+    assert isinstance(step.payload, GroupOffsetsWrite)
+    return write_metadata(plan_id, step.payload.rows)
 
 
 def _expected(step: Step) -> dict[TP, int | None]:
@@ -348,7 +354,11 @@ class ConcurrentRun:
 
         try:
             got = self.ctx.live.write_group_offsets(
-                cluster, {g: _rows(s) for g, s in by_group.items()}, concurrency=self.parallelism, on_done=heard
+                cluster,
+                {g: _rows(s) for g, s in by_group.items()},
+                concurrency=self.parallelism,
+                on_done=heard,
+                metadata={g: _metadata(s, self.ctx.plan_id) for g, s in by_group.items()},
             )
         except Mm2ctlError as exc:  # the whole call failed: no group is known to be written
             return [StepOutcome(s.index, error=str(exc)) for s in steps]
@@ -358,7 +368,7 @@ class ConcurrentRun:
             problem = _failed_partitions(got.get(g, []))
             if problem is None:
                 self.ctx.written_at[(cluster, g)] = now
-                out.append(StepOutcome(s.index, "applied", {"written_partitions": len(_rows(s))}))
+                out.append(StepOutcome(s.index, "applied", {"written_partitions": len(_rows(s)), "provenance": True}))
             else:
                 out.append(StepOutcome(s.index, error=f"writing the offsets of group {g} on {cluster}: {problem}"))
         return out
@@ -443,7 +453,9 @@ class ConcurrentRun:
             todo[g] = {tp: o for tp, o in _expected(s).items() if o is not None}
         if not todo:
             return
-        got = self.ctx.live.write_group_offsets(cluster, todo, concurrency=self.parallelism)
+        plan_id = self.ctx.plan_id
+        metadata = {g: same_metadata(plan_id, offsets, READ_BACK) for g, offsets in todo.items()}
+        got = self.ctx.live.write_group_offsets(cluster, todo, concurrency=self.parallelism, metadata=metadata)
         now = time.monotonic()
         for g in todo:
             problem = _failed_partitions(got.get(g, []))

@@ -40,6 +40,8 @@ class ExecContext:
     #: ``apply --override-mm2-sync``: a target offset MM2's own group-offset sync moved since planning is
     #: written over instead of refusing the apply (``remediate.write_checks``).
     override_mm2_sync: bool = False
+    #: The plan being applied or rolled back: every offset written carries it (``plans.provenance``).
+    plan_id: str = ""
 
     @property
     def view(self) -> StateView:

@@ -19,6 +19,7 @@ from mm2ctl.core.records import PartitionReader
 from mm2ctl.plans.fingerprint import JSONable
 from mm2ctl.plans.kafka_records import last_record_offset
 from mm2ctl.plans.payloads import GroupOffsetsVerify, GroupOffsetsWrite, WaitForCatchUp
+from mm2ctl.plans.provenance import ROLLBACK, parse_provenance, same_metadata, write_metadata
 from mm2ctl.plans.steps import Step
 from mm2ctl.plans.targets import GroupTarget
 from mm2ctl.plans.translation import Bounds
@@ -64,10 +65,12 @@ class WriteGroupOffsets:
     def run(self, step: Step, ctx: ExecContext) -> JSONable:
         t = _target(step)
         rows = _rows(step)
-        results = ctx.live.write_group_offsets(t.cluster, {t.group: rows})[t.group]
+        assert isinstance(step.payload, GroupOffsetsWrite)
+        metadata = {t.group: write_metadata(ctx.plan_id, step.payload.rows)}
+        results = ctx.live.write_group_offsets(t.cluster, {t.group: rows}, metadata=metadata)[t.group]
         _raise_on_errors(f"writing the offsets of group {t.group} on {t.cluster}", results)
         ctx.progress(f"wrote {len(rows)} offset(s) of group {t.group} on {t.cluster}")
-        return {"offsets": _offsets_json(rows)}
+        return {"offsets": _offsets_json(rows), "provenance": True}
 
     def simulate(self, step: Step, view: StateView) -> None:
         return None
@@ -85,6 +88,17 @@ class WriteGroupOffsets:
                 f"{len(moved)} offset(s) of group {t.group} moved since the apply wrote them "
                 f"(first {moved[0][0]}/{moved[0][1]}); a consumer has run"
             )
+        elif as_dict(undo.after).get("provenance") and ctx.live.group_type(t.cluster, t.group) != "share":
+            # The same offsets, but committed since by someone else (a consumer that read nothing new). Only
+            # for writes that carried their provenance; a share group keeps no metadata.
+            metadata = ctx.live.admin(t.cluster).commit_metadata(t.group)
+            foreign = [tp for tp in _rows(step) if (parse_provenance(metadata.get(tp)) or ("",))[0] != ctx.plan_id]
+            if foreign:
+                problems.append(
+                    f"{len(foreign)} offset(s) of group {t.group} were committed again since the apply wrote them, "
+                    f"not by mm2ctl (first {foreign[0][0]}/{foreign[0][1]}: metadata "
+                    f"{metadata.get(foreign[0])!r}); a consumer has run"
+                )
         return problems
 
     def undo(self, step: Step, undo: UndoContext, ctx: ExecContext) -> tuple[str, JSONable]:
@@ -102,7 +116,8 @@ class WriteGroupOffsets:
         restore = {tp: previous[tp] for tp in rows if tp in previous}
         added = sorted(tp for tp in rows if tp not in previous)
         if restore:
-            results = ctx.live.write_group_offsets(t.cluster, {t.group: restore})[t.group]
+            metadata = {t.group: same_metadata(ctx.plan_id, restore, ROLLBACK)}
+            results = ctx.live.write_group_offsets(t.cluster, {t.group: restore}, metadata=metadata)[t.group]
             _raise_on_errors(f"restoring the offsets of group {t.group} on {t.cluster}", results)
         if added:
             ctx.progress(

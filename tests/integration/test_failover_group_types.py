@@ -116,6 +116,8 @@ def test_share_and_streams_groups_fail_over_with_nothing_lost(lab: LabInfo, stat
     assert KafkaAdmin.connect(dst).committed_offsets([streams])[streams].offsets == {
         (remote, p): planned[(streams, p)] for p in (0, 1)
     }
+    provenance = f"mm2ctl:{doc['plan']['plan_id']}:verified_delta"
+    assert KafkaAdmin.connect(dst).commit_metadata(streams) == {(remote, p): provenance for p in (0, 1)}
 
     # The streams application on the target processes exactly the records it had not processed.
     with start_streams_app(lab.target.bootstrap, streams, remote, out_dst, log_path=tmp_path / "dst-app.log"):

@@ -48,6 +48,8 @@ class FakeCluster:
     writes: list[str] = field(default_factory=list)
     concurrency: list[int] = field(default_factory=list)
     failing: set[str] = field(default_factory=set)
+    #: The commit metadata of every write, by group (the last write of a group wins).
+    metadata: dict[str, dict[TP, str]] = field(default_factory=dict)
     #: Called after each group write lands (MM2 acting right after us, a test killing the apply ...).
     after_write: Callable[[str], None] = lambda _g: None
 
@@ -71,7 +73,7 @@ class FakeCluster:
         return {(t, p): PartitionBounds(t, p, 0, 1_000) for t, p in tps}
 
     def alter_group_offsets(
-        self, offsets: Any, *, concurrency: int = 32, on_done: Any = None
+        self, offsets: Any, *, concurrency: int = 32, on_done: Any = None, metadata: Any = None
     ) -> dict[str, list[PartitionResult]]:
         self.concurrency.append(concurrency)
         out = {}
@@ -82,6 +84,8 @@ class FakeCluster:
             else:
                 self.writes.append(g)
                 self.offsets.setdefault(g, {}).update(rows)
+                given = (metadata or {}).get(g, {})
+                self.metadata.setdefault(g, {}).update({tp: given.get(tp, "") for tp in rows})
                 results = [PartitionResult(t, p, o) for (t, p), o in sorted(rows.items())]
             out[g] = results
             if on_done is not None:
@@ -90,8 +94,12 @@ class FakeCluster:
                 self.after_write(g)
         return out
 
+    def commit_metadata(self, group: str) -> dict[TP, str]:
+        return {tp: self.metadata.get(group, {}).get(tp, "") for tp in self.offsets.get(group, {})}
+
     def delete_group_offsets(self, group: str, partitions: Any) -> list[PartitionResult]:
         self.offsets.pop(group, None)
+        self.metadata.pop(group, None)
         return [PartitionResult(t, p) for t, p in partitions]
 
 
@@ -218,6 +226,12 @@ def test_many_groups_are_written_concurrently_journaled_and_counted(tmp_path: Pa
     assert cluster.offsets == _as_offsets(planned)
     assert set(cluster.concurrency) == {7}
     assert result.changes == 600 and len(result.steps) == 1200
+    # Every offset names the plan that wrote it and the method that found it.
+    assert {m for by_tp in cluster.metadata.values() for m in by_tp.values()} == {
+        f"mm2ctl:{plan.plan_id}:verified_delta"
+    }
+    assert cluster.metadata.keys() == cluster.offsets.keys()
+    assert all(m.keys() == cluster.offsets[g].keys() for g, m in cluster.metadata.items())
     assert result.steps[0] == "step 0 (group_offsets_write): applied"
     written = [c for c in progress.counts if c[0] == group_batches.WRITE_PHASE]
     assert written[0] == (group_batches.WRITE_PHASE, 0, 600) and written[-1] == (group_batches.WRITE_PHASE, 600, 600)
@@ -242,6 +256,18 @@ def test_the_before_state_of_each_group_is_what_rollback_restores(tmp_path: Path
     assert cluster.offsets == _as_offsets(planned)
     engine.rollback(journal, live_of(cluster, tmp_path), state_dir=tmp_path)
     assert cluster.offsets == _as_offsets(before)  # the 20 groups that had none are deleted again
+
+
+def test_rollback_refuses_a_commit_made_since_at_the_offset_the_apply_wrote(tmp_path: Path) -> None:
+    planned = groups(3)
+    cluster = FakeCluster()
+    journal = tmp_path / "j.jsonl"
+    engine.apply_plan(failover_plan(planned, {}), live_of(cluster, tmp_path), journal_path=journal, state_dir=tmp_path)
+    consumer = sorted(planned)[1]
+    cluster.alter_group_offsets({consumer: dict(cluster.offsets[consumer])})  # its own commit: no metadata of ours
+    with pytest.raises(ApplyError, match=f"{consumer} were committed again since the apply wrote them, not by mm2ctl"):
+        engine.rollback(journal, live_of(cluster, tmp_path), state_dir=tmp_path)
+    assert cluster.offsets[consumer] == _as_offsets(planned)[consumer]  # the consumer's commit stays
 
 
 def test_offsets_mm2_moved_forward_up_to_the_plan_are_written_over(tmp_path: Path) -> None:
