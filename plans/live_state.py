@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 from urllib.parse import quote, unquote
@@ -126,10 +127,11 @@ class LiveState:
     _admins: dict[str, KafkaAdmin] = field(default_factory=dict, repr=False)
     #: The share and streams groups met so far, by cluster alias: ``core.group_admin`` reads and writes them
     #: (librdkafka knows neither type). A group not named here is a classic or consumer group. Filled by
-    #: ``typed_groups`` (a planner's listing), ``note_group_type`` (apply, from each ``GroupTarget.type``) and
+    #: ``typed_groups`` (a planner's listing), ``note_group_type`` (apply, from each ``GroupTarget.group_type``) and
     #: the ``share-offsets`` fingerprint parts.
     group_types: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
     _group_admins: dict[str, GroupAdmin] = field(default_factory=dict, repr=False)
+    _listings: dict[str, Future[list[TypedGroup]]] = field(default_factory=dict, repr=False)
 
     # -- clients
     def kafka_config(self, alias: str) -> dict[str, str]:
@@ -151,9 +153,19 @@ class LiveState:
             self._group_admins[alias] = GroupAdmin(self.mm2.client_settings(alias), alias)
         return self._group_admins[alias]
 
+    def start_listing(self, alias: str) -> None:
+        """Start listing every group type on ``alias`` in the background (a JVM's start, about half a second),
+        for the ``typed_groups`` call a planner makes later; the planner reads other state meanwhile."""
+        if alias not in self._listings:
+            admin = self.group_admin(alias)
+            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"groups-{alias}")
+            self._listings[alias] = pool.submit(admin.list_groups)
+            pool.shutdown(wait=False)
+
     def typed_groups(self, alias: str) -> list[TypedGroup]:
         """Every group of every type on ``alias``; its share and streams groups are noted (``group_types``)."""
-        listed = self.group_admin(alias).list_groups()
+        started = self._listings.pop(alias, None)
+        listed = started.result() if started is not None else self.group_admin(alias).list_groups()
         for g in listed:
             self.note_group_type(alias, g.group, g.type)
         return listed
@@ -163,7 +175,7 @@ class LiveState:
         and streams groups from the Java AdminClient. When that client fails (no JDK, no Maven or no reach to
         Maven Central on its first run, settings only librdkafka takes), the second item says so and those
         groups are missing."""
-        listed = [TypedGroup(g.group, "classic", g.state) for g in self.admin(alias).list_groups()]
+        listed = [TypedGroup(g.group, "unknown", g.state) for g in self.admin(alias).list_groups()]
         try:
             typed = self.typed_groups(alias)
         except Mm2ctlError as exc:  # the classic and consumer groups are still right: say what is missing

@@ -221,6 +221,7 @@ def plan_failover(
             b.notes.append("--source-unavailable: no catch-up wait; the pair's connectors are only stopped")
     else:
         b.pair = opts.pair
+        live.start_listing(src)
     syncs: dict[TP, list[Sync]] = {}
     disabled = syncs_disabled_note(flow)
     if opts.source is Source.SYNCS and disabled is not None:

@@ -81,6 +81,18 @@ def _lagging_flow(lab: LabInfo, name: str) -> tuple[Flow, str, str]:
     return flow, topic, remote
 
 
+def _set_connector(lab: LabInfo, connector: str, action: str, state: str) -> None:
+    """``PUT /connectors/<c>/<action>`` (pause, resume), then wait until the connector reports ``state``."""
+    requests.put(f"{lab.connect_url}/connectors/{connector}/{action}", timeout=10).raise_for_status()
+    eventually(
+        lambda: (
+            requests.get(f"{lab.connect_url}/connectors/{connector}/status", timeout=10).json()["connector"]["state"]
+            == state
+        ),
+        what=f"{connector} {state}",
+    )
+
+
 def _target_offsets(lab: LabInfo, groups: list[str]) -> dict[str, dict[TP, int]]:
     got = KafkaAdmin.connect(target_conf(lab)).committed_offsets(groups)
     return {g: r.offsets for g, r in got.items()}
@@ -177,8 +189,12 @@ def test_mm2_moving_a_group_after_planning_refuses_every_write(lab: LabInfo, sta
     client = task_producer_client_id(flow.connectors["source"])
     early, late = f"iso-{name}-a-early", f"iso-{name}-b-late"  # planned and written in this order
     pair = f"{flow.source_alias}->{flow.target_alias}"
+    checkpoint = flow.connectors["checkpoint"]
     throttled = True
     try:
+        # MM2's sync is held until the plan is made, so the plan writes both groups: otherwise MM2 may have
+        # written the late group's cautious answer, the plan's own, first, and the plan would leave it alone.
+        _set_connector(lab, checkpoint, "pause", "PAUSED")
         committed = {early: {(topic, 1): 20}, late: {(topic, 0): HEAD + TAIL}}
         KafkaAdmin.connect(source_conf(lab)).alter_group_offsets(committed)
         plan = state_dir / "cautious.yaml"
@@ -195,6 +211,7 @@ def test_mm2_moving_a_group_after_planning_refuses_every_write(lab: LabInfo, sta
 
         # MM2 catches up and its own sync moves the late group, at the log end, past the cautious plan. (A
         # group short of the log end might keep its translation: MM2 keeps only some of its older syncs.)
+        _set_connector(lab, checkpoint, "resume", "RUNNING")
         set_producer_quota(lab, client, None)
         throttled = False
         eventually(
