@@ -102,7 +102,10 @@ public final class GroupAdmin {
             out.println("done");
         } catch (Exception e) {
             Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
-            String message = cause.getMessage() != null ? cause.getMessage() : "no answer within " + timeoutMs + " ms";
+            String message = cause.getMessage() != null ? cause.getMessage() : "";
+            if (unanswered(cause)) {  // the client words a dead cluster several ways; one wording for all of them
+                message = "no answer within " + timeoutMs + " ms" + (message.isEmpty() ? "" : " (" + message + ")");
+            }
             out.println(record("fatal", cause.getClass().getSimpleName(), message));
             code = 3;
         } finally {
@@ -112,6 +115,15 @@ public final class GroupAdmin {
         }
         out.flush();
         System.exit(code);
+    }
+
+    /** A timeout, or the metadata lookup that gave up on finding any broker. */
+    private static boolean unanswered(Throwable cause) {
+        String message = String.valueOf(cause.getMessage());
+        return cause instanceof java.util.concurrent.TimeoutException
+                || cause instanceof org.apache.kafka.common.errors.TimeoutException
+                || message.startsWith("Failed to find brokers")
+                || message.startsWith("Timed out");
     }
 
     private void run(String command, String[] args) throws Exception {

@@ -75,7 +75,7 @@ def test_a_missing_group_and_a_dead_broker(lab: LabInfo) -> None:
     got = admin.positions({uniq("none"): "share", uniq("none"): "streams"})
     assert all(not p.offsets for p in got.values())
     dead = GroupAdmin({"bootstrap.servers": "127.0.0.1:1"}, "nowhere", timeout_s=3)
-    with pytest.raises(KafkaClusterError, match=r"on nowhere failed: .*(no answer within 3000 ms|[Tt]imed out)"):
+    with pytest.raises(KafkaClusterError, match=r"on nowhere failed: .*no answer within 3000 ms"):
         dead.list_groups()
 
 
