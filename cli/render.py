@@ -149,6 +149,13 @@ def inspect_summary_lines(result: InspectionResult) -> list[str]:
             f"{pair}: {totals.partitions} group partition(s), {totals.problem_partitions} problem(s) in "
             f"{totals.problem_groups} group(s)"
         )
+        if totals.groups_by_type:
+            kinds = ", ".join(f"{kind} {count}" for kind, count in totals.groups_by_type.items())
+            lines.append(f"  groups by type: {kinds}")
+        if totals.written_by_mm2ctl:
+            lines.append(
+                f"  target offsets mm2ctl wrote (target_written_by names the plan): {totals.written_by_mm2ctl}"
+            )
         lines.append(f"  {'status':<26} {'ok':<4} {'partitions':>10} {'groups':>7} {'replay>=':>9} {'skip<=':>9}")
         for r in summary.statuses:
             if r.pair != pair:

@@ -4,18 +4,20 @@
 // generated code: nothing here is built ahead or committed as a binary. Janino reads Java 8 without generics
 // (type arguments are erased), hence the raw types and casts.
 //
-// dump(settings, groups, groupsPerRequest, timeoutMs, path) asks for the groups' offsets, groupsPerRequest groups
+// dump(settings, groups, groupsPerRequest, timeoutMs, path, provenancePrefix) asks for the groups' offsets, groupsPerRequest groups
 // to a ListConsumerGroupOffsets call; the AdminClient sends each call's groups in one OffsetFetch request per
 // coordinator (KIP-709, brokers 3.3+; older brokers get one request per group). A group whose lookup failed gets
 // its error (Kafka's error name and the message), never an exception: partial failure is data.
 //
 // The file, little-endian:
-//   int32 version (1), int32 groups
+//   int32 version (2), int32 groups
 //   per group, in the order asked: int32 rows, or -1 and two strings (error name, message) when its lookup failed
 //   int32 topics, then each topic name as a string
+//   int32 provenances, then each as a string: the distinct commit metadata that starts with provenancePrefix
 //   zero bytes up to a multiple of 8
-//   int64 committed offset[rows], int32 partition[rows], int32 topic number[rows]
-// where a string is an int32 length and that many UTF-8 bytes, and a group's rows follow the previous group's.
+//   int64 committed offset[rows], int32 partition[rows], int32 topic number[rows], int32 provenance number[rows]
+// where a provenance number is -1 for metadata that does not start with the prefix (a consumer's, MM2's, none),
+// a string is an int32 length and that many UTF-8 bytes, and a group's rows follow the previous group's.
 // Partitions the group has no committed offset on are left out. The inputs are encoded the same way: settings as
 // an int32 count of key-value string pairs, groups as an int32 count of strings, both big-endian
 // (DataInputStream's order).
@@ -48,11 +50,11 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.protocol.Errors;
 
 public class CommittedOffsets {
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
 
     /** Reads the groups' committed offsets and writes them to path; returns the number of rows written. */
-    public int dump(byte[] settings, byte[] groups, int groupsPerRequest, int timeoutMs, String path)
-            throws IOException {
+    public int dump(byte[] settings, byte[] groups, int groupsPerRequest, int timeoutMs, String path,
+            String provenancePrefix) throws IOException {
         String[] names = strings(groups);
         Properties config = new Properties();
         String[] pairs = strings(settings);
@@ -63,7 +65,7 @@ public class CommittedOffsets {
         int[] rows = new int[1];
         byte[] out;
         try {
-            out = read(admin, names, Math.max(1, groupsPerRequest), timeoutMs, rows);
+            out = read(admin, names, Math.max(1, groupsPerRequest), timeoutMs, rows, provenancePrefix);
         } finally {
             admin.close(java.time.Duration.ofMillis(Math.min(timeoutMs, 5000)));
         }
@@ -76,7 +78,8 @@ public class CommittedOffsets {
         return rows[0];
     }
 
-    private static byte[] read(Admin admin, String[] groups, int groupsPerRequest, int timeoutMs, int[] rows) {
+    private static byte[] read(
+            Admin admin, String[] groups, int groupsPerRequest, int timeoutMs, int[] rows, String prefix) {
         long deadline = System.currentTimeMillis() + timeoutMs;
         ListConsumerGroupOffsetsOptions options =
                 (ListConsumerGroupOffsetsOptions) new ListConsumerGroupOffsetsOptions().timeoutMs(Integer.valueOf(timeoutMs));
@@ -113,12 +116,16 @@ public class CommittedOffsets {
                 messages[i] = "interrupted";
             }
         }
-        return encode(found, codes, messages, total, rows);
+        return encode(found, codes, messages, total, rows, prefix);
     }
 
-    private static byte[] encode(Map[] found, String[] codes, String[] messages, int total, int[] rows) {
+    private static byte[] encode(
+            Map[] found, String[] codes, String[] messages, int total, int[] rows, String prefix) {
         Map topicNumbers = new HashMap();
         List topics = new ArrayList();
+        Map provenanceNumbers = new HashMap();
+        List provenances = new ArrayList();
+        int[] provenanceOf = new int[total];
         long[] offsets = new long[total];
         int[] partitions = new int[total];
         int[] topicOf = new int[total];
@@ -147,6 +154,17 @@ public class CommittedOffsets {
                 offsets[n] = committed.offset();
                 partitions[n] = tp.partition();
                 topicOf[n] = topic.intValue();
+                provenanceOf[n] = -1;
+                String metadata = committed.metadata();
+                if (metadata != null && metadata.startsWith(prefix)) {
+                    Integer number = (Integer) provenanceNumbers.get(metadata);
+                    if (number == null) {
+                        number = Integer.valueOf(provenances.size());
+                        provenanceNumbers.put(metadata, number);
+                        provenances.add(metadata);
+                    }
+                    provenanceOf[n] = number.intValue();
+                }
                 n++;
             }
             counts[i] = n - first;
@@ -165,8 +183,14 @@ public class CommittedOffsets {
             topicNames[t] = utf8((String) topics.get(t));
             header += 4 + topicNames[t].length;
         }
+        byte[][] provenanceNames = new byte[provenances.size()][];
+        header += 4;
+        for (int v = 0; v < provenanceNames.length; v++) {
+            provenanceNames[v] = utf8((String) provenances.get(v));
+            header += 4 + provenanceNames[v].length;
+        }
         int columns = (header + 7) & ~7;
-        ByteBuffer out = ByteBuffer.allocate(columns + n * 16).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer out = ByteBuffer.allocate(columns + n * 20).order(ByteOrder.LITTLE_ENDIAN);
         out.putInt(VERSION);
         out.putInt(found.length);
         for (int i = 0; i < found.length; i++) {
@@ -180,12 +204,18 @@ public class CommittedOffsets {
         for (int t = 0; t < topicNames.length; t++) {
             putString(out, topicNames[t]);
         }
+        out.putInt(provenanceNames.length);
+        for (int v = 0; v < provenanceNames.length; v++) {
+            putString(out, provenanceNames[v]);
+        }
         out.position(columns);
         out.asLongBuffer().put(offsets, 0, n);
         out.position(columns + n * 8);
         out.asIntBuffer().put(partitions, 0, n);
         out.position(columns + n * 12);
         out.asIntBuffer().put(topicOf, 0, n);
+        out.position(columns + n * 16);
+        out.asIntBuffer().put(provenanceOf, 0, n);
         return out.array();
     }
 

@@ -207,7 +207,7 @@ public final class GroupAdmin {
                         continue;
                     }
                     long lag = info.lag().orElse(-1L);
-                    out.println(offset(group, e.getKey(), info.startOffset(), lag));
+                    out.println(offset(group, e.getKey(), info.startOffset(), lag, ""));
                 }
             } catch (ExecutionException e) {
                 error(group, e);
@@ -227,7 +227,8 @@ public final class GroupAdmin {
                         result.partitionsToOffsetAndMetadata(group).get(timeoutMs, TimeUnit.MILLISECONDS);
                 for (Map.Entry<TopicPartition, OffsetAndMetadata> e : offsets.entrySet()) {
                     if (e.getValue() != null) {
-                        out.println(offset(group, e.getKey(), e.getValue().offset(), -1));
+                        String metadata = e.getValue().metadata() == null ? "" : e.getValue().metadata();
+                        out.println(offset(group, e.getKey(), e.getValue().offset(), -1, metadata));
                     }
                 }
             } catch (ExecutionException e) {
@@ -297,8 +298,8 @@ public final class GroupAdmin {
         return out;
     }
 
-    private static String offset(String group, TopicPartition tp, long offset, long lag) {
-        return record("offset", group, tp.topic(), "" + tp.partition(), "" + offset, "" + lag);
+    private static String offset(String group, TopicPartition tp, long offset, long lag, String metadata) {
+        return record("offset", group, tp.topic(), "" + tp.partition(), "" + offset, "" + lag, metadata);
     }
 
     private static String record(String... fields) {

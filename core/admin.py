@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from confluent_kafka import (
@@ -88,6 +88,8 @@ class OffsetLists:
     partitions: list[int]
     offsets: list[int]
     error: ItemError | None = None
+    #: Each partition's commit metadata (None when the client gave none); empty: not read.
+    metadata: list[str | None] = field(default_factory=list)
 
     def by_partition(self) -> dict[TP, int]:
         """Only the partitions with a committed offset (>= 0)."""
@@ -513,7 +515,8 @@ class KafkaAdmin:
             offsets = [tp.offset for tp in tps]
             errs = [tp.error for tp in tps if tp.error is not None]
             err = ItemError(errs[0].name(), errs[0].str()) if errs else None
-            return OffsetLists(group, [tp.topic for tp in tps], [tp.partition for tp in tps], offsets, err)
+            metadata = [_metadata(tp) for tp in tps]
+            return OffsetLists(group, [tp.topic for tp in tps], [tp.partition for tp in tps], offsets, err, metadata)
 
         def run(batch: Sequence[str]) -> dict[str, OffsetLists]:
             return {r.group: r for r in _drain(batch, submit, collect, concurrency)}
@@ -540,7 +543,7 @@ class KafkaAdmin:
             res = fut.result()
         except Exception as exc:
             raise _raise_whole_call(f"reading the offsets of group {group} on {self._name}", exc) from exc
-        return {(tp.topic, tp.partition): tp.metadata or "" for tp in res.topic_partitions if tp.offset >= 0}
+        return {(tp.topic, tp.partition): _metadata(tp) or "" for tp in res.topic_partitions if tp.offset >= 0}
 
     def alter_group_offsets(
         self,
@@ -644,3 +647,12 @@ def _state_name(state: Any) -> str:
         "RECONCILING": "Reconciling",
     }
     return mapping.get(str(name).upper(), str(name))
+
+
+def _metadata(tp: TopicPartition) -> str | None:
+    """A committed offset's metadata as text; None when it is not UTF-8 (Kafka Streams commits binary metadata,
+    which confluent-kafka fails to decode): such metadata is never mm2ctl's (``core.provenance``)."""
+    try:
+        return tp.metadata
+    except UnicodeDecodeError:
+        return None

@@ -52,8 +52,13 @@ import numpy as np
 import pyarrow as pa
 
 from mm2ctl.core.admin import GroupOffsets, ItemError, KafkaAdmin
+from mm2ctl.core.provenance import PREFIX_TEXT, written_by
 
 log = logging.getLogger("mm2ctl.kafka")
+
+#: ``GroupOffsetColumns.table``'s ``written_by``: the commit's metadata when mm2ctl wrote it
+#: (``core.provenance``), else null; few distinct values, so dictionary-encoded.
+WRITTEN_BY = pa.dictionary(pa.int32(), pa.string())
 
 #: ``GroupOffsetColumns.table``: one row per (group, topic, partition) with a committed offset, sorted by
 #: group (its number in ``groups``), topic and partition.
@@ -63,6 +68,7 @@ OFFSETS_SCHEMA = pa.schema(
         pa.field("topic", pa.string(), nullable=False),
         pa.field("partition", pa.int32(), nullable=False),
         pa.field("committed_offset", pa.int64(), nullable=False),
+        pa.field("written_by", WRITTEN_BY, nullable=True),
     ]
 )
 
@@ -183,7 +189,18 @@ def _read_with_librdkafka(admin: KafkaAdmin, groups: tuple[str, ...]) -> GroupOf
         partitions=np.fromiter(itertools.chain.from_iterable(r.partitions for r in lists), np.int32),
         offsets=np.fromiter(itertools.chain.from_iterable(r.offsets for r in lists), np.int64),
         read_through=LIBRDKAFKA,
+        written_by=_written_by(
+            itertools.chain.from_iterable(r.metadata or [None] * len(r.offsets) for r in lists), int(counts.sum())
+        ),
     )
+
+
+def _written_by(metadata: Any, size: int) -> tuple[list[str], np.ndarray[Any, Any]]:
+    """Each row's metadata as a number into the distinct ones mm2ctl wrote (-1: not mm2ctl's)."""
+    names: dict[str, int] = {}
+    mine = (written_by(m) for m in metadata)
+    numbers = np.fromiter((-1 if m is None else names.setdefault(m, len(names)) for m in mine), np.int32, size)
+    return list(names), numbers
 
 
 # --- the JVM -------------------------------------------------------------------------------------------------
@@ -191,7 +208,7 @@ def _read_with_librdkafka(admin: KafkaAdmin, groups: tuple[str, ...]) -> GroupOf
 _JAVA_SOURCE = "CommittedOffsets.java"
 _JAVA_CLASS = "mm2ctl.core.CommittedOffsets"
 #: The format version ``CommittedOffsets.java`` writes.
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2
 
 
 class _JvmUnusable(Exception):
@@ -236,7 +253,8 @@ def _read_in_jvm(
         try:
             reader = _reader(jvm.gateway)
             settings = [s for kv in sorted(jvm.settings.items()) for s in kv]
-            reader.dump(_strings(settings), _strings(groups), groups_per_request, int(timeout_s * 1000), path)
+            timeout_ms = int(timeout_s * 1000)
+            reader.dump(_strings(settings), _strings(groups), groups_per_request, timeout_ms, path, PREFIX_TEXT)
             with open(path, "rb") as f:
                 data = f.read()
         except (Py4JError, OSError) as exc:
@@ -304,10 +322,11 @@ def _decode_file(groups: tuple[str, ...], data: bytes) -> GroupOffsetColumns:
             counts[i] = rows
             errors.append(None)
     topic_names = [head.string() for _ in range(head.int32())]
+    provenances = [written_by(head.string()) or "" for _ in range(head.int32())]
     start = (head.pos + 7) & ~7
     n = int(counts.sum())
-    if len(data) != start + 16 * n:
-        raise _JvmUnusable(f"its file holds {len(data)} bytes, not {start + 16 * n}")
+    if len(data) != start + 20 * n:
+        raise _JvmUnusable(f"its file holds {len(data)} bytes, not {start + 20 * n}")
     return _columns(
         groups,
         tuple(errors),
@@ -317,6 +336,7 @@ def _decode_file(groups: tuple[str, ...], data: bytes) -> GroupOffsetColumns:
         partitions=np.frombuffer(data, "<i4", n, start + 8 * n),
         offsets=np.frombuffer(data, "<i8", n, start),
         read_through=JVM,
+        written_by=(provenances, np.frombuffer(data, "<i4", n, start + 16 * n)),
     )
 
 
@@ -333,14 +353,18 @@ def _columns(
     partitions: np.ndarray[Any, Any],
     offsets: np.ndarray[Any, Any],
     read_through: str,
+    written_by: tuple[list[str], np.ndarray[Any, Any]],
 ) -> GroupOffsetColumns:
     """Rows in the order of ``groups`` (``counts[i]`` rows each, in whatever order the client gave them) as the
-    sorted table of the offsets >= 0 (a client's ``-1`` is "no committed offset")."""
+    sorted table of the offsets >= 0 (a client's ``-1`` is "no committed offset"). ``written_by`` is the distinct
+    metadata mm2ctl wrote and each row's number into it (-1: none)."""
+    provenances, provenance_of = written_by
     group_index = np.repeat(np.arange(len(groups), dtype=np.int32), counts)
     committed = offsets >= 0
     if not committed.all():
         group_index, topic_of = group_index[committed], topic_of[committed]
         partitions, offsets = partitions[committed], offsets[committed]
+        provenance_of = provenance_of[committed]
     # Topic numbers are in the order the client met them; their rank sorts them by name.
     rank = np.empty(len(topic_names), np.int32)
     rank[sorted(range(len(topic_names)), key=topic_names.__getitem__)] = np.arange(len(topic_names), dtype=np.int32)
@@ -351,7 +375,14 @@ def _columns(
             pa.array(topic_names, pa.string()).take(pa.array(topic_of[order], pa.int32())),
             pa.array(partitions[order], pa.int32()),
             pa.array(offsets[order], pa.int64()),
+            written_by_column(provenances, provenance_of[order]),
         ],
         schema=OFFSETS_SCHEMA,
     )
     return GroupOffsetColumns(groups, errors, table, read_through)
+
+
+def written_by_column(provenances: list[str], numbers: np.ndarray[Any, Any]) -> pa.DictionaryArray:
+    """The ``written_by`` column of rows numbered into ``provenances`` (-1: null)."""
+    indices = pa.array(numbers.astype(np.int32), pa.int32(), mask=numbers < 0)
+    return pa.DictionaryArray.from_arrays(indices, pa.array(provenances, pa.string()))

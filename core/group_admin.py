@@ -34,6 +34,7 @@ from mm2ctl.core.admin import TP, ItemError
 from mm2ctl.core.errors import ConfigError, KafkaClusterError
 from mm2ctl.core.java import compiled, java_tool
 from mm2ctl.core.maven import packaged_pom, resolve_jars
+from mm2ctl.core.provenance import written_by
 
 KAFKA_CLIENTS_VERSION = "4.3.1"
 #: Every group type a Kafka cluster can host, in the order reports list them.
@@ -80,6 +81,8 @@ class TypedPositions:
     offsets: dict[TP, int]
     lag: dict[TP, int] = field(default_factory=dict)
     error: ItemError | None = None
+    #: A streams group's commit metadata where mm2ctl wrote it (``core.provenance``); share groups keep none.
+    written_by: dict[TP, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +150,9 @@ class GroupAdmin:
                 out[r[1]].offsets[tp] = int(r[4])
                 if int(r[5]) >= 0:
                     out[r[1]].lag[tp] = int(r[5])
+                mine = written_by(r[6]) if len(r) > 6 else None
+                if mine is not None:
+                    out[r[1]].written_by[tp] = mine
             elif r[0] == "error":
                 p = out[r[1]]
                 out[r[1]] = TypedPositions(p.group, p.type, {}, {}, ItemError(r[2], r[3]))
@@ -185,17 +191,22 @@ class GroupAdmin:
         cmd = [java, "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-cp", group_admin_classpath(), _CLASS]
         try:
             proc = subprocess.run(
-                cmd, input=request, capture_output=True, text=True, timeout=self._timeout_s * 2 + 30, check=False
-            )
+                cmd,
+                input=request.encode("utf-8"),
+                capture_output=True,
+                timeout=self._timeout_s * 2 + 30,
+                check=False,
+            )  # the program reads and writes UTF-8 whatever the locale
         except subprocess.TimeoutExpired as exc:
             raise KafkaClusterError(f"the group calls on {self._name} did not finish in time") from exc
-        rows = [line.split("\t") for line in proc.stdout.splitlines()]
+        stdout, stderr = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+        rows = [line.split("\t") for line in stdout.splitlines()]
         fatal = next((r for r in rows if r[0] == "fatal"), None)
         if fatal is not None or proc.returncode == _FATAL_EXIT:
-            what = f"{fatal[1]}: {fatal[2]}" if fatal else proc.stderr.strip()[-300:]
+            what = f"{fatal[1]}: {fatal[2]}" if fatal else stderr.strip()[-300:]
             raise KafkaClusterError(f"listing or reading groups on {self._name} failed: {what}")
         if proc.returncode != 0 or not rows or rows[-1] != ["done"]:
-            tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
+            tail = stderr.strip().splitlines()[-1:] or ["no output"]
             raise KafkaClusterError(f"the group calls on {self._name} ended early (exit {proc.returncode}): {tail[0]}")
         return [r for r in rows[:-1] if r[0] != "unsupported"]
 

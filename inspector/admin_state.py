@@ -15,6 +15,7 @@ failed lookup becomes the ``error`` of the rows it concerns (partial failure is 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -31,6 +32,9 @@ from mm2ctl.core.progress import Progress
 from mm2ctl.inspector.group_offset_tables import kept_rows, offsets_table, partitions_of, target_rows
 from mm2ctl.inspector.selection import Selection
 from mm2ctl.inspector.statuses import ACTIVE_GROUP_STATES
+from mm2ctl.inspector.typed_groups import TypedGroups, appended
+
+log = logging.getLogger("mm2ctl.inspect")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +75,14 @@ def _err(e: ItemError | None, side: _Side | None = None, resource: str = "", nam
 
 
 def _groups_table(
-    name: str, described: dict[str, GroupDescription], groups: list[str], side: _Side | None = None
+    name: str,
+    described: dict[str, GroupDescription],
+    groups: list[str],
+    side: _Side | None = None,
+    types: dict[str, str] | None = None,
 ) -> pa.Table:
     rows = [described.get(g) for g in groups]
+    kinds = types or {}
     return pa.table(
         {
             "cluster_pair": pa.array([name] * len(groups), pa.string()),
@@ -84,6 +93,7 @@ def _groups_table(
                 [_err(d.error, side, "group", g) if d else "not described" for g, d in zip(groups, rows, strict=True)],
                 pa.string(),
             ),
+            "group_type": pa.array([kinds.get(g) for g in groups], pa.string()),
         }
     )
 
@@ -142,7 +152,8 @@ def collect_pair_state(
     target_side = _Side(pair.target, principal_of(pair.target_kafka_config))
     read_at = dt.datetime.now(dt.UTC)
 
-    with ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"admin-{name}") as pool:
+    with ThreadPoolExecutor(max_workers=6, thread_name_prefix=f"admin-{name}") as pool:
+        typed = TypedGroups(config, pair, pool, timeout_s=timeout_s)  # every group type, in the background
         target_topics_f = pool.submit(target.list_topics)
         source_topics = source.list_topics()
         listed = source.list_groups()
@@ -150,9 +161,16 @@ def collect_pair_state(
         say(f"{name}: {len(candidates)} source group(s) match; reading their state and committed offsets")
         described_f = pool.submit(source.describe_groups, candidates)
         gateway = driver_jvm()  # waits for a JVM that is starting; None without one
+        # Share and streams groups, read through the Java client after the others (``appended``).
+        unmirrored = typed.unmirrored(pair.source, lambda g: pair.group_filter.matches(g) and selection.group_ok(g))
+        candidates = [g for g in candidates if g not in unmirrored]
         committed = read_columns(source, candidates, jvm=_jvm(config, pair, pair.source, gateway))
         described = described_f.result()
         say(f"{name}: committed offsets read through {committed.read_through}")
+        if unmirrored:
+            say(f"{name}: {len(unmirrored)} share or streams group(s) match; reading their positions")
+            committed = appended(committed, typed.positions(pair.source, unmirrored))
+            described.update(typed.describe(pair.source, list(unmirrored)))
 
         # Per group and per topic, not per offset: which rows MM2 mirrors and the user asked for.
         wanted = [
@@ -174,11 +192,21 @@ def collect_pair_state(
         )
         source_bounds_f = pool.submit(source.partition_bounds, partitions)
         target_bounds_f = pool.submit(target.partition_bounds, remote_partitions)
-        target_described_f = pool.submit(target.describe_groups, groups)
-        target_committed = read_columns(target, groups, jvm=_jvm(config, pair, pair.target, gateway))
+        mirrored = [g for g in groups if g not in unmirrored]  # the unmirrored come last (``appended``)
+        target_described_f = pool.submit(target.describe_groups, mirrored)
+        target_committed = read_columns(target, mirrored, jvm=_jvm(config, pair, pair.target, gateway))
+        target_committed = appended(
+            target_committed, typed.positions(pair.target, {g: unmirrored[g] for g in groups if g in unmirrored})
+        )
         source_bounds = source_bounds_f.result()
         target_bounds = target_bounds_f.result()
         target_described = target_described_f.result()
+        target_described.update(typed.describe(pair.target, [g for g in groups if g in unmirrored]))
+        source_types = {g: t.type for g, t in typed.listed(pair.source).items()}
+        target_types = {g: t.type for g, t in typed.listed(pair.target).items()}
+    for note in typed.notes:  # the other groups are still right: say what is missing
+        log.warning("%s", note)
+        say(f"{name}: {note}")
 
     group_errors = [_err(e, source_side, "group", g) for g, e in zip(committed.groups, committed.errors, strict=True)]
     source_group_offsets = offsets_table(name, kept, committed.groups, group_errors)
@@ -211,7 +239,7 @@ def collect_pair_state(
     target_errors: list[str | None] = [None] * len(groups)
     for i in failed:
         target_errors[i] = _err(target_committed.errors[i], target_side, "group", groups[i])
-    target_group_offsets = offsets_table(name, target_found, groups, target_errors)
+    target_group_offsets = offsets_table(name, target_found, groups, target_errors, written_by=True)
     return PairState(
         pair=pair,
         read_at=read_at,
@@ -219,9 +247,9 @@ def collect_pair_state(
         source_partitions=source_partitions,
         target_partitions=target_partitions,
         target_group_offsets=target_group_offsets,
-        source_groups=_groups_table(name, described, groups, source_side),
+        source_groups=_groups_table(name, described, groups, source_side, source_types),
         # A group that does not exist on the target yet comes back Dead with no members: not an error.
-        target_groups=_groups_table(name, target_described, groups, target_side),
+        target_groups=_groups_table(name, target_described, groups, target_side, target_types),
         source_topics=frozenset(source_topics),
         target_topics=frozenset(target_topics),
     )

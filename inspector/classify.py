@@ -13,6 +13,7 @@ import datetime as dt
 from pyspark.sql import DataFrame
 
 from mm2ctl.core.config import PairConfig
+from mm2ctl.core.group_admin import UNMIRRORED_TYPES
 from mm2ctl.inspector import statuses
 from mm2ctl.inspector.sql_text import Statement, moment
 from mm2ctl.inspector.statuses import Blocking, Status
@@ -72,7 +73,7 @@ def join_target_state(
         sp.earliest_offset AS source_earliest, sp.latest_offset AS source_latest, sp.remote_topic,
         sg.state AS source_group_state, tp.earliest_offset AS target_earliest, tp.latest_offset AS target_latest,
         tg.state AS target_group_state, tg.member_count AS target_group_members,
-        mp.position_known AS mm2_position_known, mp.mm2_next_offset,
+        mp.position_known AS mm2_position_known, mp.mm2_next_offset, sg.group_type,
         t.error AS _e_go, sp.topic AS _sp_topic, sp.error AS _e_sp, tp.error AS _e_tp, sg.error AS _e_sg,
         tg.error AS _e_tg
       FROM {{translated}} t
@@ -88,7 +89,7 @@ def join_target_state(
     clustered AS (SELECT /*+ REPARTITION(cluster_pair, `group`) */ * FROM facts),
     tgo AS (SELECT /*+ REPARTITION(cluster_pair, `group`) */ * FROM {{target_group_offsets}}),
     joined AS (
-      SELECT t.*, tgo.committed_offset AS target_offset, tgo.error AS _e_tgo,
+      SELECT t.*, tgo.committed_offset AS target_offset, tgo.error AS _e_tgo, tgo.written_by AS target_written_by,
         cp.upstream_offset AS checkpoint_upstream, cp.downstream_offset AS checkpoint_offset,
         cp.record_timestamp AS checkpoint_timestamp
       FROM clustered t
@@ -103,7 +104,7 @@ def join_target_state(
       oldest_sync_downstream, sync_count, source_earliest, source_latest, remote_topic, source_group_state,
       target_earliest, target_latest, target_offset, target_group_state, target_group_members,
       checkpoint_upstream, checkpoint_offset, checkpoint_timestamp, mm2_position_known, mm2_next_offset,
-      CASE WHEN _errors != '' THEN _errors END AS error
+      CASE WHEN _errors != '' THEN _errors END AS error, group_type, target_written_by
     FROM errors
     """
     return q.run(
@@ -161,6 +162,7 @@ def _explanation(q: Statement) -> str:
     untranslatable = "committed_offset IS NOT NULL AND translated_offset IS NULL"
     return (
         f"CASE WHEN status = '{Status.NOT_YET_COPIED.value}' THEN {_not_copied_explanation(q)} "
+        f"WHEN status = '{Status.NOT_CHECKPOINTED.value}' THEN {_unmirrored_explanation(q)} "
         f"WHEN {untranslatable} AND status = '{Status.NO_OFFSET_SYNCS.value}' THEN {none} "
         f"WHEN {untranslatable} AND oldest_sync_upstream IS NOT NULL AND status = '{Status.NOT_SYNCED.value}' "
         f"THEN {below} END"
@@ -182,6 +184,26 @@ def _not_copied_explanation(q: Statement) -> str:
         f"concat({q.value(MM2_BEHIND)}, cast(_behind AS STRING), {q.value(RECORDS_BEHIND)}, "
         f"cast(committed_offset AS STRING), {q.value(COPIED_BELOW)}, cast(_copied AS STRING), {q.value(WAIT_FOR_MM2)})"
     )
+
+
+NEVER_CHECKPOINTS_TYPE = "MM2 never checkpoints "
+NO_TARGET_POSITION = " groups. The target group has no position, so after a failover through MM2 alone it starts at "
+SHARE_START = "the log end (share.auto.offset.reset=latest)"
+STREAMS_START = "the earliest offset (Kafka Streams' default)"
+RUN_PLAN = "plan failover writes its translated position, proven by content"
+SHARE_REDELIVERS = "; the records it acknowledged past its start offset are delivered again after any failover"
+
+
+def _unmirrored_explanation(q: Statement) -> str:
+    """Where a share or streams group would start after a failover through MM2 alone, and what moves it."""
+    start = f"CASE WHEN group_type = 'share' THEN {q.value(SHARE_START)} ELSE {q.value(STREAMS_START)} END"
+    none_there = (
+        f"CASE WHEN target_offset IS NULL THEN concat({q.value(NO_TARGET_POSITION)}, {start}, '. ') "
+        "ELSE ' groups. ' END"
+    )
+    redelivers = f"CASE WHEN group_type = 'share' THEN {q.value(SHARE_REDELIVERS)} ELSE '' END"
+    never = q.value(NEVER_CHECKPOINTS_TYPE)
+    return f"concat({never}, group_type, {none_there}, {q.value(RUN_PLAN)}, {redelivers}, '.')"
 
 
 def _copy_position() -> tuple[str, str]:
@@ -236,10 +258,17 @@ def classify(
     Output: ``schemas.CLASSIFIED_SCHEMA`` (Aiven's columns first, in its order).
     """
     q = Statement()
-    judged = "target_offset" if sync_group_offsets_enabled else "checkpoint_offset"
+    unmirrored = f"coalesce(group_type IN ({q.values(sorted(UNMIRRORED_TYPES))}), false)"
+    # MM2 never writes a share or streams group: it is judged by whatever the target holds, else by where the
+    # group starts without a position (``inspector.statuses``, ``not_checkpointed``).
+    mm2_judged = "target_offset" if sync_group_offsets_enabled else "checkpoint_offset"
+    reset = "CASE WHEN group_type = 'share' THEN target_latest ELSE target_earliest END"
+    judged_sql = f"CASE WHEN {unmirrored} THEN coalesce(target_offset, {reset}) ELSE {mm2_judged} END"
+    judged = "_judged"
     active_states = q.values(sorted(s.upper() for s in statuses.ACTIVE_GROUP_STATES))
     active = (
-        f"({'true' if sync_group_offsets_enabled else 'false'} AND (coalesce(target_group_members > 0, false) "
+        f"({'true' if sync_group_offsets_enabled else 'false'} AND NOT {unmirrored} "
+        f"AND (coalesce(target_group_members > 0, false) "
         f"OR coalesce(upper(translate(target_group_state, '_ ', '')) IN ({active_states}), false)))"
     )
     both = f"({judged} IS NOT NULL AND translated_offset IS NOT NULL)"
@@ -259,6 +288,7 @@ def classify(
       WHEN target_latest IS NULL THEN {s[Status.REMOTE_TOPIC_MISSING]}
       WHEN {active} THEN {s[Status.TARGET_GROUP_ACTIVE]}
       WHEN coalesce(_behind > 0, false) THEN {s[Status.NOT_YET_COPIED]}
+      WHEN {unmirrored} THEN {s[Status.NOT_CHECKPOINTED]}
       WHEN {both} AND {judged} > translated_offset THEN {s[Status.TARGET_AHEAD]}
       WHEN {both} AND coalesce({gap} > {slack}, false) AND NOT {fresh} THEN {s[Status.STALE_SYNC]}
       WHEN {judged} IS NOT NULL THEN {s[Status.SYNCED]}
@@ -274,6 +304,7 @@ def classify(
         Status.REMOTE_TOPIC_MISSING: Blocking.MIRROR_SOURCE_CONNECTOR,
         Status.TARGET_GROUP_ACTIVE: Blocking.TARGET_GROUP,
         Status.NOT_YET_COPIED: Blocking.MIRROR_SOURCE_CONNECTOR,
+        Status.NOT_CHECKPOINTED: Blocking.CHECKPOINT_CONNECTOR,
         Status.TARGET_AHEAD: ahead_blocker,
         Status.STALE_SYNC: Blocking.CHECKPOINT_CONNECTOR,
         Status.SOURCE_PARTITION_EMPTY: Blocking.SOURCE_PARTITION,
@@ -287,7 +318,11 @@ def classify(
         f"THEN '{Blocking.MIRROR_SOURCE_CONNECTOR.value}' "
         f"ELSE {q.map_of({c.value: b.value for c, b in blockers.items()})}[status] END"
     )
-    exact = f"coalesce(translation_method IN ({q.values(sorted(EXACT_METHODS))}), false)"
+    # A share group's start offset is not its position (what it acknowledged past it is delivered again): a bound.
+    exact = (
+        f"(coalesce(translation_method IN ({q.values(sorted(EXACT_METHODS))}), false) "
+        "AND coalesce(group_type != 'share', true))"
+    )
     ok = ", ".join(f"'{code.value}'" for code in sorted(statuses.OK_STATUSES))
     zero = "CAST(0 AS BIGINT)"
     skip = f"try_subtract({judged}, translated_offset)"
@@ -296,7 +331,9 @@ def classify(
     cross_join = "CROSS JOIN {fresh_since} fresh_since" if moments else ""
     copied, behind = _copy_position()
     text = f"""
-    WITH positioned AS (SELECT j.*, {copied} AS _copied, {behind} AS _behind FROM {{joined}} j),
+    WITH positioned AS (
+      SELECT j.*, {copied} AS _copied, {behind} AS _behind, {judged_sql} AS _judged FROM {{joined}} j
+    ),
     staged AS (SELECT p.*, {status} AS status FROM positioned p {cross_join}),
     grouped AS (
       SELECT *, (sum(CAST(status = {s[Status.SYNCED]} AS INT)) OVER (PARTITION BY cluster_pair, `group`)
@@ -323,7 +360,7 @@ def classify(
       CASE WHEN {both} THEN greatest({skip}, {zero}) END AS skip_if_failover_now_at_most,
       _behind AS mm2_records_behind,
       {_explanation(q)} AS explanation,
-      error
+      error, group_type, target_written_by
     FROM grouped
     """
     return q.run(joined.sparkSession, text, joined=joined, **moments)

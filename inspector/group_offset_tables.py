@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from mm2ctl.core.committed_offsets import GroupOffsetColumns
+from mm2ctl.core.committed_offsets import WRITTEN_BY, GroupOffsetColumns
 
 
 def kept_rows(table: pa.Table, wanted: Sequence[bool], topic_ok: Callable[[str], bool]) -> pa.Table:
@@ -31,19 +31,23 @@ def partitions_of(rows: pa.Table) -> Iterator[tuple[str, int]]:
     yield from zip(distinct.column("topic").to_pylist(), distinct.column("partition").to_pylist(), strict=True)
 
 
-def offsets_table(name: str, rows: pa.Table, groups: Sequence[str], errors: Sequence[str | None]) -> pa.Table:
-    """``rows`` (group numbers into ``groups``) in the group-offsets schema, each with its group's error."""
+def offsets_table(
+    name: str, rows: pa.Table, groups: Sequence[str], errors: Sequence[str | None], *, written_by: bool = False
+) -> pa.Table:
+    """``rows`` (group numbers into ``groups``) in the group-offsets schema, each with its group's error, and
+    with ``written_by`` (the target's table) the metadata of the offsets mm2ctl wrote."""
     index = rows.column("group_index")
-    return pa.table(
-        {
-            "cluster_pair": pa.repeat(pa.scalar(name, pa.string()), rows.num_rows),
-            "group": pa.array(groups, pa.string()).take(index),
-            "topic": rows.column("topic").cast(pa.string()),
-            "partition": rows.column("partition").cast(pa.int32()),
-            "committed_offset": rows.column("committed_offset").cast(pa.int64()),
-            "error": pa.array(errors, pa.string()).take(index),
-        }
-    )
+    columns = {
+        "cluster_pair": pa.repeat(pa.scalar(name, pa.string()), rows.num_rows),
+        "group": pa.array(groups, pa.string()).take(index),
+        "topic": rows.column("topic").cast(pa.string()),
+        "partition": rows.column("partition").cast(pa.int32()),
+        "committed_offset": rows.column("committed_offset").cast(pa.int64()),
+        "error": pa.array(errors, pa.string()).take(index),
+    }
+    if written_by:
+        columns["written_by"] = rows.column("written_by").cast(pa.string())
+    return pa.table(columns)
 
 
 def target_rows(
@@ -72,6 +76,7 @@ def target_rows(
                     remote_names.take(pc.index_in(rows.column("topic"), value_set=topics)),
                     rows.column("partition"),
                     pa.nulls(rows.num_rows, pa.int64()),
+                    pa.nulls(rows.num_rows, WRITTEN_BY),
                 ],
                 schema=_NULLABLE_OFFSETS,
             )
@@ -82,5 +87,11 @@ def target_rows(
 
 
 _NULLABLE_OFFSETS = pa.schema(
-    [("group_index", pa.int32()), ("topic", pa.string()), ("partition", pa.int32()), ("committed_offset", pa.int64())]
+    [
+        ("group_index", pa.int32()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("committed_offset", pa.int64()),
+        ("written_by", WRITTEN_BY),
+    ]
 )

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from mm2ctl.core.config import MM2Config
+from mm2ctl.core.group_admin import GROUP_TYPES
 from mm2ctl.inspector.result import InspectionResult
 from mm2ctl.inspector.statuses import PartitionStatus, Status
 
@@ -51,6 +52,8 @@ class InspectionMetrics:
     replicated_partitions: Mapping[tuple[str, str], int] = field(default_factory=dict)
     #: flow -> MM2's ``emit.checkpoints.interval.seconds``, what a checkpoint's age compares with.
     checkpoint_interval_seconds: Mapping[str, float] = field(default_factory=dict)
+    #: (flow, group type) -> inspected groups; every type of every flow, zeros included.
+    groups_by_type: Mapping[tuple[str, str], int] = field(default_factory=dict)
 
 
 def inspection_metrics(result: InspectionResult, config: MM2Config) -> InspectionMetrics:
@@ -86,7 +89,16 @@ def inspection_metrics(result: InspectionResult, config: MM2Config) -> Inspectio
         checkpoint_interval_seconds={
             name: float(config.pair(name).emit_checkpoints_interval_seconds) for name in result.pairs
         },
+        groups_by_type=_groups_by_type(result),
     )
+
+
+def _groups_by_type(result: InspectionResult) -> dict[tuple[str, str], int]:
+    counts = {(flow, kind): 0 for flow in result.pairs for kind in GROUP_TYPES}
+    for flow, totals in result.summary.totals.items():
+        for kind, n in totals.groups_by_type.items():
+            counts[(flow, kind)] = n
+    return counts
 
 
 _PARTITION_FIELDS = [

@@ -32,6 +32,7 @@ METRIC_NAMES = (
     "mm2ctl_checkpoint_interval_seconds",
     "mm2ctl_group_partitions",
     "mm2ctl_replicated_partitions",
+    "mm2ctl_groups",
     "mm2ctl_failover_replay_messages",
     "mm2ctl_failover_skip_messages",
     "mm2ctl_inspection_duration_seconds",
@@ -169,6 +170,15 @@ def metric_families(m: InspectionMetrics) -> Iterator[Metric]:
     for (flow, status), count in sorted(m.group_partitions.items()):
         group_partitions.add_metric([flow, status], count)
     yield group_partitions
+    by_type = GaugeMetricFamily(
+        "mm2ctl_groups",
+        "Inspected groups per group type (classic, consumer, share, streams); MM2 never checkpoints share or "
+        "streams groups.",
+        labels=["flow", "type"],
+    )
+    for (flow, kind), count in sorted(m.groups_by_type.items()):
+        by_type.add_metric([flow, kind], count)
+    yield by_type
     replicated = GaugeMetricFamily(
         "mm2ctl_replicated_partitions", "Replicated source partitions per replication status.", labels=STATUS_LABELS
     )

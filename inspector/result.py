@@ -9,6 +9,7 @@ Nothing in this module imports Spark, so the CLI that formats a result does not 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -61,6 +62,11 @@ class PairTotals:
     checkpointed_groups: int
     #: The oldest group's newest checkpoint, in seconds (None: no group has one).
     oldest_checkpoint_age_seconds: float | None
+    #: Groups with rows per group type (``classic``, ``consumer``, ``share``, ``streams``; ``unknown`` when
+    #: the listing of every type failed).
+    groups_by_type: Mapping[str, int] = field(default_factory=dict)
+    #: Group partitions whose target offset mm2ctl wrote (its metadata names the plan: ``target_written_by``).
+    written_by_mm2ctl: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +80,8 @@ class GroupFigures:
     failover_skip_messages: int
     #: status -> group partitions
     statuses: Mapping[str, int]
+    #: ``classic``, ``consumer``, ``share`` or ``streams``; None when the listing of every type failed.
+    group_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +136,7 @@ def summarize(
             failover_replay_messages=sum(int(f["replay"] or 0) for f in rows),
             failover_skip_messages=sum(int(f["skip"] or 0) for f in rows),
             statuses={f["status"]: f["partitions"] for f in rows},
+            group_type=next((f["group_type"] for f in rows if f.get("group_type")), None),
         )
         for (pair, group), rows in sorted(by_group.items())
     )
@@ -160,6 +169,8 @@ def _totals(
         groups=len(groups),
         checkpointed_groups=len(ages),
         oldest_checkpoint_age_seconds=max(ages, default=None),
+        groups_by_type=dict(sorted(Counter(g.group_type or "unknown" for g in groups).items())),
+        written_by_mm2ctl=sum(int(f.get("written_by_mm2ctl") or 0) for g in groups for f in by_group[(pair, g.group)]),
     )
 
 

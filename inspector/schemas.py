@@ -177,13 +177,15 @@ TARGET_GROUP_OFFSETS_SCHEMA = StructType(
         _f("partition", IntegerType(), False),
         _f("committed_offset", LongType()),
         _f("error", StringType()),
+        _f("written_by", StringType()),  # the commit's metadata when mm2ctl wrote it (core.provenance), else null
     ]
 )
 
 #: ``DescribeConsumerGroups`` per cluster side, used for both the source and the target groups. ``state`` is
 #: the Kafka ``ConsumerGroupState``/``GroupState`` name as the client spells it (``Stable``, ``Empty``,
 #: ``Dead``, ``PreparingRebalance``, ``CompletingRebalance``, ``Assigning``, ``Reconciling``, ``Unknown``);
-#: a group absent on a cluster is absent here or ``Dead``.
+#: a group absent on a cluster is absent here or ``Dead``. ``group_type`` is ``classic``, ``consumer``,
+#: ``share`` or ``streams`` as the cluster lists it (null when the listing of every type failed).
 GROUP_STATES_SCHEMA = StructType(
     [
         _f("cluster_pair", StringType(), False),
@@ -191,6 +193,7 @@ GROUP_STATES_SCHEMA = StructType(
         _f("state", StringType()),
         _f("member_count", IntegerType()),
         _f("error", StringType()),
+        _f("group_type", StringType()),
     ]
 )
 
@@ -248,6 +251,8 @@ JOINED_SCHEMA = StructType(
         _f("mm2_position_known", BooleanType()),
         _f("mm2_next_offset", LongType()),
         _f("error", StringType()),
+        _f("group_type", StringType()),
+        _f("target_written_by", StringType()),
     ]
 )
 
@@ -291,6 +296,8 @@ CLASSIFIED_SCHEMA = StructType(
         _f("mm2_records_behind", LongType()),
         _f("explanation", StringType()),
         _f("error", StringType()),
+        _f("group_type", StringType()),
+        _f("target_written_by", StringType()),
     ]
 )
 

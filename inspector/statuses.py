@@ -52,6 +52,15 @@ Precedence (first match wins)
                              the target yet, so no translation of ``c`` is current, whatever ``J`` says.
                              Never when ``P`` is unknown. An empty partition (``c <= latest = earliest <=
                              P``) never is, nor a group past the source's end (``source_group_too_old``).
+4a. ``not_checkpointed``      a share or streams group (Kafka 4.2+): MirrorMaker 2 lists only classic and
+                             consumer groups, so it never checkpoints these nor syncs their offsets; only
+                             ``plan failover`` moves them (ok: a fact of MM2, not a fault). ``J`` is whatever
+                             the target group holds, else where the group starts without one: a share group
+                             at the log end (``share.auto.offset.reset`` defaults to latest), a streams group
+                             at the earliest offset (Kafka Streams' default). ``target_group_active`` never
+                             applies (MM2 writes no offset of theirs to be blocked). A share group's start
+                             offset is not its position: records it acknowledged past it are delivered
+                             again after any failover, so its replay is a bound (at least), never exact.
 5. ``target_ahead``          ``J > T``: resuming on the target skips messages (IdentityReplicationPolicy
                              "replication without translation", or a source group reset backwards).
 6. ``stale_sync``            ``T - J`` beyond the slack above: resuming replays more than MM2 should.
@@ -91,6 +100,7 @@ class Status(StrEnum):
     REMOTE_TOPIC_MISSING = "remote_topic_missing"
     TARGET_GROUP_ACTIVE = "target_group_active"
     NOT_YET_COPIED = "not_yet_copied"
+    NOT_CHECKPOINTED = "not_checkpointed"
     TARGET_AHEAD = "target_ahead"
     STALE_SYNC = "stale_sync"
     SYNCED = "synced"
@@ -106,7 +116,13 @@ PRECEDENCE: tuple[Status, ...] = tuple(Status)
 
 #: Statuses that need no action: ``is_ok`` is true exactly for these.
 OK_STATUSES = frozenset(
-    {Status.SYNCED, Status.SOURCE_PARTITION_EMPTY, Status.SOURCE_GROUP_TOO_OLD, Status.OFFSET_SYNCS_DISABLED}
+    {
+        Status.SYNCED,
+        Status.SOURCE_PARTITION_EMPTY,
+        Status.SOURCE_GROUP_TOO_OLD,
+        Status.OFFSET_SYNCS_DISABLED,
+        Status.NOT_CHECKPOINTED,
+    }
 )
 
 
@@ -186,6 +202,12 @@ OFFSET_SYNCS_DISABLED_MESSAGE = (
     "by content."
 )
 
+NOT_CHECKPOINTED_MESSAGE = (
+    "Not translated by MirrorMaker 2: this is a share or streams group, which MM2 never checkpoints, so after a "
+    "failover through MM2 alone the group starts from its reset policy; plan failover translates it, proven by "
+    "content."
+)
+
 
 def aiven_message(status: Status, others_synced: bool) -> str | None:
     """Aiven's message for a status it knows, choosing the "other partitions" variant; else None."""
@@ -211,6 +233,7 @@ OWN_MESSAGES: dict[Status, str] = {
     Status.STALE_SYNC: STALE_SYNC_MESSAGE,
     Status.NO_OFFSET_SYNCS: NO_OFFSET_SYNCS_MESSAGE,
     Status.OFFSET_SYNCS_DISABLED: OFFSET_SYNCS_DISABLED_MESSAGE,
+    Status.NOT_CHECKPOINTED: NOT_CHECKPOINTED_MESSAGE,
 }
 
 #: Consumer group states in which the group has (or is getting) members; MM2 refuses to write offsets then.

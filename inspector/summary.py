@@ -29,7 +29,8 @@ def group_figures(rows: DataFrame, *, problem_rows: int = PROBLEM_ROWS) -> DataF
       sum(coalesce(skip_if_failover_now, skip_if_failover_now_at_most)) AS skip,
       sum(replay_if_failover_now_at_least) AS replay_at_least,
       sum(skip_if_failover_now_at_most) AS skip_at_most,
-      min({GROUP_CHECKPOINT_AGE}) AS checkpoint_age,
+      min({GROUP_CHECKPOINT_AGE}) AS checkpoint_age, first(group_type, true) AS group_type,
+      sum(CAST(target_written_by IS NOT NULL AS INT)) AS written_by_mm2ctl,
       slice(array_sort(collect_list({problem})), 1, {q.value(problem_rows)}) AS problems
     FROM {{rows}}
     GROUP BY cluster_pair, `group`, status

@@ -90,6 +90,18 @@ class Digest:
     #: Whether ``rows`` holds only the worst rows (the inspection has more than ``ROW_LIMIT``).
     aggregated: bool
     totals: dict[str, int] = field(default_factory=dict)
+    #: Inspected groups per group type (empty for an inspection written before rows carried the type).
+    groups_by_type: dict[str, int] = field(default_factory=dict)
+
+
+def _groups_by_type(g: pa.Table) -> dict[str, int]:
+    if "group_type" not in g.column_names:
+        return {}
+    distinct = g.group_by(["cluster_pair", "group"]).aggregate([("group_type", "max")])
+    counts: dict[str, int] = {}
+    for kind in distinct["group_type_max"].to_pylist():
+        counts[kind or "unknown"] = counts.get(kind or "unknown", 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def _rank(status: pa.ChunkedArray) -> pa.Array:
@@ -318,4 +330,5 @@ def digest(tables: InspectionTables, lag_threshold: int) -> Digest:
         rows=rows,
         aggregated=aggregated,
         totals=totals,
+        groups_by_type=_groups_by_type(g),
     )

@@ -103,6 +103,9 @@ def _header(tables: InspectionTables, d: Digest, setup: SetupReport | None, at: 
             "replicated partitions with a problem",
         ),
     ]
+    if d.groups_by_type:
+        kinds = " · ".join(f"{kind} {count:,}" for kind, count in d.groups_by_type.items())
+        cards.append((kinds, "groups by type (MM2 never checkpoints share or streams groups)"))
     card_html = "".join(f"<div class='card'><b>{_e(v)}</b><span>{_e(k)}</span></div>" for v, k in cards)
     return (
         "<header><h1>MirrorMaker 2 migration report</h1>"

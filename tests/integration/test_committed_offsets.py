@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from confluent_kafka.admin import (
     AclBinding,
@@ -62,7 +63,8 @@ def _flow(lab: LabInfo, prefix: str, roles: tuple[str, ...] = ("heartbeat",)) ->
     """Topics and groups of every kind the admin state tells apart, written as the lab's admin principal:
 
     - ``ga``: offsets on both mirrored topics, and on the target on the remote topics and on a topic of the
-      target's own (which is not a remote topic);
+      target's own (which is not a remote topic); two of its target offsets carry metadata, one mm2ctl's
+      (``WRITTEN``, which both readers give as ``written_by``), one an application's;
     - ``gb``: on a mirrored topic and on a topic MM2 does not mirror, on the target on one remote partition;
     - ``gc``: only on the topic MM2 does not mirror (nothing to inspect);
     - ``gd``: on a mirrored topic, nothing on the target;
@@ -92,9 +94,13 @@ def _flow(lab: LabInfo, prefix: str, roles: tuple[str, ...] = ("heartbeat",)) ->
         {
             f.group("a"): {(r1, 0): 4, (r1, 1): 0, (r1, 2): 16, (r2, 0): 3, (local, 0): 1},
             f.group("b"): {(r1, 1): 4},
-        }
+        },
+        metadata={f.group("a"): {(r1, 2): WRITTEN, (r2, 0): "the application's own"}},
     )
     return Flow(name, flow.mm2_config, config, pair, tuple(f.group(s) for s in ("a", "b", "c", "d", "none")))
+
+
+WRITTEN = "mm2ctl:p0123:verified_delta"
 
 
 def _jvm(spark: Any, flow: Flow, alias: str) -> JvmAdmin:
@@ -120,6 +126,10 @@ def test_the_jvm_and_librdkafka_read_the_same_offsets(lab: LabInfo, spark: Any) 
     source = read_columns(_admin(flow, flow.pair.source), flow.groups, jvm=_jvm(spark, flow, flow.pair.source))
     assert source.by_group()[flow.group("a")].offsets[(flow.topic("t1"), 2)] == 17
     assert source.table.num_rows == 5 + 2 + 1 + 1
+    target = read_columns(_admin(flow, flow.pair.target), flow.groups, jvm=_jvm(spark, flow, flow.pair.target))
+    written = target.table.filter(pc.is_valid(target.table.column("written_by")))
+    assert written.column("written_by").cast(pa.string()).to_pylist() == [WRITTEN]
+    assert written.column("partition").to_pylist() == [2]
 
 
 def _per_offset_tables(config: MM2Config, pair: PairConfig, selection: Selection) -> tuple[pa.Table, pa.Table]:
@@ -218,7 +228,13 @@ def test_the_admin_state_is_the_per_offset_one_either_way(lab: LabInfo, spark: A
     _same_state(in_jvm, with_librdkafka)
     source_rows, target_rows = _per_offset_tables(flow.config, flow.pair, selection)
     assert in_jvm.source_group_offsets.equals(source_rows)
-    assert in_jvm.target_group_offsets.equals(target_rows)
+    assert in_jvm.target_group_offsets.drop_columns(["written_by"]).equals(target_rows)
+    written = {
+        (r["topic"], r["partition"]): r["written_by"]
+        for r in in_jvm.target_group_offsets.to_pylist()
+        if r["written_by"] is not None
+    }
+    assert written == {(flow.pair.remote_topic(flow.topic("t1")), 2): WRITTEN}
     groups = set(in_jvm.source_group_offsets.column("group").to_pylist())
     if topics is None:
         assert groups == {flow.group("a"), flow.group("b"), flow.group("d")}

@@ -56,6 +56,29 @@ def _produce(conf: dict[str, str], topic: str, start: int, count: int) -> None:
     records.produce(conf, topic, [(b"k", b"p%d-%06d" % (p, i), p) for p in (0, 1) for i in range(start, start + count)])
 
 
+def _inspect_shows_what_mm2ctl_wrote(
+    src: dict[str, str], mm2_config: str, state_dir: Path, name: str, share: str, streams: str, plan_id: str
+) -> None:
+    """``inspect`` after the apply: rows for both groups, at their source positions, as never checkpointed by
+    MM2, each at the target position the plan wrote; the streams group's offsets name the plan that wrote them
+    (share groups keep no metadata)."""
+    args = ("inspect", "--mm2-config", mm2_config, "--groups", f"iso-{name}-.*", "--format", "json", "--quiet")
+    proc = mm2ctl(*args, state=state_dir)
+    assert proc.returncode in (0, 10), proc.stderr
+    rows = {(r["group"], r["partition"]): r for r in map(json.loads, proc.stdout.splitlines())}
+    positions = GroupAdmin(src, "primary").positions({share: "share", streams: "streams"})
+    for p in (0, 1):
+        s, t = rows[(share, p)], rows[(streams, p)]
+        assert (s["group_type"], t["group_type"]) == ("share", "streams")
+        assert (s["status"], t["status"]) == ("not_checkpointed", "not_checkpointed")
+        assert s["is_ok"] and t["is_ok"]
+        assert s["source_offset"] == positions[share].offsets[(s["topic"], p)]
+        assert t["source_offset"] == positions[streams].offsets[(t["topic"], p)] == FIRST
+        assert s["target_written_by"] is None
+        assert t["target_written_by"] == f"mm2ctl:{plan_id}:verified_delta"
+        assert "MM2 never checkpoints share groups" in s["explanation"]
+
+
 def test_share_and_streams_groups_fail_over_with_nothing_lost(lab: LabInfo, state_dir: Path, tmp_path: Path) -> None:
     name = "types" + uuid.uuid4().hex[:6]
     topic, out_src, out_dst = f"iso-{name}-t", f"iso-{name}-out", f"{name}-out-dst"
@@ -118,6 +141,7 @@ def test_share_and_streams_groups_fail_over_with_nothing_lost(lab: LabInfo, stat
     }
     provenance = f"mm2ctl:{doc['plan']['plan_id']}:verified_delta"
     assert KafkaAdmin.connect(dst).commit_metadata(streams) == {(remote, p): provenance for p in (0, 1)}
+    _inspect_shows_what_mm2ctl_wrote(src, flow.mm2_config, state_dir, name, share, streams, doc["plan"]["plan_id"])
 
     # The streams application on the target processes exactly the records it had not processed.
     with start_streams_app(lab.target.bootstrap, streams, remote, out_dst, log_path=tmp_path / "dst-app.log"):

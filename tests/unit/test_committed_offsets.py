@@ -17,8 +17,14 @@ from mm2ctl.core.admin import GroupOffsets, ItemError, OffsetLists
 from mm2ctl.inspector import group_offset_tables as tables
 
 
-def _columns(groups: tuple[str, ...], rows: list[list[tuple[str, int, int]]], errors: tuple[Any, ...] = ()) -> Any:
-    """``_columns`` of per-group (topic, partition, offset) rows, topics numbered in the order met."""
+def _columns(
+    groups: tuple[str, ...],
+    rows: list[list[tuple[str, int, int]]],
+    errors: tuple[Any, ...] = (),
+    metadata: list[str | None] | None = None,
+) -> Any:
+    """``_columns`` of per-group (topic, partition, offset) rows, topics numbered in the order met, each with its
+    commit ``metadata`` (default: none)."""
     topics: list[str] = []
     flat = [r for group_rows in rows for r in group_rows]
     for topic, _, _ in flat:
@@ -33,21 +39,24 @@ def _columns(groups: tuple[str, ...], rows: list[list[tuple[str, int, int]]], er
         partitions=np.array([p for _, p, _ in flat], np.int32),
         offsets=np.array([o for _, _, o in flat], np.int64),
         read_through=co.LIBRDKAFKA,
+        written_by=co._written_by(metadata or [None] * len(flat), len(flat)),
     )
 
 
 def test_columns_drop_partitions_without_an_offset_and_sort_by_group_topic_partition() -> None:
+    mine = "mm2ctl:p1:verified_delta"
     got = _columns(
         ("g1", "g0"),
         [[("b", 1, 7), ("a", 2, -1), ("a", 0, 5), ("b", 0, 3)], [("c", 0, 9), ("a", 4, 1)]],
+        metadata=[mine + "\x00", mine, "app's own", None, "", "mm2ctl:p2:rollback"],
     )
     assert got.table.schema == co.OFFSETS_SCHEMA
     assert got.table.to_pylist() == [
-        {"group_index": 0, "topic": "a", "partition": 0, "committed_offset": 5},
-        {"group_index": 0, "topic": "b", "partition": 0, "committed_offset": 3},
-        {"group_index": 0, "topic": "b", "partition": 1, "committed_offset": 7},
-        {"group_index": 1, "topic": "a", "partition": 4, "committed_offset": 1},
-        {"group_index": 1, "topic": "c", "partition": 0, "committed_offset": 9},
+        {"group_index": 0, "topic": "a", "partition": 0, "committed_offset": 5, "written_by": None},
+        {"group_index": 0, "topic": "b", "partition": 0, "committed_offset": 3, "written_by": None},
+        {"group_index": 0, "topic": "b", "partition": 1, "committed_offset": 7, "written_by": mine},
+        {"group_index": 1, "topic": "a", "partition": 4, "committed_offset": 1, "written_by": "mm2ctl:p2:rollback"},
+        {"group_index": 1, "topic": "c", "partition": 0, "committed_offset": 9, "written_by": None},
     ]
 
 
@@ -68,19 +77,25 @@ def test_by_group_gives_the_facades_dicts_with_each_groups_error() -> None:
 
 
 def _file(
-    groups: list[tuple[int, tuple[str, str] | None]], topics: list[str], rows: list[tuple[int, int, int]]
+    groups: list[tuple[int, tuple[str, str] | None]],
+    topics: list[str],
+    rows: list[tuple[int, int, int]],
+    provenances: tuple[list[str], list[int]] = ([], []),
 ) -> bytes:
     """A file as ``CommittedOffsets.java`` writes it: per group its row count or its error; rows are
-    (offset, partition, topic number)."""
+    (offset, partition, topic number); ``provenances``: the distinct metadata mm2ctl wrote and each row's
+    number into it (-1: none; default: every row none)."""
 
     def string(s: str) -> bytes:
         b = s.encode()
         return struct.pack("<i", len(b)) + b
 
-    head = struct.pack("<ii", 1, len(groups))
+    head = struct.pack("<ii", 2, len(groups))
     for count, error in groups:
         head += struct.pack("<i", count) + (string(error[0]) + string(error[1]) if error else b"")
     head += struct.pack("<i", len(topics)) + b"".join(string(t) for t in topics)
+    names, numbers = provenances
+    head += struct.pack("<i", len(names)) + b"".join(string(v) for v in names)
     head += b"\0" * (-len(head) % 8)
     n = len(rows)
     return (
@@ -88,6 +103,7 @@ def _file(
         + struct.pack(f"<{n}q", *(r[0] for r in rows))
         + struct.pack(f"<{n}i", *(r[1] for r in rows))
         + struct.pack(f"<{n}i", *(r[2] for r in rows))
+        + struct.pack(f"<{n}i", *(numbers or [-1] * n))
     )
 
 
@@ -96,21 +112,22 @@ def test_the_jvms_file_becomes_the_same_columns() -> None:
         [(2, None), (-1, ("GROUP_AUTHORIZATION_FAILED", "Not authorized to access group: g1")), (1, None)],
         ["zeta", "älpha"],
         [(10, 1, 0), (11, 0, 1), (12, 3, 0)],
+        (["mm2ctl:p1:log_end"], [-1, 0, 0]),
     )
     got = co._decode(("g0", "g1", "g2"), data)
     assert got.read_through == co.JVM
     assert got.errors == (None, ItemError("GROUP_AUTHORIZATION_FAILED", "Not authorized to access group: g1"), None)
     assert got.table.to_pylist() == [
-        {"group_index": 0, "topic": "zeta", "partition": 1, "committed_offset": 10},
-        {"group_index": 0, "topic": "älpha", "partition": 0, "committed_offset": 11},
-        {"group_index": 2, "topic": "zeta", "partition": 3, "committed_offset": 12},
+        {"group_index": 0, "topic": "zeta", "partition": 1, "committed_offset": 10, "written_by": None},
+        {"group_index": 0, "topic": "älpha", "partition": 0, "committed_offset": 11, "written_by": "mm2ctl:p1:log_end"},
+        {"group_index": 2, "topic": "zeta", "partition": 3, "committed_offset": 12, "written_by": "mm2ctl:p1:log_end"},
     ]
 
 
 @pytest.mark.parametrize(
     ("data", "why"),
     [
-        (struct.pack("<ii", 2, 1) + struct.pack("<ii", 0, 0), "format 2"),
+        (struct.pack("<ii", 1, 1) + struct.pack("<ii", 0, 0), "format 1"),
         (_file([(0, None), (0, None)], [], []), "for 2 group"),
         (_file([(1, None)], ["t"], [(1, 0, 0)])[:-4], "bytes"),
         (b"", "unreadable"),
@@ -154,7 +171,9 @@ def test_a_jvm_that_cannot_read_falls_back_to_librdkafka(caplog: pytest.LogCaptu
     assert got.read_through == co.LIBRDKAFKA
     assert admin.asked == [("g", "h")]
     assert got.groups == ("g", "h")
-    assert got.table.to_pylist() == [{"group_index": 0, "topic": "t", "partition": 1, "committed_offset": 5}]
+    assert got.table.to_pylist() == [
+        {"group_index": 0, "topic": "t", "partition": 1, "committed_offset": 5, "written_by": None}
+    ]
     assert "reading committed offsets on backup through librdkafka" in caplog.text
 
 
@@ -202,6 +221,7 @@ def _offsets(rows: list[tuple[int, str, int, int]]) -> pa.Table:
             "topic": pa.array([r[1] for r in rows], pa.string()),
             "partition": pa.array([r[2] for r in rows], pa.int32()),
             "committed_offset": pa.array([r[3] for r in rows], pa.int64()),
+            "written_by": pa.nulls(len(rows), co.WRITTEN_BY),
         },
         schema=co.OFFSETS_SCHEMA,
     )
@@ -242,10 +262,11 @@ def test_target_rows_of_a_failed_group_are_its_source_partitions_under_the_remot
     )
     rows, failed = tables.target_rows(read, source_rows, [1, 3], {"a": "src.a", "b": "src.b"})
     assert failed == [1]
-    assert rows.to_pylist() == [
+    assert rows.drop_columns(["written_by"]).to_pylist() == [
         {"group_index": 0, "topic": "src.a", "partition": 0, "committed_offset": 7},
         {"group_index": 0, "topic": "src.b", "partition": 1, "committed_offset": 8},
         {"group_index": 1, "topic": "src.a", "partition": 0, "committed_offset": None},
         {"group_index": 1, "topic": "src.b", "partition": 0, "committed_offset": None},
         {"group_index": 1, "topic": "src.b", "partition": 2, "committed_offset": None},
     ]
+    assert rows.column("written_by").null_count == rows.num_rows

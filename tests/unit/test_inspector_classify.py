@@ -767,3 +767,67 @@ def test_the_readme_statuses_table_lists_every_status_with_its_ok_flag() -> None
     for status in Status:
         ok = "yes" if status in statuses.OK_STATUSES else "no"
         assert f"| `{status.value}` | {ok} |" in readme, status
+
+
+# A share or streams group: MM2 never checkpoints it (no checkpoint, nothing MM2 wrote on the target).
+UNMIRRORED = {"checkpoint_upstream": None, "checkpoint_offset": None, "checkpoint_timestamp": None}
+
+# (case id, the row, expected status, replay exact, replay at least, skip at most)
+UNMIRRORED_CASES: list[tuple[str, dict[str, Any], Status, int | None, int | None, int | None]] = [
+    (
+        "share, nothing on the target: starts at the log end",
+        healthy(group_type="share", target_offset=None, **UNMIRRORED),
+        Status.NOT_CHECKPOINTED, None, 0, 100,
+    ),
+    (
+        "streams, nothing on the target: starts at the earliest offset",
+        healthy(group_type="streams", target_offset=None, target_earliest=5, **UNMIRRORED),
+        Status.NOT_CHECKPOINTED, None, 93, 0,
+    ),
+    (
+        "share at its translated start on the target: a bound only",
+        healthy(group_type="share", **UNMIRRORED),
+        Status.NOT_CHECKPOINTED, None, 0, 0,
+    ),
+    (
+        "streams at its translation: exact",
+        healthy(group_type="streams", translation_method="offset_sync_exact", **UNMIRRORED),
+        Status.NOT_CHECKPOINTED, 0, 0, 0,
+    ),
+    (
+        "members on the target do not make it target_group_active",
+        healthy(group_type="share", target_group_members=2, **UNMIRRORED),
+        Status.NOT_CHECKPOINTED, None, 0, 0,
+    ),
+    ("an error wins", healthy(group_type="share", error="boom", **UNMIRRORED), Status.ERROR, None, 0, 0),
+    ("not yet copied wins", behind(group_type="streams", **UNMIRRORED), Status.NOT_YET_COPIED, None, None, None),
+    ("a consumer group is judged as before", healthy(group_type="consumer"), Status.SYNCED, None, 0, 0),
+]  # fmt: skip
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    ("row", "status", "replay", "replay_at_least", "skip_at_most"),
+    [pytest.param(*c[1:], id=c[0]) for c in UNMIRRORED_CASES],
+)
+def test_share_and_streams_groups_are_never_checkpointed_by_mm2(
+    spark: Any,
+    row: dict[str, Any],
+    status: Status,
+    replay: int | None,
+    replay_at_least: int | None,
+    skip_at_most: int | None,
+) -> None:
+    (got,) = _classify(spark, [row]).values()
+    assert got.status == status.value
+    assert got.is_ok is (status in statuses.OK_STATUSES)
+    assert got.group_type == row.get("group_type")
+    if status is Status.NOT_YET_COPIED:
+        return
+    assert (got.replay_if_failover_now, got.replay_if_failover_now_at_least) == (replay, replay_at_least)
+    assert got.skip_if_failover_now_at_most == skip_at_most
+    if status is Status.NOT_CHECKPOINTED:
+        assert got.blocking_component == Blocking.CHECKPOINT_CONNECTOR.value
+        assert f"MM2 never checkpoints {row['group_type']} groups" in got.explanation
+        assert ("has no position" in got.explanation) is (row["target_offset"] is None)
+        assert ("delivered again" in got.explanation) is (row["group_type"] == "share")

@@ -29,6 +29,7 @@ def _row(pair: str, group: str, partition: int, status: str, ok: bool, replay: i
         "skip_if_failover_now_at_most": 0 if replay is not None else None,
         "replay_if_failover_now": replay if ok else None,
         "group_checkpoint_age_seconds": age,
+        "group_type": {"g2": "share", "g3": "streams"}.get(group, "consumer"),
     }
 
 
@@ -62,6 +63,7 @@ def test_one_aggregation_gives_every_count(spark: Any) -> None:
         groups=3,
         checkpointed_groups=2,
         oldest_checkpoint_age_seconds=9.0,
+        groups_by_type={"consumer": 1, "share": 1, "streams": 1},
     )
     assert got.totals["e->f"] == PairTotals(0, 0, 0, 0, 0, None)
     assert (got.group_partitions, got.problems) == (6, 3)
@@ -76,6 +78,11 @@ def test_one_aggregation_gives_every_count(spark: Any) -> None:
         507,
         {"synced": 1, "stale_sync": 2},
     )
+    assert [(g.group, g.group_type) for g in got.groups if g.pair == "a->b"] == [
+        ("g1", "consumer"),
+        ("g2", "share"),
+        ("g3", "streams"),
+    ]
 
 
 def test_summarize_of_no_rows_has_zeros_for_every_pair() -> None:

@@ -1,0 +1,132 @@
+"""Every group type of a pair's two clusters, for an inspection: the types of all groups, and the share and
+streams groups' positions as the committed offsets' columns.
+
+librdkafka lists only classic and consumer groups, and MirrorMaker 2 never checkpoints share or streams groups
+(Kafka 4.2+), so an inspection that stopped at librdkafka would not show them at all. The Java AdminClient
+(``core.group_admin``) lists every type on both clusters in the background while the rest of the admin state is
+read, and reads the share groups' start offsets and the streams groups' committed offsets in one batch per
+cluster. A share group's position becomes its row's ``committed_offset``: the classification then translates it
+like any group's and gives it the ``not_checkpointed`` status (``inspector.statuses``).
+
+When that client cannot run (no JDK, no Maven or no reach to Maven Central on its first run) the inspection
+goes on without share and streams groups and says so (``note``); on a cluster too old for a type the type is
+simply absent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import pyarrow as pa
+
+from mm2ctl.core.admin import TP, GroupDescription, ItemError
+from mm2ctl.core.committed_offsets import OFFSETS_SCHEMA, WRITTEN_BY, GroupOffsetColumns
+from mm2ctl.core.config import MM2Config, PairConfig
+from mm2ctl.core.errors import Mm2ctlError
+from mm2ctl.core.group_admin import UNMIRRORED_TYPES, GroupAdmin, TypedGroup
+
+#: ``GroupOffsetColumns.read_through`` of the share and streams groups' positions.
+JAVA_ADMIN = "java-admin"
+
+
+class TypedGroups:
+    """The group types of one pair's clusters, listed in the background from construction on."""
+
+    def __init__(
+        self, config: MM2Config, pair: PairConfig, pool: ThreadPoolExecutor, *, timeout_s: float = 60.0
+    ) -> None:
+        self._admins = {
+            alias: GroupAdmin(config.client_settings(alias, pair.name), alias, timeout_s=timeout_s)
+            for alias in (pair.source, pair.target)
+        }
+        self._listed: dict[str, Future[list[TypedGroup]]] = {
+            alias: pool.submit(admin.list_groups) for alias, admin in self._admins.items()
+        }
+        self._notes: list[str] = []
+
+    def listed(self, alias: str) -> dict[str, TypedGroup]:
+        """Every group on ``alias`` by name, with its type and state (empty when the listing failed)."""
+        try:
+            return {g.group: g for g in self._listed[alias].result()}
+        except Mm2ctlError as exc:
+            note = f"share and streams groups on {alias} were not looked for: {exc}"
+            if note not in self._notes:
+                self._notes.append(note)
+            return {}
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return tuple(self._notes)
+
+    def unmirrored(self, alias: str, wanted: Callable[[str], bool]) -> dict[str, str]:
+        """The share and streams groups on ``alias`` that ``wanted`` keeps, name -> type."""
+        return {name: g.type for name, g in self.listed(alias).items() if g.type in UNMIRRORED_TYPES and wanted(name)}
+
+    def positions(self, alias: str, groups: Mapping[str, str]) -> GroupOffsetColumns:
+        """The positions of ``groups`` (name -> type) on ``alias`` as committed-offset columns, in ``groups``'
+        order: a share group's start offsets, a streams group's committed offsets. A failed read is every
+        group's error."""
+        names = tuple(groups)
+        if not names:
+            return columns_of(names, {}, {})
+        try:
+            read = self._admins[alias].positions(groups)
+        except Mm2ctlError as exc:
+            failed = ItemError("UNKNOWN", str(exc))
+            return columns_of(names, {}, {g: failed for g in names})
+        offsets = {g: read[g].offsets for g in names}
+        return columns_of(names, offsets, {g: read[g].error for g in names}, {g: read[g].written_by for g in names})
+
+    def describe(self, alias: str, groups: Sequence[str]) -> dict[str, GroupDescription]:
+        """The listed state of ``groups`` on ``alias`` (members unknown: the listing does not count them); a
+        group the cluster does not list is ``Dead``, as a described absent group is."""
+        listed = self.listed(alias)
+        return {g: GroupDescription(g, listed[g].state if g in listed else "Dead", 0) for g in groups}
+
+
+def columns_of(
+    groups: tuple[str, ...],
+    offsets: Mapping[str, Mapping[TP, int]],
+    errors: Mapping[str, ItemError | None],
+    written_by: Mapping[str, Mapping[TP, str]] | None = None,
+) -> GroupOffsetColumns:
+    """Per-group offsets as ``GroupOffsetColumns`` (``OFFSETS_SCHEMA``, sorted by group, topic, partition), with
+    the metadata of the offsets mm2ctl wrote (``written_by``)."""
+    index: list[int] = []
+    topics: list[str] = []
+    partitions: list[int] = []
+    values: list[int] = []
+    metadata: list[str | None] = []
+    for i, g in enumerate(groups):
+        mine = (written_by or {}).get(g, {})
+        for (topic, partition), offset in sorted(offsets.get(g, {}).items()):
+            index.append(i)
+            topics.append(topic)
+            partitions.append(partition)
+            values.append(offset)
+            metadata.append(mine.get((topic, partition)))
+    table = pa.table(
+        [
+            pa.array(index, pa.int32()),
+            pa.array(topics, pa.string()),
+            pa.array(partitions, pa.int32()),
+            pa.array(values, pa.int64()),
+            pa.array(metadata, pa.string()).dictionary_encode().cast(WRITTEN_BY),
+        ],
+        schema=OFFSETS_SCHEMA,
+    )
+    return GroupOffsetColumns(groups, tuple(errors.get(g) for g in groups), table, JAVA_ADMIN)
+
+
+def appended(first: GroupOffsetColumns, second: GroupOffsetColumns) -> GroupOffsetColumns:
+    """``second``'s groups after ``first``'s, renumbered; ``first``'s ``read_through``."""
+    if not second.groups:
+        return first
+    shifted = second.table.set_column(
+        0,
+        OFFSETS_SCHEMA.field("group_index"),
+        pa.array((second.table.column("group_index").to_numpy() + len(first.groups)).astype("int32"), pa.int32()),
+    )
+    table = pa.concat_tables([first.table.cast(OFFSETS_SCHEMA), shifted])
+    return GroupOffsetColumns(first.groups + second.groups, first.errors + second.errors, table, first.read_through)
