@@ -95,7 +95,17 @@ def drill(
     ),
     keep: bool = typer.Option(False, "--keep", help="Lab mode: keep the drill flow's connectors."),
     workdir: Path | None = typer.Option(None, "--workdir", help="Keep the plans and journals here."),
-    as_json: bool = typer.Option(False, "--json", help="The results as a JSON list, one object per drill."),
+    group_types: bool = typer.Option(
+        False,
+        "--group-types",
+        help="Lab mode, instead of the offset drill: per group type (classic, consumer, share, streams), one "
+        "group failed over by MM2 alone and one by mm2ctl plan failover + apply, then the mm2ctl groups failed "
+        "back; count by content what each loses and delivers again on real clients. Runs through a flow of its "
+        "own with the lab's replication policy; needs a Kafka 4.2+ lab without security.",
+    ),
+    as_json: bool = typer.Option(
+        False, "--json", help="The results as a JSON list, one object per drill (--group-types: one object)."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
 ) -> None:
     """Measure messages lost and duplicated at failover for (a) raw offsets, (b) MM2's sync.group.offsets,
@@ -105,8 +115,20 @@ def drill(
     Exit 17 when a goal is missed: (d), (e) and (f) lose and duplicate nothing, and read no record of an
     aborted transaction before their next record; (c) loses nothing and replays at most one sync interval per
     partition (the gap between the offset syncs MM2 wrote around the commit point).
+
+    With --group-types, the drill per group type on the lab instead: MirrorMaker 2 syncs only classic and
+    consumer groups, so left alone a share group starts at the target's log end (it loses what it had not
+    acknowledged) and a Kafka Streams application starts at the earliest offset (it processes everything again).
+    Exit 17 unless mm2ctl's failover and failback lose nothing for every type and deliver nothing again, but for
+    a share group's records acknowledged past its start offset, exactly as many as the plan's note counts.
     """
     from mm2ctl.drill.failover_drill import drill_on_clusters, drill_on_lab
+
+    if group_types:
+        if mm2_config is not None or from_connect is not None:
+            raise ConfigError("--group-types runs on the lab (--lab-dir), not on --mm2-config/--from-connect")
+        _group_types_drill(lab_dir, workdir, as_json=as_json, quiet=quiet)
+        return
 
     options = DrillOptions(partitions=partitions, rate=rate, aborted_transactions=aborted_transactions)
     results: list[DrillResult] = []
@@ -141,6 +163,23 @@ def drill(
                     drill_on_lab(info, replication_policy=policy, options=options, keep=keep, workdir=wd, progress=say)
                 )
     _finish(results, as_json)
+
+
+def _group_types_drill(lab_dir: Path, workdir: Path | None, *, as_json: bool, quiet: bool) -> None:
+    """``drill --group-types``: run ``drill.group_types`` on the lab, print its table (or JSON), exit 17 when
+    mm2ctl missed its goal. Without ``--workdir`` the plans and logs stay in a new temporary folder."""
+    from mm2ctl.drill.group_types import drill_group_types, table
+    from mm2ctl.lab.lab import read_lab
+
+    info = read_lab(lab_dir)
+    wd = workdir if workdir is not None else Path(tempfile.mkdtemp(prefix="mm2ctl-drill-group-types-"))
+    with terminal_progress("drill", quiet=quiet) as say:
+        say(f"plans, journals and logs in {wd}")
+        result = drill_group_types(info, wd, progress=say)
+    typer.echo(json.dumps(result.to_json(), indent=2) if as_json else "\n".join(table(result)))
+    if not result.goals_met:
+        typer.echo("mm2ctl: error: the group-types drill missed a goal (see the note column)", err=True)
+        raise typer.Exit(int(ExitCode.DRILL_GOAL_MISSED))
 
 
 @contextlib.contextmanager

@@ -34,9 +34,16 @@ def test_the_table_has_a_line_per_type_and_the_goal() -> None:
                                 "failback:", "lost", "again", "note"]  # fmt: skip
     share = next(line for line in lines if line.startswith("share"))
     assert share.split()[:7] == ["share", "110", "0", "0", "30", "0", "30"]
-    assert "MM2: no start offset; mm2ctl: 30 acknowledged past; failback: 30 acknowledged past" in share
+    assert share.endswith("acknowledged past the start offset, counted by the plan: 30 (mm2ctl), 30 (failback)")
+    notes = lines[lines.index("notes:") + 1 :]
+    assert notes[:3] == [
+        "  share     MM2 alone  no start offset",
+        "            mm2ctl     30 acknowledged past",
+        "            failback   30 acknowledged past",
+    ]
     assert lines[-1].startswith("goal met")
     assert result.goals_met and result.to_json()["goals_met"] is True
 
     missed = dataclasses.replace(result, rows=(_row("share", "mm2ctl", 1, 0, met=False),))
     assert not missed.goals_met and table(missed)[-1].startswith("goal MISSED")
+    assert "GOAL MISSED: mm2ctl" in next(line for line in table(missed) if line.startswith("share"))
