@@ -12,7 +12,8 @@
 # test_inspect.py runs its default-policy flow only (-k "not identity"): the identity policy changes names,
 # not anything Spark does, and is covered on the pinned release. The standalone cluster runs on the first
 # RELEASE only (the oldest: Scala 2.12); the pinned release runs it in the main suite on Scala 2.13, as the
-# newest would again. The Connect server of 3.5.3 is left out: its
+# newest would again. The exporter's reconnection across a Connect server's restart is the exporter's behaviour,
+# not the release's: it runs on the pinned release only. The Connect server of 3.5.3 is left out: its
 # package (spark-connect_2.12:3.5.3, not in the 3.5 wheels) does not resolve from the Maven repository CI
 # reaches. Each release's time is printed, and its lab, cluster and server are stopped by the tests themselves
 # (the caller's cleanup stops what a crash leaves).
@@ -44,7 +45,7 @@ for release in "$@"; do
     -p no:cacheprovider \
     tests/unit/test_spark_compat.py tests/unit/test_spark_packages.py \
     tests/integration/test_inspect.py tests/integration/test_spark_read.py $cluster \
-    $connect -k "not identity"
+    $connect -k "not identity and not server_restart"
   code=$?
   set -e
   [ "$code" -eq 5 ] && { echo "pytest collected no tests on pyspark $release" >&2; code=1; }

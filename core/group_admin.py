@@ -24,15 +24,13 @@ listing has none of it and a call for it answers ``unsupported``, which is not a
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 
 from mm2ctl.core.admin import TP, ItemError
 from mm2ctl.core.errors import ConfigError, KafkaClusterError
-from mm2ctl.core.java import compiled, java_tool
+from mm2ctl.core.java import java_tool, program_classpath
 from mm2ctl.core.maven import packaged_pom, resolve_jars
 from mm2ctl.core.provenance import written_by
 
@@ -102,10 +100,7 @@ def group_admin_classpath() -> str:
         f"kafka-clients-{KAFKA_CLIENTS_VERSION}",
         {"kafka.clients.version": KAFKA_CLIENTS_VERSION},
     )
-    jar_path = os.pathsep.join(str(p) for p in sorted(jars.glob("*.jar")))
-    source = resources.files("mm2ctl.core").joinpath(_SOURCE).read_text(encoding="utf-8")
-    classes = compiled(source, _SOURCE, jar_path, cache_name="group-admin", error=ConfigError)
-    return os.pathsep.join([str(classes), jar_path])
+    return program_classpath("mm2ctl.core", _SOURCE, jars, cache_name="group-admin", error=ConfigError)[1]
 
 
 class GroupAdmin:

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping
+from importlib import resources as package_files
 from pathlib import Path
 
 from mm2ctl.core.errors import Mm2ctlError
@@ -66,3 +67,23 @@ def compiled(
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out
+
+
+def program_classpath(
+    package: str,
+    file_name: str,
+    jars: Path,
+    *,
+    cache_name: str,
+    resources: Mapping[str, str] | None = None,
+    error: type[Mm2ctlError] = Mm2ctlError,
+) -> tuple[Path, str]:
+    """(the folder of the compiled program, the class path to run it with) for the Java source ``file_name``
+    packaged in ``package``, compiled once (``compiled``) against the jars in ``jars``."""
+    jar_path = os.pathsep.join(str(p) for p in sorted(jars.glob("*.jar")))
+    source = package_files.files(package).joinpath(file_name)
+    if not source.is_file():
+        raise error(f"{file_name} is missing from this install of {package}")
+    text = source.read_text(encoding="utf-8")
+    classes = compiled(text, file_name, jar_path, cache_name=cache_name, resources=resources, error=error)
+    return classes, os.pathsep.join([str(classes), jar_path])

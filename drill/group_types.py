@@ -29,8 +29,10 @@ and sequence number (``p<partition>-<seq>``):
    partition with explicit acknowledgement and releases the rest.
 2. ``later`` records per partition are produced; MM2 copies everything; MM2's sync of the classic and
    consumer groups' offsets is awaited (until they appear and stop moving, or a deadline).
-3. ``mm2ctl plan failover --groups 'iso-<name>-ctl-.*'`` and ``mm2ctl apply --auto-approve`` run as an
-   operator would type them (``python -m mm2ctl``).
+3. The flow's checkpoint connector is stopped, as at a failover (left running, MM2's group sync can write
+   its older translation back over a group's commit on the target). ``mm2ctl plan failover --groups
+   'iso-<name>-ctl-.*'`` and ``mm2ctl apply --auto-approve`` run as an operator would type them
+   (``python -m mm2ctl``).
 4. Every group of both methods resumes on the target with a real client of its type and reads to the end
    (all at once: the consumers on threads, the streams applications in JVMs of their own).
 5. ``more`` records per partition are produced on the source (records the groups have not processed, so a
@@ -63,6 +65,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, ShareConsumer
 
+from mm2ctl.connect_client.models import ConnectorStatus
 from mm2ctl.core import records
 from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.client_log import librdkafka_log
@@ -171,6 +174,8 @@ class _Run:
     pair: str = ""
     mm2_config: str = ""
     connectors: list[str] = field(default_factory=list)
+    #: The flow's MirrorCheckpointConnector.
+    checkpoint_connector: str = ""
     #: group -> the records it has processed (consumed, acknowledged) so far, on any cluster.
     processed: dict[str, set[Seq]] = field(default_factory=dict)
     produced: int = 0
@@ -559,12 +564,35 @@ def _failover(run: _Run) -> list[GroupTypeRow]:
     target at once."""
     o = run.options
     synced = _wait_mm2_synced(run, [run.group("mm2", t) for t in ("classic", "consumer")])
+    _stop_checkpointing(run)
     planned = _plan_and_apply(run, "failover")
     run.progress("every group resumes on the target and reads to the end")
     groups = {run.group(m, t): t for m in ("mm2", "mm2ctl") for t in GROUP_TYPES}
     got = _resume_all(run, groups, on_target=True, label="target")
     mm2 = _rows(run, "mm2", got, o.first + o.later, planned, _mm2_notes(run, synced))
     return mm2 + _rows(run, "mm2ctl", got, o.first + o.later, planned, _mm2ctl_notes(run, "mm2ctl", planned))
+
+
+def _stop_checkpointing(run: _Run) -> None:
+    """Stop the flow's checkpoint connector, as a failover does: the groups now live on the target. Left running,
+    MM2's group-offset sync can write its older translation back over a group's own commit on the target: it
+    decides from a snapshot of the target's offsets that it refreshes only now and then, and its scheduler keeps
+    syncing while the connector is merely paused. A stopped connector has no tasks, so no scheduler."""
+    from mm2ctl.connect_client import build_connect_client
+
+    name = run.checkpoint_connector
+    run.progress(f"stopping {name}: the groups fail over")
+    with build_connect_client([run.lab.connect_url]) as connect:
+        connect.stop(name)
+        deadline = time.monotonic() + run.options.client_timeout_s
+        while not _stopped(connect.status(name)):
+            if time.monotonic() > deadline:
+                raise LabError(f"connector {name} did not stop within {run.options.client_timeout_s:.0f}s")
+            time.sleep(0.5)
+
+
+def _stopped(status: ConnectorStatus) -> bool:
+    return status.state == "STOPPED" and not status.tasks
 
 
 def _failback(run: _Run) -> list[GroupTypeRow]:
@@ -619,6 +647,7 @@ def drill_group_types(
         run.progress(f"creating MM2 flow {run.name}src->{run.name}dst (every role, sync.group.offsets on)")
         flow = lab_core.add_flow(lab, run.name)
         run.connectors.extend(flow.connectors.values())
+        run.checkpoint_connector = flow.connectors["checkpoint"]
         run.pair, run.mm2_config = f"{flow.source_alias}->{flow.target_alias}", flow.mm2_config
         _produce(run.src, run.topic, 0, options.first)
         _source_state(run)

@@ -56,19 +56,30 @@ def accept_prefix(
 
 
 def consume_all(
-    conf: Mapping[str, str], group: str, topic: str, *, idle_s: float = 5.0, timeout_s: float = 90.0
+    conf: Mapping[str, str],
+    group: str,
+    topic: str,
+    *,
+    idle_s: float = 5.0,
+    first_s: float = 20.0,
+    timeout_s: float = 90.0,
 ) -> dict[int, list[bytes]]:
     """Join ``group`` as a share consumer of ``topic`` and accept every record delivered, until none has come
-    for ``idle_s`` (or ``timeout_s`` in all); the values delivered per partition, in delivery order."""
+    for ``idle_s`` after the first (or none within ``first_s``, or ``timeout_s`` in all); the values delivered
+    per partition, in delivery order. A new member's first delivery comes with the share group's next
+    heartbeat, about 5 s after it subscribes, so the idle clock starts at the first record."""
     consumer = ShareConsumer(
         {**conf, "group.id": group, "share.acknowledgement.mode": "explicit", "log_level": 3, "logger": log}
     )
     got: dict[int, list[bytes]] = {}
     try:
         consumer.subscribe([topic])
-        deadline = time.monotonic() + timeout_s
-        last = time.monotonic()
-        while time.monotonic() - last < idle_s and time.monotonic() < deadline:
+        started = time.monotonic()
+        deadline = started + timeout_s
+        last: float | None = None
+        while time.monotonic() < deadline:
+            if time.monotonic() - (started if last is None else last) >= (first_s if last is None else idle_s):
+                break
             for msg in consumer.poll(1.0):
                 p, value = msg.partition(), msg.value()
                 if msg.error() is not None or p is None:

@@ -14,18 +14,16 @@ cache named by a hash of what went into it, written under a temporary name and r
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
-from importlib import resources
 from pathlib import Path
 from types import TracebackType
 
 from mm2ctl.core.errors import LabError
-from mm2ctl.core.java import compiled
+from mm2ctl.core.java import program_classpath
 from mm2ctl.core.maven import packaged_pom, resolve_jars
 from mm2ctl.lab.process import java_executable, tail
 from mm2ctl.lab.versions import release
@@ -80,19 +78,14 @@ def streams_jars() -> Path:
 
 def compiled_app() -> tuple[Path, str]:
     """(the folder holding the compiled application and its log config, the classpath to run it with)."""
-    classpath = os.pathsep.join(str(j) for j in sorted(streams_jars().glob("*.jar")))
-    source = resources.files("mm2ctl.lab").joinpath(_SOURCE)
-    if not source.is_file():
-        raise LabError(f"{_SOURCE} is missing from this install of mm2ctl.lab")
-    out = compiled(
-        source.read_text(encoding="utf-8"),
+    return program_classpath(
+        "mm2ctl.lab",
         _SOURCE,
-        classpath,
+        streams_jars(),
         cache_name="streams-app",
         resources={"log4j2.properties": _LOG4J2},
         error=LabError,
     )
-    return out, os.pathsep.join([str(out), classpath])
 
 
 class StreamsAppProcess:

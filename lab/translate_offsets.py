@@ -23,13 +23,11 @@ to the JVM on stdin, so no secret reaches a command line.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Mapping
-from importlib import resources
 
 from mm2ctl.core.errors import LabError
-from mm2ctl.core.java import compiled, java_tool
+from mm2ctl.core.java import java_tool, program_classpath
 from mm2ctl.core.maven import packaged_pom, resolve_jars
 
 #: The connect-mirror-client release whose ``RemoteClusterUtils`` answers (the batched call needs 4.3+).
@@ -45,14 +43,7 @@ def translate_offsets_classpath() -> str:
         f"connect-mirror-client-{MIRROR_CLIENT_VERSION}",
         {"kafka.version": MIRROR_CLIENT_VERSION},
     )
-    jar_path = os.pathsep.join(str(p) for p in sorted(jars.glob("*.jar")))
-    source = resources.files("mm2ctl.lab").joinpath(_SOURCE)
-    if not source.is_file():
-        raise LabError(f"{_SOURCE} is missing from this install of mm2ctl.lab")
-    classes = compiled(
-        source.read_text(encoding="utf-8"), _SOURCE, jar_path, cache_name="translate-offsets", error=LabError
-    )
-    return os.pathsep.join([str(classes), jar_path])
+    return program_classpath("mm2ctl.lab", _SOURCE, jars, cache_name="translate-offsets", error=LabError)[1]
 
 
 def translate_offsets(
