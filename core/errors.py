@@ -173,6 +173,12 @@ class UntranslatableError(PlanError):
     exit_code = ExitCode.UNTRANSLATABLE
 
 
+class UnhostedGroupTypeError(PlanError):
+    """A share or streams group would move to a cluster too old for its type (Kafka before 4.2)."""
+
+    exit_code = ExitCode.UNHOSTED_GROUP_TYPE
+
+
 class NotCopiedError(PlanError):
     """``plan failover`` without ``--stop-mirroring``: some groups' positions lie past what MM2 has copied, so
     only MM2's cautious answer is known, and the user did not accept it."""

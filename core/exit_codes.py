@@ -58,6 +58,9 @@ class ExitCode(IntEnum):
     #: ``plan failover``: MM2 has not copied up to some selected groups' positions, so their translation
     #: cannot be proven; plan with ``--stop-mirroring`` or accept the cautious answer (``--accept-cautious``).
     NOT_COPIED = 21
+    #: ``plan failover``/``failback``/``apply``: the cluster a share or streams group moves to is older than its
+    #: type (Kafka 4.2+ hosts both), so it cannot take the group's position.
+    UNHOSTED_GROUP_TYPE = 22
 
     @property
     def meaning(self) -> str:
@@ -96,6 +99,10 @@ MEANINGS: dict[ExitCode, str] = {
     ExitCode.NOT_COPIED: (
         "plan failover: MM2 has not copied up to some groups' positions (plan with --stop-mirroring, or "
         "--accept-cautious)"
+    ),
+    ExitCode.UNHOSTED_GROUP_TYPE: (
+        "plan failover/failback, apply: the other cluster cannot host a share or streams group the plan moves "
+        "(Kafka before 4.2)"
     ),
 }
 

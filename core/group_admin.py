@@ -25,11 +25,11 @@ listing has none of it and a call for it answers ``unsupported``, which is not a
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mm2ctl.core.admin import TP, ItemError
-from mm2ctl.core.errors import ConfigError, KafkaClusterError
+from mm2ctl.core.errors import ConfigError, KafkaClusterError, UnhostedGroupTypeError
 from mm2ctl.core.java import java_tool, program_classpath
 from mm2ctl.core.maven import packaged_pom, resolve_jars
 from mm2ctl.core.provenance import written_by
@@ -41,6 +41,8 @@ GROUP_TYPES = ("classic", "consumer", "share", "streams")
 UNMIRRORED_TYPES = frozenset({"share", "streams"})
 
 _SOURCE = "GroupAdmin.java"
+_NEEDS = "share and streams groups need Kafka 4.2 or later"
+_PROBE = "mm2ctl-probe-no-such-group-"
 _CLASS = "mm2ctl.core.GroupAdmin"
 _FATAL_EXIT = 3
 
@@ -159,7 +161,9 @@ class GroupAdmin:
         if group_type not in UNMIRRORED_TYPES:
             raise ValueError(f"not a share or streams group type: {group_type}")
         fields = [f"{t}:{p}={o}" for (t, p), o in sorted(offsets.items())]
-        rows = self._run([(f"alter-{group_type}", group, *fields)], metadata=metadata)
+        rows = self._run([(f"alter-{group_type}", group, *fields)], metadata=metadata, keep_unsupported=True)
+        if any(r[0] == "unsupported" or (r[0] == "refused" and r[4] == "UNSUPPORTED_VERSION") for r in rows):
+            raise UnhostedGroupTypeError(f"{self._name} cannot host {group_type} group {group}: {_NEEDS}")
         out = []
         for r in rows:
             if r[0] == "written":
@@ -168,6 +172,17 @@ class GroupAdmin:
                 out.append(WriteResult(r[1], r[2], int(r[3]), ItemError(r[4], r[5])))
         return out
 
+    def hosts(self, types: Iterable[str]) -> frozenset[str]:
+        """Which of ``types`` (``share``, ``streams``) the cluster can host: a read of a group of each type that
+        the broker answers as unsupported is a type it cannot (Kafka before 4.2)."""
+        wanted = sorted(set(types) & UNMIRRORED_TYPES)
+        # A description, not an offset read: a streams group's offsets are read with OffsetFetch, which every
+        # release answers; its description (StreamsGroupDescribe) and a share group's (ShareGroupDescribe) are
+        # 4.x calls. The probe's name says which type answered.
+        rows = self._run([(f"describe-{t}", f"{_PROBE}{t}") for t in wanted], keep_unsupported=True)
+        refused = {r[1].removeprefix(_PROBE) for r in rows if r[0] == "unsupported"}
+        return frozenset(t for t in wanted if t not in refused)
+
     def delete_share_group(self, group: str) -> ItemError | None:
         """Delete an empty share group (its start offsets with it); the error, or ``None`` when deleted."""
         for r in self._run([("delete-share", group)]):
@@ -175,7 +190,9 @@ class GroupAdmin:
                 return ItemError(r[2], r[3])
         return None
 
-    def _run(self, calls: Sequence[tuple[str, ...]], *, metadata: str = "") -> list[list[str]]:
+    def _run(
+        self, calls: Sequence[tuple[str, ...]], *, metadata: str = "", keep_unsupported: bool = False
+    ) -> list[list[str]]:
         if not calls:
             return []
         settings = {**self._settings, "mm2ctl.timeout.ms": str(int(self._timeout_s * 1000))}
@@ -203,7 +220,7 @@ class GroupAdmin:
         if proc.returncode != 0 or not rows or rows[-1] != ["done"]:
             tail = stderr.strip().splitlines()[-1:] or ["no output"]
             raise KafkaClusterError(f"the group calls on {self._name} ended early (exit {proc.returncode}): {tail[0]}")
-        return [r for r in rows[:-1] if r[0] != "unsupported"]
+        return [r for r in rows[:-1] if keep_unsupported or r[0] != "unsupported"]
 
 
 def _properties(settings: Mapping[str, str]) -> str:

@@ -27,7 +27,7 @@ from mm2ctl.core.authorization import principal_of, raise_for
 from mm2ctl.core.committed_offsets import read_by_group
 from mm2ctl.core.config import MM2Config, load_mm2_config
 from mm2ctl.core.connect_offsets import StoredOffset, latest_offsets, live_offsets
-from mm2ctl.core.errors import ConfigError, ConnectNotFoundError, Mm2ctlError
+from mm2ctl.core.errors import ConfigError, ConnectNotFoundError, Mm2ctlError, UnhostedGroupTypeError
 from mm2ctl.core.group_admin import UNMIRRORED_TYPES, GroupAdmin, TypedGroup
 from mm2ctl.core.redaction import redact_json
 from mm2ctl.plans.fingerprint import Fingerprint, JSONable, canonical_json, fingerprint_of
@@ -185,6 +185,21 @@ class LiveState:
         out = [by_name.get(g.group, g) for g in listed]
         out += [g for g in typed if g.group not in known and g.type in UNMIRRORED_TYPES]
         return sorted(out, key=lambda g: g.group), None
+
+    def require_hosted(self, cluster: str, groups: Iterable[str]) -> None:
+        """Refuse (``UnhostedGroupTypeError``) when a share or streams group of ``groups`` (as noted on
+        ``cluster``) would move to ``cluster`` and ``cluster`` is too old for its type."""
+        types = {g: self.group_type(cluster, g) for g in groups if self.group_type(cluster, g)}
+        if not types:
+            return
+        hosted = self.group_admin(cluster).hosts(types.values())
+        unhosted = sorted(g for g, t in types.items() if t not in hosted)
+        if unhosted:
+            kinds = ", ".join(sorted({types[g] for g in unhosted}))
+            raise UnhostedGroupTypeError(
+                f"{cluster} cannot host the {kinds} group(s) {', '.join(unhosted)}: share and streams groups need "
+                "Kafka 4.2 or later there"
+            )
 
     def note_group_type(self, cluster: str, group: str, group_type: str) -> None:
         if group_type in UNMIRRORED_TYPES:

@@ -98,10 +98,13 @@ def _executor(step: Step) -> Executor:
 
 def verify_against_live(plan: Plan, live: LiveState, *, stale_check: bool = True) -> None:
     """Foreign first, then stale (fingerprint parts re-read through the same reader the planner used). The
-    plan's share and streams groups are noted first, so every read and write of them takes their type's path."""
+    plan's share and streams groups are noted first, so every read and write of them takes their type's path;
+    last, a cluster too old for their type refuses the plan."""
+    typed: dict[str, list[str]] = {}
     for step in plan.steps:
         if isinstance(step.target, GroupTarget) and step.target.group_type:
             live.note_group_type(step.target.cluster, step.target.group, step.target.group_type)
+            typed.setdefault(step.target.cluster, []).append(step.target.group)
     live_clusters = {}
     for alias in plan.clusters:
         try:
@@ -122,6 +125,8 @@ def verify_against_live(plan: Plan, live: LiveState, *, stale_check: bool = True
         )
     else:
         check_not_foreign(plan, live_clusters=live_clusters, live_connect_cluster_id=connect_id)
+    for cluster, groups in typed.items():  # before any write: a cluster too old for a type refuses the plan
+        live.require_hosted(cluster, groups)
 
 
 def _capture_live_configs(plan: Plan, live: LiveState) -> dict[str, dict[str, str]]:

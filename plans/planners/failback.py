@@ -269,6 +269,7 @@ def _positions_on_b(
         if picked:
             out[g.group] = picked
             b.live.note_group_type(flow.source, g.group, g.type)  # the same group, of the same type, back on A
+    b.live.require_hosted(flow.source, out)
     return out
 
 

@@ -559,6 +559,7 @@ def _source_positions(
         if picked:
             out[g.group] = picked
             b.live.note_group_type(flow.target, g.group, g.type)  # the same group, of the same type, on the target
+    b.live.require_hosted(flow.target, out)
     return out
 
 

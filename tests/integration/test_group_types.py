@@ -12,7 +12,7 @@ import pytest
 
 from mm2ctl.core import records
 from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.errors import KafkaClusterError
+from mm2ctl.core.errors import KafkaClusterError, UnhostedGroupTypeError
 from mm2ctl.core.group_admin import GroupAdmin
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import LabInfo
@@ -74,6 +74,7 @@ def test_a_missing_group_and_a_dead_broker(lab: LabInfo) -> None:
     admin = GroupAdmin(source_conf(lab), "primary")
     got = admin.positions({uniq("none"): "share", uniq("none"): "streams"})
     assert all(not p.offsets for p in got.values())
+    assert admin.hosts(["share", "streams", "classic"]) == {"share", "streams"}
     dead = GroupAdmin({"bootstrap.servers": "127.0.0.1:1"}, "nowhere", timeout_s=3)
     with pytest.raises(KafkaClusterError, match=r"on nowhere failed: .*no answer within 3000 ms"):
         dead.list_groups()
@@ -94,6 +95,10 @@ def test_kafka_3_9_has_no_share_or_streams_groups_and_that_is_no_error(lab: LabI
     assert not {t for t in listed.values()} & {"share", "streams"}
     got = admin.positions({uniq("share"): "share", uniq("streams"): "streams"})
     assert all(not p.offsets and p.error is None for p in got.values())
+    assert admin.hosts(["share", "streams"]) == frozenset()  # a plan moving either type here is refused (exit 22)
+    queue = uniq("queue")
+    with pytest.raises(UnhostedGroupTypeError, match=f"primary cannot host share group {queue}: .*Kafka 4.2"):
+        admin.write(queue, "share", {(topic, 0): 1})
 
     # The failover plan works as before and names no share or streams group.
     remote = f"{flow.source_alias}.{topic}"
@@ -109,3 +114,11 @@ def test_kafka_3_9_has_no_share_or_streams_groups_and_that_is_no_error(lab: LabI
     assert [row["group"] for row in doc["rows"]] == [group]
     assert not any("share" in n or "streams" in n for n in doc["plan"]["notes"]), doc["plan"]["notes"]
     assert all("group_type" not in s["target"] for s in doc["plan"]["steps"] if s["kind"] == "group_offsets_write")
+
+    # inspect too: the group, as the classic group it is, and no share or streams group.
+    args = ("inspect", "--mm2-config", flow.mm2_config, "--groups", f"iso-{name}-.*", "--format", "json", "--quiet")
+    seen = mm2ctl(*args, state=tmp_path)
+    assert seen.returncode in (0, 10), seen.stderr
+    rows = [json.loads(line) for line in seen.stdout.splitlines()]
+    assert [(r["group"], r["group_type"]) for r in rows] == [(group, "classic")]
+    assert "not_checkpointed" not in {r["status"] for r in rows}
