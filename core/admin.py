@@ -61,6 +61,8 @@ class ItemError:
 class GroupListing:
     group: str
     state: str
+    #: ``classic`` or ``consumer`` (KIP-848) as the cluster lists it; "" when the client does not say.
+    type: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -448,7 +450,7 @@ class KafkaAdmin:
         for err in result.errors or []:
             log.warning("listing groups on %s: partial error %s", self._name, err)
         return sorted(
-            (GroupListing(g.group_id, _state_name(g.state)) for g in result.valid),
+            (GroupListing(g.group_id, _state_name(g.state), _type_name(g)) for g in result.valid),
             key=lambda g: g.group,
         )
 
@@ -656,3 +658,10 @@ def _metadata(tp: TopicPartition) -> str | None:
         return tp.metadata
     except UnicodeDecodeError:
         return None
+
+
+def _type_name(listing: Any) -> str:
+    """A listed group's type in lower case (``classic``, ``consumer``), "" when unknown."""
+    kind = getattr(listing, "type", None)
+    name = str(getattr(kind, "name", "") or "").lower()
+    return "" if name in ("", "unknown") else name

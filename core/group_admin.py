@@ -200,7 +200,8 @@ class GroupAdmin:
             settings["mm2ctl.metadata"] = metadata
         request = _properties(settings) + "%%\n" + "".join("\t".join(c) + "\n" for c in calls)
         java = java_tool("java") or "java"
-        cmd = [java, "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-cp", group_admin_classpath(), _CLASS]
+        cmd = [java, "-XX:TieredStopAtLevel=1", "-Xshare:auto", *_allowed_urls(settings)]
+        cmd += ["-cp", group_admin_classpath(), _CLASS]
         try:
             proc = subprocess.run(
                 cmd,
@@ -221,6 +222,14 @@ class GroupAdmin:
             tail = stderr.strip().splitlines()[-1:] or ["no output"]
             raise KafkaClusterError(f"the group calls on {self._name} ended early (exit {proc.returncode}): {tail[0]}")
         return [r for r in rows[:-1] if keep_unsupported or r[0] != "unsupported"]
+
+
+def _allowed_urls(settings: Mapping[str, str]) -> list[str]:
+    """The JVM flag that lets a Kafka 4 client fetch OAuth tokens from the settings' token endpoint: since 4.0
+    (CVE-2025-27817) it refuses every URL that the system property ``org.apache.kafka.sasl.oauthbearer.allowed.urls``
+    does not list. The endpoint's address is no secret."""
+    url = settings.get("sasl.oauthbearer.token.endpoint.url", "").strip()
+    return [f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={url}"] if url else []
 
 
 def _properties(settings: Mapping[str, str]) -> str:

@@ -202,8 +202,12 @@ def collect_pair_state(
         target_bounds = target_bounds_f.result()
         target_described = target_described_f.result()
         target_described.update(typed.describe(pair.target, [g for g in groups if g in unmirrored]))
-        source_types = {g: t.type for g, t in typed.listed(pair.source).items()}
-        target_types = {g: t.type for g, t in typed.listed(pair.target).items()}
+        # librdkafka names the classic and consumer groups' type itself, so a Java client that cannot run (an
+        # OAuth library only MM2's JVM has) changes no row of theirs.
+        source_types = {g.group: g.type for g in listed if g.type}
+        source_types.update({g: t.type for g, t in typed.listed(pair.source).items()})
+        # The target's listing costs a JVM's start: only for the share and streams groups' state there.
+        target_types = {g: t.type for g, t in typed.listed(pair.target).items()} if unmirrored else {}
     for note in typed.notes:  # the other groups are still right: say what is missing
         log.warning("%s", note)
         say(f"{name}: {note}")

@@ -31,7 +31,8 @@ JAVA_ADMIN = "java-admin"
 
 
 class TypedGroups:
-    """The group types of one pair's clusters, listed in the background from construction on."""
+    """The group types of one pair's clusters: the source's listed in the background from construction on, the
+    target's only when asked for (an inspection needs it only when the source has share or streams groups)."""
 
     def __init__(
         self, config: MM2Config, pair: PairConfig, pool: ThreadPoolExecutor, *, timeout_s: float = 60.0
@@ -40,13 +41,16 @@ class TypedGroups:
             alias: GroupAdmin(config.client_settings(alias, pair.name), alias, timeout_s=timeout_s)
             for alias in (pair.source, pair.target)
         }
+        self._pool = pool
         self._listed: dict[str, Future[list[TypedGroup]]] = {
-            alias: pool.submit(admin.list_groups) for alias, admin in self._admins.items()
+            pair.source: pool.submit(self._admins[pair.source].list_groups)
         }
         self._notes: list[str] = []
 
     def listed(self, alias: str) -> dict[str, TypedGroup]:
         """Every group on ``alias`` by name, with its type and state (empty when the listing failed)."""
+        if alias not in self._listed:
+            self._listed[alias] = self._pool.submit(self._admins[alias].list_groups)
         try:
             return {g.group: g for g in self._listed[alias].result()}
         except Mm2ctlError as exc:
@@ -81,7 +85,7 @@ class TypedGroups:
     def describe(self, alias: str, groups: Sequence[str]) -> dict[str, GroupDescription]:
         """The listed state of ``groups`` on ``alias`` (members unknown: the listing does not count them); a
         group the cluster does not list is ``Dead``, as a described absent group is."""
-        listed = self.listed(alias)
+        listed = self.listed(alias) if groups else {}
         return {g: GroupDescription(g, listed[g].state if g in listed else "Dead", 0) for g in groups}
 
 

@@ -14,6 +14,7 @@ one core and 1 GB each, on loopback), started once for the tests that submit the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Iterator
@@ -126,6 +127,42 @@ def lab_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabPool]:
         yield pool
     finally:
         pool.release()
+
+
+def _connectors(info: LabInfo) -> set[str] | None:
+    """The connectors on the lab's Connect worker, or None when it cannot be asked (a secured or stopped lab)."""
+    from mm2ctl.connect_client import build_connect_client
+    from mm2ctl.core.errors import Mm2ctlError
+
+    try:
+        with build_connect_client([info.connect_url]) as connect:
+            return set(connect.list_connectors())
+    except Mm2ctlError:
+        return None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_flows_removed(lab_pool: LabPool) -> Iterator[None]:
+    """Delete the connectors a test module added to the running lab (``lab.add_flow``'s flows) when the module
+    ends. Every flow's MirrorSource, checkpoint and heartbeat tasks run until deleted, so a session that kept
+    them all would load the lab's brokers and worker more with every module. The lab's own flow stays."""
+    at_start = lab_pool.current[1] if lab_pool.current else None
+    before = (_connectors(at_start) or set()) if at_start else set()
+    yield
+    if lab_pool.current is None:
+        return
+    info = lab_pool.current[1]
+    now = _connectors(info)
+    if now is None:
+        return
+    keep = set(info.connectors.values()) | (before if at_start is not None and at_start.dir == info.dir else set())
+    from mm2ctl.connect_client import build_connect_client
+    from mm2ctl.core.errors import Mm2ctlError
+
+    with build_connect_client([info.connect_url]) as connect:
+        for name in sorted(now - keep):
+            with contextlib.suppress(Mm2ctlError):  # gone already, or the worker is busy: the next module's end
+                connect.delete(name)
 
 
 @pytest.fixture
