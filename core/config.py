@@ -3,14 +3,15 @@
 Every other part of mm2ctl asks this module which clusters exist, which flows are enabled, where the
 offset syncs live, what the topics are called and how to connect. The rules are Kafka's own
 (``MirrorMakerConfig``, ``MirrorClientConfig``, ``MirrorConnectorConfig``, ``MirrorSourceConfig``,
-``MirrorCheckpointConfig``, ``DefaultTopicFilter``, ``DefaultGroupFilter``), so that mm2ctl looks where
-MM2 writes:
+``MirrorCheckpointConfig``), so that mm2ctl looks where MM2 writes:
 
 * ``clusters`` lists the aliases. A flow ``A->B`` replicates only when ``A->B.enabled`` is ``true``; it
   defaults to false. MM2 still starts a herder (running only the heartbeat connector) for every other
   ordered pair unless heartbeats are off, which is why :meth:`MM2Config.pairs` can list disabled pairs.
 * Flow settings (policy, separator, offset-syncs location, filters, intervals) come from ``A->B.<key>``,
   else the top-level ``<key>``. Cluster-level ``A.<key>`` does not reach the connectors.
+* A flow's topic and group filters are read here and matched by :mod:`mm2ctl.core.mm2_filters`
+  (``DefaultTopicFilter``, ``DefaultGroupFilter``: whole names, Java regexes).
 * Client settings follow ``MirrorMakerConfig.clusterProps`` and the connectors' client builders; see
   :meth:`MM2Config.client_settings` for the exact order.
 
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
@@ -31,6 +31,15 @@ from mm2ctl.core import client_security, naming
 from mm2ctl.core.client_security import SettingOrigin
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.flows import is_cluster_alias, parse_flow
+from mm2ctl.core.mm2_filters import (
+    GROUPS_DEFAULT,
+    GROUPS_EXCLUDE_DEFAULT,
+    TOPICS_DEFAULT,
+    TOPICS_EXCLUDE_DEFAULT,
+    NameFilter,
+    compile_patterns,
+    replicates_topic,
+)
 from mm2ctl.core.naming import OffsetSyncsLocation, ReplicationPolicy
 from mm2ctl.core.properties import Properties, load_properties, parse_properties
 
@@ -39,13 +48,6 @@ if TYPE_CHECKING:
 
 Role = Literal["consumer", "producer", "admin"]
 ROLES: tuple[Role, ...] = ("consumer", "producer", "admin")
-
-# Kafka's own defaults (DefaultTopicFilter / DefaultGroupFilter, Kafka 3.x and 4.x). Kafka 2.x excluded
-# ".*[\-\.]internal" instead of "mm2.*\.internal".
-TOPICS_DEFAULT = ".*"
-TOPICS_EXCLUDE_DEFAULT = r"mm2.*\.internal, .*\.replica, __.*"
-GROUPS_DEFAULT = ".*"
-GROUPS_EXCLUDE_DEFAULT = "console-consumer-.*, connect-.*, __.*"
 
 OFFSET_LAG_MAX_DEFAULT = 100
 #: The Kafka consumer's ``isolation.level`` values; MirrorSourceTask's consumer takes Kafka's default.
@@ -67,154 +69,10 @@ def is_client_setting(name: str) -> bool:
     return name in ("bootstrap.servers", "security.protocol") or name.startswith(("ssl.", "sasl."))
 
 
-# --- Java regex filters -------------------------------------------------------------------------
-
-_POSIX_CLASSES = {
-    "Lower": "a-z",
-    "Upper": "A-Z",
-    "Alpha": "a-zA-Z",
-    "Digit": "0-9",
-    "Alnum": "a-zA-Z0-9",
-    "XDigit": "0-9a-fA-F",
-    "Space": r" \t\n\x0b\f\r",
-    "Punct": r"!-/:-@\[-`{-~",
-}
-
-
-class _RegexTranslationError(ValueError):
-    pass
-
-
-def java_regex_to_python(pattern: str) -> str:
-    """Rewrite the Java-only constructs of a ``java.util.regex`` pattern that Python's ``re`` spells
-    differently (``\\Q…\\E``, ``(?<name>…)``, ``\\k<name>``, ``\\z``, ``\\Z``, ``\\p{Alpha}``-style POSIX
-    classes, a leading ``(?i)``). Possessive quantifiers and atomic groups need no rewrite on Python 3.11+.
-    Raises ValueError for constructs with no Python equivalent.
-    """
-    out: list[str] = []
-    i = 0
-    n = len(pattern)
-    in_class = False
-    flags = re.match(r"\(\?([a-zA-Z]+)\)", pattern)
-    if flags:
-        letters = flags.group(1)
-        if set(letters) - set("imsx"):
-            raise _RegexTranslationError(f"inline flags (?{letters}) are not supported")
-        out.append(f"(?{letters}:")
-        i = flags.end()
-    while i < n:
-        c = pattern[i]
-        if c == "\\" and i + 1 < n:
-            nxt = pattern[i + 1]
-            if nxt == "Q":
-                end = pattern.find("\\E", i + 2)
-                literal = pattern[i + 2 :] if end < 0 else pattern[i + 2 : end]
-                out.append(re.escape(literal))
-                i = n if end < 0 else end + 2
-                continue
-            if nxt in "pP" and i + 2 < n and pattern[i + 2] == "{":
-                end = pattern.find("}", i + 3)
-                name = pattern[i + 3 : end] if end > 0 else ""
-                name = name[2:] if name.startswith("Is") else name
-                if name not in _POSIX_CLASSES:
-                    raise _RegexTranslationError(f"\\{nxt}{{{name}}} is not supported")
-                body = _POSIX_CLASSES[name]
-                if in_class:
-                    if nxt == "P":
-                        raise _RegexTranslationError(f"\\P{{{name}}} inside [...] is not supported")
-                    out.append(body)
-                else:
-                    out.append(f"[{'^' if nxt == 'P' else ''}{body}]")
-                i = end + 1
-                continue
-            if nxt == "z" and not in_class:
-                out.append(r"\Z")
-            elif nxt == "Z" and not in_class:
-                out.append(r"(?=\n?\Z)")
-            elif nxt == "k" and i + 2 < n and pattern[i + 2] == "<":
-                end = pattern.find(">", i + 3)
-                if end < 0:
-                    raise _RegexTranslationError("unterminated \\k<name>")
-                out.append(f"(?P={pattern[i + 3 : end]})")
-                i = end + 1
-                continue
-            else:
-                out.append(c + nxt)
-            i += 2
-            continue
-        if in_class:
-            if c == "]":
-                in_class = False
-            out.append(c)
-            i += 1
-            continue
-        if c == "[":
-            in_class = True
-            out.append(c)
-            i += 1
-            if i < n and pattern[i] == "^":
-                out.append("^")
-                i += 1
-            if i < n and pattern[i] == "]":  # a leading ] is literal
-                out.append(r"\]")
-                i += 1
-            continue
-        if pattern.startswith("(?<", i) and i + 3 < n and pattern[i + 3] not in "=!":
-            out.append("(?P<")
-            i += 3
-            continue
-        out.append(c)
-        i += 1
-    if flags:
-        out.append(")")
-    return "".join(out)
-
-
 def parse_list(value: str) -> list[str]:
     """A ConfigDef LIST: trimmed, split on commas with surrounding whitespace; empty means no items."""
     trimmed = value.strip()
     return [] if not trimmed else re.split(r"\s*,\s*", trimmed)
-
-
-@dataclass(frozen=True)
-class NameFilter:
-    """Kafka's include/exclude filter: a name passes when it fully matches an include pattern and no
-    exclude pattern. An empty list matches nothing, as in ``MirrorUtils.compilePatternList``.
-    """
-
-    include_key: str
-    include: tuple[str, ...]
-    exclude_key: str
-    exclude: tuple[str, ...]
-    _include_re: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
-    _exclude_re: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
-
-    def matches(self, name: str) -> bool:
-        """True when MM2 would replicate this topic (or group)."""
-        included = self._include_re is not None and self._include_re.fullmatch(name) is not None
-        excluded = self._exclude_re is not None and self._exclude_re.fullmatch(name) is not None
-        return included and not excluded
-
-
-def compile_patterns(
-    patterns: Iterable[str], *, path: str | None = None, line: int | None = None, key: str | None = None
-) -> re.Pattern[str] | None:
-    """Compile a pattern list like ``MirrorUtils.compilePatternList``; None (matches nothing) when empty."""
-    translated: list[str] = []
-    for pattern in patterns:
-        try:
-            python = java_regex_to_python(pattern)
-            re.compile(python)
-        except (re.error, ValueError) as exc:
-            reason = exc.msg if isinstance(exc, re.error) else str(exc)
-            raise ConfigError(
-                f"pattern {pattern!r} is not a valid regular expression: {reason}",
-                path=path,
-                line=line,
-                key=key,
-            ) from exc
-        translated.append(f"(?:{python})")
-    return re.compile("|".join(translated)) if translated else None
 
 
 # --- the model ----------------------------------------------------------------------------------
@@ -296,32 +154,14 @@ class PairConfig:
         """
         known = self._replicated_topics.get(topic)
         if known is None:
-            policy = self.replication_policy
-            known = self._replicated_topics[topic] = (
-                (self.topic_filter.matches(topic) or policy.is_heartbeats_topic(topic))
-                and not policy.is_internal_topic(topic)
-                and not self._is_cycle(topic)
+            known = self._replicated_topics[topic] = replicates_topic(
+                self.topic_filter, self.replication_policy, self.target, topic
             )
         return known
 
     @cached_property
     def _replicated_topics(self) -> dict[str, bool]:
         return {}
-
-    def _is_cycle(self, topic: str) -> bool:
-        """MirrorSourceConnector.isCycle: the topic already came from the target, at any hop."""
-        policy = self.replication_policy
-        seen = topic
-        while True:
-            source = policy.topic_source(seen)
-            if source is None:
-                return False
-            if source == self.target:
-                return True
-            upstream = policy.upstream_topic(seen)
-            if upstream is None or upstream == seen:
-                return False
-            seen = upstream
 
     @cached_property
     def source_isolation(self) -> tuple[str, str]:

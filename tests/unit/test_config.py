@@ -1,4 +1,7 @@
-"""Reading an MM2 properties file: flows, precedence, policies, filters, and clear errors for bad files."""
+"""Reading an MM2 properties file: flows, precedence, policies, and clear errors for bad files.
+
+The topic and group filters the file sets are tested in ``test_mm2_filters``.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,6 @@ import pytest
 from mm2ctl.core.config import (
     MM2Config,
     is_client_setting,
-    java_regex_to_python,
     load_mm2_config,
     mm2_config_from_text,
     parse_list,
@@ -314,96 +316,6 @@ def test_heartbeats_can_be_switched_off_per_flow() -> None:
     config = cfg("emit.heartbeats.enabled = false\nB->A.emit.heartbeats.enabled = true\n")
     assert config.pair("A->B").heartbeats_enabled is False
     assert config.pair("B->A", enabled_only=False).heartbeats_enabled is True
-
-
-# --- filters ------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("topic", "replicated"),
-    [
-        ("orders", True),
-        ("mm2-offset-syncs.B.internal", False),
-        ("mm2-offsets.A.internal", False),
-        ("orders.replica", False),
-        ("__consumer_offsets", False),
-        ("_schemas", True),
-        ("app.internal", True),
-    ],
-)
-def test_default_topic_filter(topic: str, replicated: bool) -> None:
-    assert cfg().pair("A->B").topic_filter.matches(topic) is replicated
-
-
-@pytest.mark.parametrize(
-    ("group", "replicated"),
-    [("app", True), ("console-consumer-123", False), ("connect-mm2", False), ("__internal", False)],
-)
-def test_default_group_filter(group: str, replicated: bool) -> None:
-    assert cfg().pair("A->B").group_filter.matches(group) is replicated
-
-
-@pytest.mark.parametrize(
-    ("extra", "topic", "replicated"),
-    [
-        ("topics = ord\n", "orders", False),  # full match, as Java's Pattern.matches
-        ("topics = ord.*\n", "orders", True),
-        ("topics = orders, payments\n", "payments", True),
-        ("topics =\n", "orders", False),  # an empty include list matches nothing
-        ("topics.exclude =\n", "__consumer_offsets", True),  # an empty exclude list excludes nothing
-        ("topics.exclude = orders\n", "orders", False),
-        ("topics.blacklist = orders\n", "orders", False),  # legacy alias still honoured
-        ("topics.blacklist = orders\ntopics.exclude = x\n", "orders", True),  # new key wins
-        ("A->B.topics = pay.*\ntopics = ord.*\n", "orders", False),  # flow over top level
-        ("A.topics = pay.*\n", "orders", True),  # cluster level is ignored by MM2
-        ("topics = (?i)ORDERS\n", "orders", True),
-        ("topics = \\\\Qa.b\\\\E\n", "a.b", True),
-        ("topics = \\\\Qa.b\\\\E\n", "axb", False),
-        ("topics = (?<name>o)rders\n", "orders", True),
-        ("topics = \\\\p{Lower}+\n", "orders", True),
-        ("topics = [\\\\p{Lower}-]+\n", "my-orders", True),
-        ("topics = \\\\P{Digit}+\n", "orders", True),
-        ("topics = ord(?>e)rs, x++\n", "orders", True),
-        ("topics = orders\\\\z\n", "orders", True),
-        ("topics = a\\.b\n", "axb", True),  # a single backslash is a properties escape: the regex is a.b
-        ("topics = a\\\\.b\n", "axb", False),
-    ],
-)
-def test_topic_filter_rules(extra: str, topic: str, replicated: bool) -> None:
-    assert cfg(extra).pair("A->B").topic_filter.matches(topic) is replicated
-
-
-def test_group_filter_legacy_and_keys() -> None:
-    pair = cfg("groups = app-.*\ngroups.blacklist = app-test-.*\n").pair("A->B")
-    assert pair.group_filter.matches("app-prod")
-    assert not pair.group_filter.matches("app-test-1")
-    assert pair.group_filter.exclude_key == "groups.blacklist"
-    assert any("groups.blacklist: deprecated: use groups.exclude" in w for w in cfg("groups.blacklist=x\n").warnings)
-
-
-def test_replicates_topic_like_mirror_source_connector() -> None:
-    pair = cfg("topics = orders\n").pair("A->B")
-    assert pair.replicates_topic("orders")
-    assert not pair.replicates_topic("payments")
-    assert pair.replicates_topic("heartbeats")  # heartbeats always flow
-    assert pair.replicates_topic("C.heartbeats")
-    assert not pair.replicates_topic("B.heartbeats")  # came from the target: a cycle
-    assert not pair.replicates_topic("mm2-offset-syncs.B.internal")
-
-
-@pytest.mark.parametrize(
-    ("java", "python"),
-    [
-        ("a\\Q.*\\Eb", "a\\.\\*b"),
-        ("(?<g>x)\\k<g>", "(?P<g>x)(?P=g)"),
-        ("(?<=a)b", "(?<=a)b"),
-        ("[]a]", "[\\]a]"),
-        ("(?i)x", "(?i:x)"),
-        ("x\\Z", "x(?=\\n?\\Z)"),
-    ],
-)
-def test_java_regex_translation(java: str, python: str) -> None:
-    assert java_regex_to_python(java) == python
 
 
 def test_parse_list_and_client_setting_names() -> None:
