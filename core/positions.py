@@ -3,9 +3,9 @@ trusts them, for one partition's groups at a time.
 
 ``plan failover``, ``plan failback`` and ``inspect --exact`` all ask the same question, so they all ask it
 here: a group at the log end of a partition MM2 has copied to its end goes to the target's log end
-(``at_log_end``); then the offset syncs (``plans.translation``: verified by content when both sides can be read, else
+(``at_log_end``); then the offset syncs (``core.translation``: verified by content when both sides can be read, else
 the conservative rule), then, where no sync lies at or below the position, the record's timestamp
-(``plans.timestamp_lookup``), unless the operator chose ``--fallback none``.
+(``core.timestamp_lookup``), unless the operator chose ``--fallback none``.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from mm2ctl.plans.payloads import TranslationMethod
-from mm2ctl.plans.timestamp_lookup import OffsetForTime, by_timestamp
-from mm2ctl.plans.translation import Bounds, RecordSource, Sync, Translation, conservative, verified
+from mm2ctl.core.timestamp_lookup import OffsetForTime, by_timestamp
+from mm2ctl.core.translation import Bounds, RecordSource, Sync, Translation, conservative, verified
+from mm2ctl.core.translation_methods import TranslationMethod
 
 
 class Fallback(StrEnum):

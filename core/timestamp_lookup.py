@@ -21,11 +21,11 @@ nothing matches replays records rather than skipping any.
 - Anything unproven (no match within ``max_scan`` records, timestamps rewritten by a ``LogAppendTime``
   topic) gives the lookup's answer: method ``timestamp``, which replays rather than skips.
 
-Records of aborted transactions count as ``plans.translation`` counts them: ``R`` and ``P`` are committed
+Records of aborted transactions count as ``core.translation`` counts them: ``R`` and ``P`` are committed
 records, and an aborted record on either side may have a copy on the other or none (``translation.align``).
 
-Pure, like ``plans.translation``: records come through ``RecordSource`` and the lookup through
-``OffsetForTime``, which the planners implement over Kafka (``plans.kafka_records``).
+Pure, like ``core.translation``: records come through ``RecordSource`` and the lookup through
+``OffsetForTime``, which the planners implement over Kafka (``core.record_sources``).
 """
 
 from __future__ import annotations
@@ -33,8 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from mm2ctl.plans.payloads import TranslationMethod
-from mm2ctl.plans.translation import (
+from mm2ctl.core.translation import (
     DEFAULT_MAX_SCAN,
     DEFAULT_WINDOW,
     Bounds,
@@ -45,6 +44,7 @@ from mm2ctl.plans.translation import (
     copies_after,
     preceded_by,
 )
+from mm2ctl.core.translation_methods import TranslationMethod
 
 
 class OffsetForTime(Protocol):

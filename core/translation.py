@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from mm2ctl.plans.payloads import TranslationMethod
+from mm2ctl.core.translation_methods import TranslationMethod
 
 #: How far around ``c`` the source is read to find ``R`` and ``P``, and around the candidate on the target.
 DEFAULT_WINDOW = 64

@@ -14,10 +14,10 @@ from pyspark.sql import DataFrame
 
 from mm2ctl.core.config import PairConfig
 from mm2ctl.core.group_admin import UNMIRRORED_TYPES
+from mm2ctl.core.translation_methods import EXACT_METHODS
 from mm2ctl.inspector import statuses
 from mm2ctl.inspector.sql_text import Statement, moment
 from mm2ctl.inspector.statuses import Blocking, Status
-from mm2ctl.plans.payloads import EXACT_METHODS
 
 # --- joining the admin state ---
 

@@ -17,12 +17,12 @@ import pyarrow as pa
 
 from mm2ctl.core.admin import TP, KafkaAdmin
 from mm2ctl.core.config import MM2Config, PairConfig
+from mm2ctl.core.positions import Fallback, Sides, locate
 from mm2ctl.core.progress import Progress, count, no_progress
+from mm2ctl.core.record_sources import KafkaRecords, OffsetsForTimes
 from mm2ctl.core.records import PartitionReader
+from mm2ctl.core.translation import Bounds, Sync
 from mm2ctl.inspector.admin_state import PairState
-from mm2ctl.plans.kafka_records import KafkaRecords, OffsetsForTimes
-from mm2ctl.plans.positions import Fallback, Sides, locate
-from mm2ctl.plans.translation import Bounds, Sync
 
 #: The phase ``exact_positions`` counts: source partitions whose records were read.
 EXACT_PHASE = "partitions read (--exact)"

@@ -17,8 +17,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from mm2ctl.core.translation_methods import EXACT_METHODS
 from mm2ctl.inspector.sql_text import Statement, quoted
-from mm2ctl.plans.payloads import EXACT_METHODS
 
 PAIR = "cluster_pair"
 SYNC_KEY = [PAIR, "topic", "partition"]

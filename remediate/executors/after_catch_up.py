@@ -11,6 +11,7 @@ would move a target offset back without the plan's ``allow_rewind`` fails the st
 from __future__ import annotations
 
 from mm2ctl.core.errors import ApplyError
+from mm2ctl.core.positions import Fallback
 from mm2ctl.plans.deferred import translated_json
 from mm2ctl.plans.fingerprint import JSONable
 from mm2ctl.plans.kafka_records import read_syncs, syncs_disabled_note
@@ -23,7 +24,6 @@ from mm2ctl.plans.planners.failover import (
     not_copied,
     translate_partitions,
 )
-from mm2ctl.plans.positions import Fallback
 from mm2ctl.plans.steps import Step
 from mm2ctl.remediate.executors.base import ExecContext, ReadOnlyStep
 

@@ -15,14 +15,14 @@ from typing import Any
 
 from mm2ctl.core.admin import TP
 from mm2ctl.core.errors import ApplyError, KafkaClusterError
+from mm2ctl.core.record_sources import last_record_offset
 from mm2ctl.core.records import PartitionReader
+from mm2ctl.core.translation import Bounds
 from mm2ctl.plans.fingerprint import JSONable
-from mm2ctl.plans.kafka_records import last_record_offset
 from mm2ctl.plans.payloads import GroupOffsetsVerify, GroupOffsetsWrite, WaitForCatchUp
 from mm2ctl.plans.provenance import ROLLBACK, parse_provenance, same_metadata, write_metadata
 from mm2ctl.plans.steps import Step
 from mm2ctl.plans.targets import GroupTarget
-from mm2ctl.plans.translation import Bounds
 from mm2ctl.remediate.executors.base import ExecContext, ReadOnlyStep, UndoContext, as_dict
 from mm2ctl.remediate.preconditions import StateView
 

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from mm2ctl.plans.payloads import TranslationMethod
-from mm2ctl.plans.timestamp_lookup import by_timestamp
-from mm2ctl.plans.translation import (
+from mm2ctl.core.timestamp_lookup import by_timestamp
+from mm2ctl.core.translation import (
     Bounds,
     Digested,
     Sync,
@@ -28,6 +27,7 @@ from mm2ctl.plans.translation import (
     record_digest,
     verified,
 )
+from mm2ctl.core.translation_methods import TranslationMethod
 
 EXACT = (TranslationMethod.VERIFIED_DELTA, TranslationMethod.VERIFIED_SEARCH)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mm2ctl.core.translation import Sync
 from mm2ctl.drill.failover_drill import (
     ABORTED,
     Strategy,
@@ -10,7 +11,6 @@ from mm2ctl.drill.failover_drill import (
     sync_intervals,
     upstream_decreases,
 )
-from mm2ctl.plans.translation import Sync
 
 
 def test_sync_interval_is_the_gap_between_the_syncs_around_the_commit_point() -> None:

@@ -1,7 +1,12 @@
 """The installed package's import graph points one way: no cycle between modules, and each layer imports
-only the layers below it (docs/design.md, "Parts"):
+only the layers below it, never a sibling in its own layer (docs/design.md, "Parts"):
 
-    core, connect_client  <  inspector, plans, lab  <  remediate  <  drill, report  <  cli
+    core  <  connect_client  <  inspector  <  plans, lab  <  remediate  <  drill, report  <  cli
+
+The translation rule (``core.translation``, ``core.positions``, ``core.translation_methods``) sits in the core
+because both ``inspect`` and the planners apply it; the planners read MM2's position through
+``inspector.mm2_position`` and the lab's Spark Connect server is built by ``inspector.spark_packages``, so the
+inspector sits below both.
 
 Every module of the installed ``mm2ctl`` is parsed with ``ast``, not imported, so an import inside a function
 (a lazy import) counts as much as one at the top: it runs too, only later.
@@ -29,17 +34,22 @@ import mm2ctl
 
 ROOT = Path(mm2ctl.__file__).parent
 
-#: Which subpackages each subpackage may import (itself always allowed).
+#: The layers, lowest first, as the module docstring and docs/design.md draw them.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("core",),
+    ("connect_client",),
+    ("inspector",),
+    ("plans", "lab"),
+    ("remediate",),
+    ("drill", "report"),
+    ("cli",),
+)
+
+#: Which subpackages each subpackage may import (itself always allowed): every layer below its own.
 ALLOWED: dict[str, set[str]] = {
-    "core": set(),
-    "connect_client": {"core"},
-    "inspector": {"core", "connect_client", "plans", "lab"},
-    "plans": {"core", "connect_client", "inspector", "lab"},
-    "lab": {"core", "connect_client", "inspector", "plans"},
-    "remediate": {"core", "connect_client", "plans"},
-    "drill": {"core", "connect_client", "inspector", "plans", "lab", "remediate"},
-    "report": {"core", "connect_client", "inspector", "plans"},
-    "cli": {"core", "connect_client", "inspector", "plans", "lab", "remediate", "drill", "report"},
+    package: {below for lower in LAYERS[:level] for below in lower}
+    for level, layer in enumerate(LAYERS)
+    for package in layer
 }
 
 #: Third-party clients the CLI must leave to the layers below it (a thin CLI over a pure core).
@@ -176,6 +186,29 @@ def test_each_layer_imports_only_the_layers_below_it(layer: str) -> None:
         and target not in ALLOWED[layer]
     ]
     assert not wrong, "\n".join(wrong)
+
+
+def _drawn(lines: list[str]) -> tuple[tuple[str, ...], ...]:
+    """The layers of a drawing, lowest first: each line's leading subpackage names (a line per layer, top first)."""
+    layers = []
+    for line in lines:
+        names = []
+        for word in line.split():
+            if word not in ALLOWED:
+                break
+            names.append(word)
+        if names:
+            layers.append(tuple(names))
+    return tuple(reversed(layers))
+
+
+def test_the_docstring_and_docs_design_draw_the_layers_the_table_enforces() -> None:
+    line = next(li for li in (__doc__ or "").splitlines() if li.strip().startswith("core "))
+    docstring = tuple(tuple(p.strip() for p in layer.split(",")) for layer in line.split("<"))
+    assert docstring == LAYERS
+    design = (Path(__file__).parents[2] / "docs" / "design.md").read_text(encoding="utf-8")
+    parts = design.split("## Parts", 1)[1].split("```", 2)[1]
+    assert _drawn(parts.splitlines()) == LAYERS
 
 
 def test_the_cli_leaves_kafka_and_http_clients_to_the_core() -> None:

@@ -16,6 +16,13 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StructType
 
 from mm2ctl.core import codecs
+from mm2ctl.core.translation import (
+    Sync,
+    conservative,
+    current_mapping_start,
+    newest_sync_at_or_below,
+    normalize_syncs,
+)
 from mm2ctl.inspector import decode, sync_state
 from mm2ctl.inspector.pair_topics import Numbering
 from mm2ctl.inspector.schemas import (
@@ -25,13 +32,6 @@ from mm2ctl.inspector.schemas import (
     TRANSLATION_FIELDS,
 )
 from mm2ctl.inspector.translation import translate
-from mm2ctl.plans.translation import (
-    Sync,
-    conservative,
-    current_mapping_start,
-    newest_sync_at_or_below,
-    normalize_syncs,
-)
 
 pytestmark = pytest.mark.spark
 

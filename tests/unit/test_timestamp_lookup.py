@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from mm2ctl.plans.payloads import TranslationMethod
-from mm2ctl.plans.positions import Fallback, Sides, locate
-from mm2ctl.plans.timestamp_lookup import by_timestamp
-from mm2ctl.plans.translation import Bounds, Digested, Sync, record_digest
+from mm2ctl.core.positions import Fallback, Sides, locate
+from mm2ctl.core.timestamp_lookup import by_timestamp
+from mm2ctl.core.translation import Bounds, Digested, Sync, record_digest
+from mm2ctl.core.translation_methods import TranslationMethod
 
 
 @dataclass

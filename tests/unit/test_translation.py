@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from mm2ctl.plans.payloads import TranslationMethod
-from mm2ctl.plans.translation import (
+from mm2ctl.core.translation import (
     Bounds,
     Digested,
     Sync,
@@ -25,6 +24,7 @@ from mm2ctl.plans.translation import (
     record_digest,
     verified,
 )
+from mm2ctl.core.translation_methods import TranslationMethod
 
 
 @dataclass
@@ -248,8 +248,8 @@ def test_verified_matches_the_reference_on_random_gapped_topics(seed: int) -> No
 
 
 def test_read_ahead_serves_increasing_windows_from_few_reads_and_never_reads_past_the_limit() -> None:
+    from mm2ctl.core import record_sources
     from mm2ctl.core.records import RawRecord
-    from mm2ctl.plans import kafka_records
 
     present = [o for o in range(0, 30_000) if o % 7 != 3]  # gaps, as compaction and markers leave
     calls: list[tuple[int, int]] = []
@@ -260,7 +260,7 @@ def test_read_ahead_serves_increasing_windows_from_few_reads_and_never_reads_pas
             return [RawRecord(topic, partition, o, o, b"k", b"v%d" % o) for o in present if lo <= o < hi]
 
     limit = 25_000
-    source = kafka_records.KafkaRecords(FakeReader(), "t", 0, limit, chunk=5_000)  # type: ignore[arg-type]
+    source = record_sources.KafkaRecords(FakeReader(), "t", 0, limit, chunk=5_000)  # type: ignore[arg-type]
     rng = random.Random(7)
     starts = sorted(rng.randrange(0, limit) for _ in range(300))
     for s in starts:
