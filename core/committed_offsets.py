@@ -9,8 +9,8 @@ of two ways:
   needed by Janino, the compiler Spark ships for its generated code) asks ListConsumerGroupOffsets for many
   groups at once, which the AdminClient sends as one OffsetFetch request per coordinator (KIP-709, brokers
   3.3+), and writes the answer as columns to a file that becomes Arrow arrays here. Nothing is made per offset
-  in Python, and py4j carries only the call: its own transfer of a byte array costs about 0.75 s of Python
-  CPU per 16 MB, more than the whole read.
+  in Python, and py4j carries only the call: its own transfer of a byte array would cost more Python CPU
+  than the whole read.
 - **librdkafka** (``KafkaAdmin.committed_offset_lists``): one group per request (confluent-kafka takes no
   more), many in flight. Most of its time is librdkafka's own handling of the answers, on its main thread,
   and confluent-kafka makes a Python object per partition; this path keeps the rest lean (flat lists, one
@@ -24,8 +24,7 @@ spends in this process.
 
 The planners (``plans.live_state.LiveState.many_group_offsets``) read through ``read_by_group``, the librdkafka
 path as a dict per group: a plan runs in a process with no JVM, whose start (seconds) would cost more than
-its reads (a failover of 1,000 groups x 100 partitions reads 100,000 offsets in well under a second), and a
-planner makes a row object per group partition anyway.
+its reads, and a planner makes a row object per group partition anyway.
 
 Either way a group whose lookup failed is a group with an ``ItemError`` and no rows (partial failure is data).
 The JVM's AdminClient leaves out a partition whose offset came back with an error (it logs it), where
@@ -75,8 +74,9 @@ OFFSETS_SCHEMA = pa.schema(
 JVM = "jvm"
 LIBRDKAFKA = "librdkafka"
 
-#: Groups per ListConsumerGroupOffsets call of the JVM path: its broker answers 100 groups of 1,000
-#: partitions in one response of about 2 MB; all 1,000 in one response cost the broker three times the CPU.
+#: Groups per ListConsumerGroupOffsets call of the JVM path: enough groups per request to keep round trips
+#: few, while each response stays of a moderate size; one request for every group at once costs the broker
+#: much more CPU.
 GROUPS_PER_REQUEST = 100
 
 
@@ -145,8 +145,8 @@ def read_by_group(
 
 class _CollectorPause:
     """Python's cyclic garbage collector paused while confluent-kafka makes an object per partition. Those
-    objects hold no cycles, and the collector's passes over a million of them cost about half a second of
-    CPU (``bench/admin_reads.py``). Reads may overlap: the last to end restores the collector as the first
+    objects hold no cycles, so the collector's passes over a million of them would be CPU spent for nothing
+    (``bench/admin_reads.py`` measures it). Reads may overlap: the last to end restores the collector as the first
     found it."""
 
     def __init__(self) -> None:

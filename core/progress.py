@@ -38,7 +38,7 @@ def count(progress: Progress | None, phase: str, done: int, total: int) -> None:
     """Tell ``progress`` that ``done`` of ``total`` items of ``phase`` are finished, if it can count.
 
     Called once per item on hot loops (the failover planner's partitions), so it looks the method up
-    instead of asking ``isinstance`` of a runtime protocol, which costs a hundred times more.
+    instead of asking ``isinstance`` of a runtime protocol, which costs far more.
     """
     counter = getattr(progress, "count", None)
     if counter is not None:

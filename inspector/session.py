@@ -42,9 +42,8 @@ _EMBEDDED_DEFAULTS = {
     # overhead). Each run sizes it to its rows (``InspectOptions.size_shuffles``).
     "spark.sql.shuffle.partitions": str(4 * (os.cpu_count() or 2)),
     # Adaptive execution plans each stage as a job of its own after the one before it ran: on an inspection's
-    # small frames that is more planning and more jobs than work (a warm run at 5 k group partitions took 17
-    # jobs with it and 12 without, and a fifth more CPU), and its coalescing merged 4 equal tasks into 3 on 2
-    # cores, one core idle for a whole task's time.
+    # small frames that is more planning and more jobs than work, and its coalescing merges equal tasks into
+    # fewer tasks than there are cores, leaving a core idle for a whole task's time.
     "spark.sql.adaptive.enabled": "false",
     # Joins on (pair, group, topic, partition) reuse a clustering by (pair, group) instead of reshuffling.
     "spark.sql.requireAllClusterKeysForCoPartition": "false",
@@ -66,8 +65,8 @@ _EMBEDDED_DEFAULTS = {
 }
 
 #: PySpark's DataFrame call-site capture. On (PySpark's default), every DataFrame and Column call also asks the
-#: JVM for the active session and a setting and sets and clears the call site there: building the inspection's
-#: plan took about 12,000 py4j round trips instead of about 5,000. It only adds the Python line to the message
+#: JVM for the active session and a setting and sets and clears the call site there, so building the
+#: inspection's plan takes many more py4j round trips. It only adds the Python line to the message
 #: of a Spark SQL error raised while a query runs, and the transforms raise none (``try_add`` and the like). A
 #: SparkContext setting, read by PySpark once per process: it is given to the builder, before any context.
 _DATAFRAME_DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"
@@ -97,7 +96,7 @@ def _read_kafka_through_v2(spark: SparkSession, conf: Mapping[str, str] | None) 
 
     Spark reads Kafka in batch through its V1 relation by default, which hands every record to the scan as an
     external ``Row`` and converts it back (a copy of its key and value each way); the V2 ``KafkaTable`` reads
-    the same options into ``UnsafeRow`` directly. The offset-syncs read is then about a quarter faster
+    the same options into ``UnsafeRow`` directly. The offset-syncs read is then faster
     (``tests/integration/test_spark_read.py`` proves the V2 read against a compacted topic as before).
     """
     if _V1_SOURCES in (conf or {}) or spark.sparkContext.getConf().contains(_V1_SOURCES):
@@ -307,7 +306,7 @@ class SessionStart:
         return exited and self.archive.keep()
 
 
-#: How long the JVM may take to write the class archive when it exits (about 10 s on two idle cores).
+#: How long the JVM may take to write the class archive when it exits (generous: a busy machine is slower).
 ARCHIVE_WRITE_TIMEOUT_S = 180.0
 
 

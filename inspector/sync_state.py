@@ -7,7 +7,7 @@ compute exactly what it computes (``tests/unit/test_inspector_syncs.py`` holds t
 
 The frames, narrow because there are as many rows as records in the topic (ten million and more before the
 log cleaner runs). A source partition is a small int, ``_part``, the pair's numbering of the partitions it
-knows (``inspector.numbering``):
+knows (``inspector.pair_topics.Numbering``):
 
 * **records** (``records``): each record of a known partition, as MM2 wrote it: ``_part``, ``_pos`` (the
   upstream offset, null for a tombstone), ``_down``, ``_rec`` (the record's offset), ``_ts``; and each

@@ -72,7 +72,7 @@ status.storage.replication.factor = 1
 # offset/config/status storage, converter, task and worker keys from there) and reads it from the target's
 # cluster settings, so unprefixed it stays at the 60 s default and a test can wait a minute for a commit.
 {t}.offset.flush.interval.ms = 1000
-# MM2's classes are on the classpath with ServiceLoader manifests: skip the ~30 s reflective plugin scan.
+# MM2's classes are on the classpath with ServiceLoader manifests: skip the slow reflective plugin scan.
 plugin.discovery = service_load
 """
     )
