@@ -34,7 +34,7 @@ from mm2ctl.lab import security as lab_security
 from mm2ctl.lab.jars import kafka_classpath
 from mm2ctl.lab.mm2_setup import ISOLATED_PREFIX, ROLES, Mm2Setup
 from mm2ctl.lab.process import free_port, is_alive, start_command, stop_pids, wait_until
-from mm2ctl.lab.versions import DEFAULT_KAFKA_VERSION, release
+from mm2ctl.lab.versions import DEFAULT_KAFKA_VERSION, KafkaRelease, release
 
 LAB_FILE = "lab.json"
 MM2_FILE = "mm2.properties"
@@ -150,137 +150,45 @@ def up(
     ``exactly_once`` turns on the worker's exactly-once source support (``exactly.once.source.support=enabled``,
     KIP-618): every MM2 connector then writes the target in transactions (its records, Connect's offsets), and
     MirrorSourceConnector writes its offset syncs once each transaction commits."""
-    if replication_policy not in ("default", "identity"):
-        raise LabError(f"replication policy must be 'default' or 'identity', not {replication_policy!r}")
-    if offset_syncs_location not in ("source", "target"):
-        raise LabError(f"offset-syncs location must be 'source' or 'target', not {offset_syncs_location!r}")
-    if security_mode not in lab_security.SECURITY_MODES:
-        raise LabError(f"security must be one of {', '.join(lab_security.SECURITY_MODES)}, not {security_mode!r}")
+    _check_up_options(replication_policy, offset_syncs_location, security_mode)
     secured = security_mode != "none"
-    say = progress or (lambda _msg: None)
-    rel = release(kafka_version)
-    if secured and rel.major < 4:
+    say: Progress = progress or (lambda _msg: None)
+    kafka_release = release(kafka_version)
+    if secured and kafka_release.major < 4:
         raise LabError("--security sasl-ssl needs Kafka 4.x (OAUTHBEARER validation by JWKS, SCRAM at format)")
     lab_dir = lab_dir.resolve()
-    existing = lab_dir / LAB_FILE
-    if existing.exists():
-        info = LabInfo.from_json(existing.read_text(), str(existing))
-        if any(is_alive(p) for p in info.pids):
-            raise LabError(f"a lab is already running in {lab_dir}; stop it with: mm2ctl lab down --dir {lab_dir}")
+    _refuse_a_running_lab(lab_dir)
     _reset_dir(lab_dir)
 
-    t0 = time.monotonic()
+    boot_started = time.monotonic()
     say(f"resolving Kafka {kafka_version} jars with mvn")
     classpath = kafka_classpath(kafka_version)
 
-    started: list[int] = []
-    helpers: list[int] = []
+    started_pids: list[int] = []  # stopped again if any step fails
     try:
         brokers = {alias: kraft.plan_broker(lab_dir, alias, secured=secured) for alias in (SOURCE_ALIAS, TARGET_ALIAS)}
-        material: lab_security.LabSecurity | None = None
-        token_url = ""
-        broker_options: dict[str, dict[str, Any]] = {alias: {} for alias in brokers}
         if secured:
-            say("generating TLS certificates, SCRAM users and the OAuth signing key")
-            material = lab_security.generate(lab_dir)
-            token_url, jwks_url, issuer, pid = _start_identity_provider(lab_dir, timeout_s)
-            helpers.append(pid)
-            started.append(pid)
-            for alias, spec in brokers.items():
-                assert spec.oauth_port is not None
-                users = (lab_security.ADMIN, lab_security.MM2CTL)
-                broker_options[alias] = {
-                    "overrides": lab_security.broker_settings(
-                        material,
-                        scram_port=spec.broker_port,
-                        oauth_port=spec.oauth_port,
-                        controller_port=spec.controller_port,
-                        jwks_url=jwks_url,
-                        issuer=issuer,
-                    ),
-                    "format_args": [
-                        a
-                        for u in users
-                        for a in ("--add-scram", lab_security.scram_credential(u, material.password(u)))
-                    ],
-                    "system_properties": [("org.apache.kafka.sasl.oauthbearer.allowed.urls", jwks_url)],
-                }
-        pids: dict[str, int] = {}
-        for alias, spec in brokers.items():
-            say(f"starting KRaft cluster '{alias}' on {spec.bootstrap}")
-            pids[alias] = kraft.start_broker(spec, rel, classpath, **broker_options[alias])
-            started.append(pids[alias])
-        admin_client = (
-            {} if material is None else _without_bootstrap(lab_security.client_config(material, "", lab_security.ADMIN))
-        )
-        for alias, spec in brokers.items():
-            kraft.wait_for_broker(spec, pids[alias], timeout_s=timeout_s, client=admin_client)
-        if material is not None:
-            say("granting the mm2ctl principal its ACLs")
-            for spec in brokers.values():
-                lab_security.grant_acls({**admin_client, "bootstrap.servers": spec.bootstrap})
+            security = _secure_brokers(lab_dir, brokers, started_pids, say, timeout_s)
+        else:
+            security = _BrokerSecurity.open(brokers)
+        broker_pids = _start_clusters(brokers, security, kafka_release, classpath, started_pids, say, timeout_s)
 
         worker = connect_worker.plan_worker(lab_dir, brokers[TARGET_ALIAS].bootstrap)
-        worker_overrides: dict[str, str] = {}
-        connector_client: dict[str, str] = {}
-        file_client: dict[str, str] = {}
-        resource_security: dict[str, object] = {}
-        if material is not None:
-            connector_client = lab_security.java_client_settings(material, lab_security.ADMIN)
-            file_client = lab_security.java_client_settings(material, lab_security.MM2CTL)
-            for prefix in ("", "producer.", "consumer.", "admin."):
-                worker_overrides.update(lab_security.prefixed(prefix, connector_client))
-            resource_security = _resource_security()
-        if exactly_once:
-            worker_overrides["exactly.once.source.support"] = "enabled"
-        say(
-            f"starting Kafka Connect worker on {worker.url}"
-            + (" (exactly-once source support)" if exactly_once else "")
+        clients = _connect_clients(security.material)
+        connect_pid = _start_connect(
+            worker, clients, exactly_once, kafka_release, classpath, started_pids, say, timeout_s
         )
-        connect_pid = connect_worker.start_worker(worker, rel, classpath, overrides=worker_overrides)
-        started.append(connect_pid)
-        connect_worker.wait_for_worker(worker, connect_pid, timeout_s=timeout_s)
 
-        setup = Mm2Setup(
-            source_alias=SOURCE_ALIAS,
-            target_alias=TARGET_ALIAS,
-            source_bootstrap=brokers[SOURCE_ALIAS].bootstrap,
-            target_bootstrap=brokers[TARGET_ALIAS].bootstrap,
-            replication_policy=replication_policy,
-            offset_syncs_location=offset_syncs_location,
-            connector_client=connector_client,
-            file_client=file_client,
-            resource_cluster_security=resource_security,
-        )
-        say("creating MirrorSource, MirrorCheckpoint and MirrorHeartbeat connectors")
-        for name, config in setup.connector_configs().items():
-            connect_worker.put_connector(worker.url, name, config)
-        wait_for_connectors_running(worker.url, list(setup.connector_names.values()), timeout_s=timeout_s)
-
-        mm2_path = lab_dir / MM2_FILE
-        _write_private(mm2_path, setup.mm2_properties())
-        resource_path = lab_dir / RESOURCE_FILE
-        resource_path.write_text(setup.strimzi_resource("mm2ctl-lab"))
-        (lab_dir / SECRETS_DIR).mkdir(exist_ok=True)
-        oauth_path = ""
-        oauth_bootstrap: dict[str, str] = {}
-        if material is not None:
-            oauth_bootstrap = {alias: f"127.0.0.1:{spec.oauth_port}" for alias, spec in brokers.items()}
-            oauth_client = lab_security.java_client_settings(material, lab_security.MM2CTL, token_url=token_url)
-            oauth_setup = dataclasses.replace(
-                setup,
-                source_bootstrap=oauth_bootstrap[SOURCE_ALIAS],
-                target_bootstrap=oauth_bootstrap[TARGET_ALIAS],
-                file_client=oauth_client,
-            )
-            oauth_path = str(_write_private(lab_dir / MM2_OAUTH_FILE, oauth_setup.mm2_properties()))
+        setup = _lab_flow(brokers, replication_policy, offset_syncs_location, clients)
+        _start_flow(worker.url, setup, say, timeout_s)
+        files = _write_setup_files(lab_dir, setup, brokers, security)
         info = LabInfo(
             dir=str(lab_dir),
             kafka_version=kafka_version,
             replication_policy=replication_policy,
             offset_syncs_location=offset_syncs_location,
             clusters={
-                alias: ClusterInfo(alias, spec.bootstrap, spec.cluster_id, pids[alias])
+                alias: ClusterInfo(alias, spec.bootstrap, spec.cluster_id, broker_pids[alias])
                 for alias, spec in brokers.items()
             },
             connect_url=worker.url,
@@ -288,24 +196,232 @@ def up(
             connect_group=connect_worker.WORKER_GROUP,
             connect_offsets_topic=connect_worker.OFFSETS_TOPIC,
             connectors=setup.connector_names,
-            mm2_config=str(mm2_path),
+            mm2_config=str(files.mm2_config),
             started_at=time.time(),
-            boot_seconds=round(time.monotonic() - t0, 1),
+            boot_seconds=round(time.monotonic() - boot_started, 1),
             security=security_mode,
-            resource=str(resource_path),
-            secrets=str(lab_dir / SECRETS_DIR),
-            mm2_oauth_config=oauth_path,
-            oauth_bootstrap=oauth_bootstrap,
-            token_url=token_url,
-            helper_pids=helpers,
+            resource=str(files.resource),
+            secrets=str(files.secrets),
+            mm2_oauth_config=files.mm2_oauth_config,
+            oauth_bootstrap=files.oauth_bootstrap,
+            token_url=security.token_url,
+            helper_pids=security.helper_pids,
             exactly_once=exactly_once,
         )
         (lab_dir / LAB_FILE).write_text(info.to_json())
         say(f"lab up in {info.boot_seconds:.1f}s")
         return info
     except BaseException:
-        stop_pids(started, str(lab_dir))
+        stop_pids(started_pids, str(lab_dir))
         raise
+
+
+def _check_up_options(replication_policy: str, offset_syncs_location: str, security_mode: str) -> None:
+    """LabError for an option value ``up`` does not know."""
+    if replication_policy not in ("default", "identity"):
+        raise LabError(f"replication policy must be 'default' or 'identity', not {replication_policy!r}")
+    if offset_syncs_location not in ("source", "target"):
+        raise LabError(f"offset-syncs location must be 'source' or 'target', not {offset_syncs_location!r}")
+    if security_mode not in lab_security.SECURITY_MODES:
+        raise LabError(f"security must be one of {', '.join(lab_security.SECURITY_MODES)}, not {security_mode!r}")
+
+
+def _refuse_a_running_lab(lab_dir: Path) -> None:
+    """LabError when ``lab_dir`` holds a lab any of whose processes still runs (its folder is about to be reset)."""
+    existing = lab_dir / LAB_FILE
+    if existing.exists():
+        info = LabInfo.from_json(existing.read_text(), str(existing))
+        if any(is_alive(p) for p in info.pids):
+            raise LabError(f"a lab is already running in {lab_dir}; stop it with: mm2ctl lab down --dir {lab_dir}")
+
+
+@dataclass(frozen=True)
+class _BrokerSecurity:
+    """What a secured lab adds to its brokers; an open lab has no material and empty broker options."""
+
+    #: The certificates, SCRAM passwords and OAuth signing key (None on an open lab).
+    material: lab_security.LabSecurity | None
+    #: The identity provider's token endpoint ("" on an open lab).
+    token_url: str
+    #: Per cluster alias, the keyword arguments of ``kraft.start_broker`` (listeners, SCRAM users, JWKS URL).
+    broker_options: dict[str, dict[str, Any]]
+    #: The identity provider's process.
+    helper_pids: list[int]
+
+    @staticmethod
+    def open(brokers: Mapping[str, kraft.BrokerSpec]) -> _BrokerSecurity:
+        return _BrokerSecurity(None, "", {alias: {} for alias in brokers}, [])
+
+
+def _secure_brokers(
+    lab_dir: Path, brokers: Mapping[str, kraft.BrokerSpec], started_pids: list[int], say: Progress, timeout_s: float
+) -> _BrokerSecurity:
+    """Generate the secured lab's material, start its identity provider and plan each broker's security."""
+    say("generating TLS certificates, SCRAM users and the OAuth signing key")
+    material = lab_security.generate(lab_dir)
+    token_url, jwks_url, issuer, identity_provider_pid = _start_identity_provider(lab_dir, timeout_s)
+    started_pids.append(identity_provider_pid)
+    users = (lab_security.ADMIN, lab_security.MM2CTL)
+    broker_options: dict[str, dict[str, Any]] = {}
+    for alias, spec in brokers.items():
+        assert spec.oauth_port is not None
+        broker_options[alias] = {
+            "overrides": lab_security.broker_settings(
+                material,
+                scram_port=spec.broker_port,
+                oauth_port=spec.oauth_port,
+                controller_port=spec.controller_port,
+                jwks_url=jwks_url,
+                issuer=issuer,
+            ),
+            "format_args": [
+                arg
+                for user in users
+                for arg in ("--add-scram", lab_security.scram_credential(user, material.password(user)))
+            ],
+            "system_properties": [("org.apache.kafka.sasl.oauthbearer.allowed.urls", jwks_url)],
+        }
+    return _BrokerSecurity(material, token_url, broker_options, [identity_provider_pid])
+
+
+def _start_clusters(
+    brokers: Mapping[str, kraft.BrokerSpec],
+    security: _BrokerSecurity,
+    kafka_release: KafkaRelease,
+    classpath: str,
+    started_pids: list[int],
+    say: Progress,
+    timeout_s: float,
+) -> dict[str, int]:
+    """Start both KRaft clusters side by side, wait until each answers, and on a secured lab grant mm2ctl's
+    ACLs; each broker's pid by cluster alias."""
+    broker_pids: dict[str, int] = {}
+    for alias, spec in brokers.items():
+        say(f"starting KRaft cluster '{alias}' on {spec.bootstrap}")
+        broker_pids[alias] = kraft.start_broker(spec, kafka_release, classpath, **security.broker_options[alias])
+        started_pids.append(broker_pids[alias])
+    material = security.material
+    admin_client = (
+        {} if material is None else _without_bootstrap(lab_security.client_config(material, "", lab_security.ADMIN))
+    )
+    for alias, spec in brokers.items():
+        kraft.wait_for_broker(spec, broker_pids[alias], timeout_s=timeout_s, client=admin_client)
+    if material is not None:
+        say("granting the mm2ctl principal its ACLs")
+        for spec in brokers.values():
+            lab_security.grant_acls({**admin_client, "bootstrap.servers": spec.bootstrap})
+    return broker_pids
+
+
+@dataclass(frozen=True)
+class _ConnectClients:
+    """The Java client settings of a secured lab's Connect side (all empty on an open lab)."""
+
+    #: MM2's connectors, as the admin principal.
+    connector: dict[str, str]
+    #: ``mm2.properties``, as the least-privilege mm2ctl principal.
+    mm2_file: dict[str, str]
+    #: The worker's own clients and its producer, consumer and admin clients, as the admin principal.
+    worker: dict[str, str]
+    #: Each cluster's ``tls`` and ``authentication`` in the KafkaMirrorMaker2 resource.
+    resource_security: dict[str, object]
+
+
+def _connect_clients(material: lab_security.LabSecurity | None) -> _ConnectClients:
+    if material is None:
+        return _ConnectClients({}, {}, {}, {})
+    connector = lab_security.java_client_settings(material, lab_security.ADMIN)
+    mm2_file = lab_security.java_client_settings(material, lab_security.MM2CTL)
+    worker: dict[str, str] = {}
+    for prefix in ("", "producer.", "consumer.", "admin."):
+        worker.update(lab_security.prefixed(prefix, connector))
+    return _ConnectClients(connector, mm2_file, worker, _resource_security())
+
+
+def _start_connect(
+    worker: connect_worker.WorkerSpec,
+    clients: _ConnectClients,
+    exactly_once: bool,
+    kafka_release: KafkaRelease,
+    classpath: str,
+    started_pids: list[int],
+    say: Progress,
+    timeout_s: float,
+) -> int:
+    """Start the distributed Connect worker and wait until its REST API answers; its pid."""
+    worker_overrides = dict(clients.worker)
+    if exactly_once:
+        worker_overrides["exactly.once.source.support"] = "enabled"
+    say(f"starting Kafka Connect worker on {worker.url}" + (" (exactly-once source support)" if exactly_once else ""))
+    connect_pid = connect_worker.start_worker(worker, kafka_release, classpath, overrides=worker_overrides)
+    started_pids.append(connect_pid)
+    connect_worker.wait_for_worker(worker, connect_pid, timeout_s=timeout_s)
+    return connect_pid
+
+
+def _lab_flow(
+    brokers: Mapping[str, kraft.BrokerSpec],
+    replication_policy: str,
+    offset_syncs_location: str,
+    clients: _ConnectClients,
+) -> Mm2Setup:
+    """The lab's one MM2 flow, ``primary->backup``."""
+    return Mm2Setup(
+        source_alias=SOURCE_ALIAS,
+        target_alias=TARGET_ALIAS,
+        source_bootstrap=brokers[SOURCE_ALIAS].bootstrap,
+        target_bootstrap=brokers[TARGET_ALIAS].bootstrap,
+        replication_policy=replication_policy,
+        offset_syncs_location=offset_syncs_location,
+        connector_client=clients.connector,
+        file_client=clients.mm2_file,
+        resource_cluster_security=clients.resource_security,
+    )
+
+
+def _start_flow(connect_url: str, setup: Mm2Setup, say: Progress, timeout_s: float) -> None:
+    """Create the flow's three MM2 connectors and wait until they and their tasks run."""
+    say("creating MirrorSource, MirrorCheckpoint and MirrorHeartbeat connectors")
+    for name, config in setup.connector_configs().items():
+        connect_worker.put_connector(connect_url, name, config)
+    wait_for_connectors_running(connect_url, list(setup.connector_names.values()), timeout_s=timeout_s)
+
+
+@dataclass(frozen=True)
+class _SetupFiles:
+    """The setup as the lab writes it for users: an MM2 file, a Strimzi resource and its Secrets' folder."""
+
+    mm2_config: Path
+    resource: Path
+    secrets: Path
+    #: Secured lab: ``mm2_config`` over OAUTHBEARER ("" on an open lab) and each cluster's OAUTHBEARER listener.
+    mm2_oauth_config: str
+    oauth_bootstrap: dict[str, str]
+
+
+def _write_setup_files(
+    lab_dir: Path, setup: Mm2Setup, brokers: Mapping[str, kraft.BrokerSpec], security: _BrokerSecurity
+) -> _SetupFiles:
+    mm2_path = _write_private(lab_dir / MM2_FILE, setup.mm2_properties())
+    resource_path = lab_dir / RESOURCE_FILE
+    resource_path.write_text(setup.strimzi_resource("mm2ctl-lab"))
+    secrets_dir = lab_dir / SECRETS_DIR
+    secrets_dir.mkdir(exist_ok=True)
+    oauth_path = ""
+    oauth_bootstrap: dict[str, str] = {}
+    if security.material is not None:
+        oauth_bootstrap = {alias: f"127.0.0.1:{spec.oauth_port}" for alias, spec in brokers.items()}
+        oauth_client = lab_security.java_client_settings(
+            security.material, lab_security.MM2CTL, token_url=security.token_url
+        )
+        oauth_setup = dataclasses.replace(
+            setup,
+            source_bootstrap=oauth_bootstrap[SOURCE_ALIAS],
+            target_bootstrap=oauth_bootstrap[TARGET_ALIAS],
+            file_client=oauth_client,
+        )
+        oauth_path = str(_write_private(lab_dir / MM2_OAUTH_FILE, oauth_setup.mm2_properties()))
+    return _SetupFiles(mm2_path, resource_path, secrets_dir, oauth_path, oauth_bootstrap)
 
 
 def _without_bootstrap(config: dict[str, str]) -> dict[str, str]:
