@@ -29,10 +29,10 @@ from confluent_kafka import Producer
 from mm2ctl.core.codecs import encode_offset_sync_key, encode_offset_sync_value
 from mm2ctl.core.config import MM2Config, load_mm2_config
 from mm2ctl.inspector.exporter import Exporter
-from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
+from mm2ctl.inspector.inspection import Inspector
+from mm2ctl.inspector.opening import SparkPlace, open_inspection
 from mm2ctl.inspector.prometheus_output import InspectionCollector
-from mm2ctl.inspector.selection import Selection
-from mm2ctl.inspector.session import build_session, stop_session
+from mm2ctl.inspector.selection import InspectOptions, Selection
 
 
 class _Steps(logging.Handler):
@@ -66,12 +66,10 @@ def write_new_syncs(config: MM2Config, inspector: Inspector, count: int) -> None
 def measure(mm2_config: Path, runs: int, groups: str | None, new_syncs: int) -> dict[str, Any]:
     config = load_mm2_config(mm2_config)
     options = InspectOptions(selection=Selection(groups=groups))
-    checked = preflight(config, options)
-    spark = build_session(None, None, jvm_log=Path(tempfile.mkstemp(prefix="mm2ctl-warm-", suffix=".log")[1]))
-    try:
+    jvm_log = Path(tempfile.mkstemp(prefix="mm2ctl-warm-", suffix=".log")[1])
+    with open_inspection(config, options, SparkPlace(), live=True, jvm_log=jvm_log) as inspector:
         steps: list[tuple[float, str]] = []
         started = time.monotonic()
-        inspector = Inspector(spark, config, options, checked)
         exporter = Exporter(inspector, interval_s=3600.0, collector=InspectionCollector())
         steps_log = logging.getLogger("mm2ctl.exporter")  # the exporter logs each step it is told
         steps_log.setLevel(logging.INFO)
@@ -88,8 +86,6 @@ def measure(mm2_config: Path, runs: int, groups: str | None, new_syncs: int) -> 
             seconds.append(round(time.monotonic() - started, 3))
             say(f"run {run}: {seconds[-1]:.2f}s")
         last = [(round(t, 2), m) for t, m in steps]
-    finally:
-        stop_session(spark)
     return {
         "cold_seconds": seconds[0],
         "warm_seconds": seconds[1:],

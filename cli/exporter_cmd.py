@@ -7,14 +7,16 @@ import logging
 import signal
 import threading
 from types import FrameType
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import typer
 
-from mm2ctl.core.errors import ConfigError
-
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from mm2ctl.inspector.exporter import Listen
+    from mm2ctl.inspector.inspection import Inspector
+    from mm2ctl.inspector.opening import SparkPlace
 
 from mm2ctl.cli.options import (
     ConnectCa,
@@ -25,6 +27,9 @@ from mm2ctl.cli.options import (
     ConnectUrls,
     ConnectUser,
     FromConnect,
+    Groups,
+    InspectPairs,
+    LagThreshold,
     MM2Config,
     PolicyNaming,
     Secrets,
@@ -32,9 +37,10 @@ from mm2ctl.cli.options import (
     SparkConf,
     SparkMaster,
     SparkRemote,
-    pair_option,
+    Topics,
     parse_spark_conf,
 )
+from mm2ctl.inspector.selection import DEFAULT_LAG_THRESHOLD
 
 log = logging.getLogger("mm2ctl.exporter")
 
@@ -56,15 +62,10 @@ def exporter(
     connect_ca: ConnectCa = None,
     connect_cert: ConnectCert = None,
     connect_key: ConnectKey = None,
-    pair: Annotated[
-        list[str] | None,
-        pair_option("A flow to inspect, SOURCE->TARGET; repeatable. Default: every enabled flow of the MM2 file."),
-    ] = None,
-    groups: str | None = typer.Option(None, "--groups", help="Only groups matching this regex."),
-    topics: str | None = typer.Option(None, "--topics", help="Only topics matching this regex."),
-    lag_threshold: int = typer.Option(
-        10_000, "--lag-threshold", min=0, metavar="RECORDS", help="Above this many records waiting, 'lagging'."
-    ),
+    pair: InspectPairs = None,
+    groups: Groups = None,
+    topics: Topics = None,
+    lag_threshold: LagThreshold = DEFAULT_LAG_THRESHOLD,
     spark_master: SparkMaster = None,
     spark_conf: SparkConf = None,
     remote: SparkRemote = None,
@@ -78,77 +79,68 @@ def exporter(
     restarted. The metrics and alert rules: README "Monitoring".
     """
     from mm2ctl.cli import run_log
-    from mm2ctl.inspector.cluster_state import read_cluster_state
-    from mm2ctl.inspector.driver_sizing import driver_java_options_for, driver_memory_for
-    from mm2ctl.inspector.exporter import Exporter, Listen, MetricsServer, metrics_app
-    from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
-    from mm2ctl.inspector.prometheus_output import InspectionCollector
-    from mm2ctl.inspector.remote_session import build_remote_session, remote_url
+    from mm2ctl.inspector.exporter import Listen
+    from mm2ctl.inspector.inspection import InspectOptions
+    from mm2ctl.inspector.opening import SparkPlace, open_inspection
     from mm2ctl.inspector.selection import Selection
-    from mm2ctl.inspector.session import (
-        DRIVER_JAVA_OPTIONS,
-        DRIVER_MEMORY,
-        SHUFFLE_PARTITIONS,
-        build_session,
-        stop_session,
-    )
 
     address = Listen.parse(listen)
-    url = remote_url(remote)
-    if url is not None and spark_master is not None:
-        raise ConfigError("--remote and --spark-master both name where Spark runs: give one")
+    place = SparkPlace.of(spark_master, parse_spark_conf(spark_conf), remote)
     connect = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
     config = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).resolve(connect)
-    conf = parse_spark_conf(spark_conf)
     options = InspectOptions(
-        pairs=tuple(pair or ()),
-        selection=Selection(groups=groups, topics=topics),
-        lag_threshold=lag_threshold,
-        size_shuffles=SHUFFLE_PARTITIONS not in conf,
+        pairs=tuple(pair or ()), selection=Selection(groups=groups, topics=topics), lag_threshold=lag_threshold
     )
-    checked = preflight(config, options)  # a bad --pair or a dead broker fails now, not at the first run
-    connect_client = connect.client((from_connect,) if from_connect else ())
-    if url is None and (DRIVER_MEMORY not in conf or DRIVER_JAVA_OPTIONS not in conf):
-        # The JVM is sized to what the inspection keeps, from a first read of the clusters.
-        state = read_cluster_state(config, checked.pairs, options.selection, connect=connect_client)
-        conf.setdefault(DRIVER_MEMORY, driver_memory_for(state))
-        conf.setdefault(DRIVER_JAVA_OPTIONS, driver_java_options_for(state))
-        log.info("Spark driver memory %s, Java options %s", conf[DRIVER_MEMORY], conf[DRIVER_JAVA_OPTIONS])
-    collector = InspectionCollector()
     stopping = threading.Event()
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         stopping.set()
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    if url is None:
-        spark = build_session(spark_master, conf, jvm_log=run_log.jvm_log("exporter"))
-        reconnect = None
-    else:
-        spark = build_remote_session(url, conf)
-
-        def reconnect() -> SparkSession:
-            return build_remote_session(url, conf)
-
-    inspector = Inspector(spark, config, options, checked, connect=connect_client)
     try:
-        runner = Exporter(inspector, interval_s=interval, collector=collector, reconnect=reconnect)
-        server = MetricsServer(address, metrics_app(collector, runner.alive))
-        runner.start()
-        server.start()
-        typer.echo(
-            f"mm2ctl exporter: serving http://{address.host}:{server.port}/metrics, inspecting every {interval:g}s",
-            err=True,
-        )
-        while not stopping.wait(1.0):
-            if not runner.alive():
-                break
-        stopped_in_time = runner.stop(timeout_s=max(1.0, interval / 2))
-        server.stop()
-        if not stopped_in_time:
-            log.warning("the inspection did not stop in time; stopping Spark under it")
+        with open_inspection(
+            config,
+            options,
+            place,
+            connect=connect.client((from_connect,) if from_connect else ()),
+            live=True,
+            jvm_log=run_log.jvm_log("exporter"),
+        ) as inspector:
+            _serve(inspector, place, address, interval, stopping)
     finally:
-        stop_session(inspector.spark)
         for s, handler in previous.items():
             signal.signal(s, handler)
     typer.echo("mm2ctl exporter: stopped", err=True)
+
+
+def _serve(
+    inspector: Inspector, place: SparkPlace, address: Listen, interval: float, stopping: threading.Event
+) -> None:
+    """Inspect every ``interval`` and serve the metrics until ``stopping`` is set or the loop dies."""
+    from mm2ctl.inspector.exporter import Exporter, MetricsServer, metrics_app
+    from mm2ctl.inspector.prometheus_output import InspectionCollector
+    from mm2ctl.inspector.remote_session import build_remote_session
+
+    collector = InspectionCollector()
+    reconnect = None
+    if place.remote is not None:
+        url = place.remote
+
+        def reconnect() -> SparkSession:
+            return build_remote_session(url, place.conf)
+
+    runner = Exporter(inspector, interval_s=interval, collector=collector, reconnect=reconnect)
+    server = MetricsServer(address, metrics_app(collector, runner.alive))
+    runner.start()
+    server.start()
+    typer.echo(
+        f"mm2ctl exporter: serving http://{address.host}:{server.port}/metrics, inspecting every {interval:g}s",
+        err=True,
+    )
+    while not stopping.wait(1.0):
+        if not runner.alive():
+            break
+    stopped_in_time = runner.stop(timeout_s=max(1.0, interval / 2))
+    server.stop()
+    if not stopped_in_time:
+        log.warning("the inspection did not stop in time; stopping Spark under it")

@@ -3,16 +3,18 @@ replicated source partition as keeping up or not."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from contextlib import nullcontext
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import typer
 
 from mm2ctl.cli.options import (
+    ActiveOnly,
     ConnectCa,
     ConnectCert,
     ConnectKey,
@@ -20,32 +22,32 @@ from mm2ctl.cli.options import (
     ConnectPassword,
     ConnectUrls,
     ConnectUser,
+    Exact,
     FromConnect,
+    Groups,
+    InspectPairs,
+    LagThreshold,
     MM2Config,
     PolicyNaming,
+    Quiet,
     Secrets,
     SetupOptions,
     SparkConf,
     SparkMaster,
     SparkRemote,
-    pair_option,
+    Topics,
     parse_spark_conf,
 )
 from mm2ctl.cli.render import inspect_summary_lines, replication_summary_lines
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.core.progress import Progress
+from mm2ctl.inspector.selection import DEFAULT_LAG_THRESHOLD
 
 if TYPE_CHECKING:
     from mm2ctl.core.config import MM2Config as MM2Setup
     from mm2ctl.inspector.inspection import Inspector
     from mm2ctl.inspector.result import InspectionResult
-
-
-#: What an inspection on a Spark Connect server leaves to the server (``inspector.remote_session``).
-REMOTE_LIMITS = (
-    "its tasks' progress and Spark's log lines are the server's, and --format parquet writes on its filesystem"
-)
 
 
 class Format(StrEnum):
@@ -66,19 +68,10 @@ def inspect(
     from_connect: FromConnect = None,
     secrets: Secrets = None,
     policy_naming: PolicyNaming = None,
-    pair: Annotated[
-        list[str] | None,
-        pair_option("A flow to inspect, SOURCE->TARGET; repeatable. Default: every enabled flow of the MM2 file."),
-    ] = None,
-    groups: str | None = typer.Option(
-        None, "--groups", help="Only groups matching this regex (after MM2's groups filter)."
-    ),
-    topics: str | None = typer.Option(
-        None, "--topics", help="Only topics matching this regex (after MM2's topics filter)."
-    ),
-    active_only: bool = typer.Option(
-        False, "--active-only", help="Only groups with active members (default: every group with committed offsets)."
-    ),
+    pair: InspectPairs = None,
+    groups: Groups = None,
+    topics: Topics = None,
+    active_only: ActiveOnly = False,
     only_problems: bool = typer.Option(False, "--only-problems", help="Only rows that are not ok."),
     fmt: Format = typer.Option(
         Format.table,
@@ -93,13 +86,7 @@ def inspect(
         "--rows",
         help="csv/json/parquet: the group-partition rows, or one row per replicated source partition.",
     ),
-    lag_threshold: int = typer.Option(
-        10_000,
-        "--lag-threshold",
-        min=0,
-        metavar="RECORDS",
-        help="A replicated partition with more records than this waiting to be copied is 'lagging'.",
-    ),
+    lag_threshold: LagThreshold = DEFAULT_LAG_THRESHOLD,
     connect_url: ConnectUrls = None,
     connect_user: ConnectUser = None,
     connect_password: ConnectPassword = None,
@@ -112,12 +99,7 @@ def inspect(
     spark_master: SparkMaster = None,
     spark_conf: SparkConf = None,
     remote: SparkRemote = None,
-    exact: bool = typer.Option(
-        False,
-        "--exact",
-        help="Read records on both clusters for every row whose translation is not exact, so "
-        "replay_if_failover_now and skip_if_failover_now are true counts (slower: it reads per partition).",
-    ),
+    exact: Exact = False,
     watch: float | None = typer.Option(
         None,
         "--watch",
@@ -126,7 +108,7 @@ def inspect(
         help="Inspect again every SECONDS in one live session, printing the table each time, until Ctrl-C; "
         "each run after the first reads only what MM2 wrote since.",
     ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
+    quiet: Quiet = False,
 ) -> None:
     """Run the Spark inspection over an MM2 setup.
 
@@ -143,12 +125,9 @@ def inspect(
     """
     from mm2ctl.cli import run_log
     from mm2ctl.cli.progress import terminal_progress
-    from mm2ctl.inspector.cluster_state import read_cluster_state
-    from mm2ctl.inspector.driver_sizing import probe
-    from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
-    from mm2ctl.inspector.remote_session import remote_url
+    from mm2ctl.inspector.inspection import InspectOptions
+    from mm2ctl.inspector.opening import SparkPlace, open_inspection
     from mm2ctl.inspector.selection import Selection
-    from mm2ctl.inspector.session import DRIVER_JAVA_OPTIONS, SHUFFLE_PARTITIONS, SessionStart
 
     if fmt in (Format.parquet, Format.prometheus) and output is None:
         what = (
@@ -157,61 +136,51 @@ def inspect(
         raise ConfigError(f"--format {fmt.value} writes {what}: give it with --output PATH")
     if watch is not None and fmt is not Format.table:
         raise ConfigError("--watch prints the table again and again: it takes no --format other than table")
-    url = remote_url(remote)
-    if url is not None and spark_master is not None:
-        raise ConfigError("--remote and --spark-master both name where Spark runs: give one")
+    place = SparkPlace.of(spark_master, parse_spark_conf(spark_conf), remote)
     connect = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
     config = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).resolve(connect)
-    conf = parse_spark_conf(spark_conf)
     options = InspectOptions(
         pairs=tuple(pair or ()),
         selection=Selection(groups=groups, topics=topics, active_only=active_only),
         only_problems=only_problems,
         exact=exact,
         lag_threshold=lag_threshold,
-        size_shuffles=SHUFFLE_PARTITIONS not in conf,
     )
-    connect_client = connect.client((from_connect,) if from_connect else ())
-    with terminal_progress(quiet=quiet) as say:  # closed before any row reaches stdout
-        say("reaching the clusters")
-        checked = preflight(config, options)
-        # Spark's driver JVM starts (or its Connect server answers) on a thread of its own while the clusters'
-        # admin state is read; the groups' committed offsets are read in that JVM once it is up (a Connect
-        # client has none: they are read through librdkafka).
-        if url is None:
-            if DRIVER_JAVA_OPTIONS not in conf and (spark_master or "local").startswith("local"):
-                conf[DRIVER_JAVA_OPTIONS] = probe(config, checked.pairs).java_options  # C1 only when small
-            say("starting Spark")
-            session = SessionStart(spark_master, conf, jvm_log=run_log.jvm_log("inspect"), share_classes=watch is None)
-        else:
-            say(f"on the Spark Connect server at {url}: {REMOTE_LIMITS}")
-            session = SessionStart(None, conf, jvm_log=None, share_classes=False, remote=url)
-        cluster_state = read_cluster_state(
-            config, checked.pairs, options.selection, connect=connect_client, progress=say, driver_jvm=session.gateway
-        )
-        inspector = Inspector(session.result(), config, options, checked, connect=connect_client)
-        started = time.monotonic()
-        result = inspector.run(progress=say, cluster_state=cluster_state)
-    if watch is not None:
-        _watch(inspector, result, watch, quiet=quiet, lag_threshold=lag_threshold)
-        return
-    try:
-        _write(
-            result,
-            fmt,
-            by_partition=rows is Rows.partitions,
-            output=output,
-            say=say,
-            config=config,
-            started=started,
-            lag_threshold=lag_threshold,
-        )
-        for note in result.notes:
-            if fmt is not Format.table:
-                say(f"note: {note.cluster_pair}: {note.topic} on {note.cluster}: {note.message}")
-    finally:
-        result.close()
-    session.finish(say)  # the first embedded run: its JVM writes the class archive as it exits
+    say = terminal_progress(quiet=quiet)
+    with contextlib.ExitStack() as stack:
+        with say:  # closed before any row reaches stdout
+            inspector = stack.enter_context(
+                open_inspection(
+                    config,
+                    options,
+                    place,
+                    connect=connect.client((from_connect,) if from_connect else ()),
+                    progress=say,
+                    live=watch is not None,
+                    jvm_log=run_log.jvm_log("inspect"),
+                )
+            )
+            started = time.monotonic()
+            result = inspector.run(progress=say)
+        if watch is not None:
+            _watch(inspector, result, watch, quiet=quiet, lag_threshold=lag_threshold)
+            return
+        try:
+            _write(
+                result,
+                fmt,
+                by_partition=rows is Rows.partitions,
+                output=output,
+                say=say,
+                config=config,
+                started=started,
+                lag_threshold=lag_threshold,
+            )
+            for note in result.notes:
+                if fmt is not Format.table:
+                    say(f"note: {note.cluster_pair}: {note.topic} on {note.cluster}: {note.message}")
+        finally:
+            result.close()
     say(
         f"{result.group_partitions} group partition(s) inspected, {result.problems} problem(s); "
         f"{result.replicated_partitions} replicated partition(s), {result.partition_problems} problem(s)"
@@ -265,7 +234,8 @@ def _write(
 
 
 def _watch(inspector: Inspector, first: InspectionResult, seconds: float, *, quiet: bool, lag_threshold: int) -> None:
-    """Print the table of ``first``, then inspect every ``seconds`` in the same session until Ctrl-C."""
+    """Print the table of ``first``, then inspect every ``seconds`` in the same session until Ctrl-C (the
+    inspection's opener closes the inspector)."""
     from mm2ctl.cli.progress import terminal_progress
 
     result = first
@@ -283,5 +253,3 @@ def _watch(inspector: Inspector, first: InspectionResult, seconds: float, *, qui
                 result = inspector.run(progress=say)
     except KeyboardInterrupt:
         result.close()
-    finally:
-        inspector.close()

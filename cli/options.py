@@ -27,6 +27,7 @@ import typer
 from mm2ctl.core.config_source import ConfigSource
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.flows import parse_flow
+from mm2ctl.core.patterns import WHOLE_NAME_RULE
 
 if TYPE_CHECKING:
     from mm2ctl.connect_client import ConnectClient
@@ -111,7 +112,53 @@ PolicyNaming = Annotated[
         "IdentityReplicationPolicy (identity). Wins over mm2ctl.replication.policy.naming in the setup.",
     ),
 ]
-#: Print the command's result as one JSON document on stdout instead of text.
+#: The flows an inspection covers (``inspect``, ``exporter``, ``report``).
+InspectPairs = Annotated[
+    list[str] | None,
+    pair_option("A flow to inspect, SOURCE->TARGET; repeatable. Default: every enabled flow of the MM2 setup."),
+]
+#: ``--groups`` and ``--topics``: one meaning in every command (``core.patterns``).
+Groups = Annotated[
+    str | None,
+    typer.Option(
+        "--groups",
+        metavar="REGEX",
+        help=f"Only the consumer groups whose name matches, {WHOLE_NAME_RULE}. Default: every group MM2's "
+        "groups filter admits.",
+    ),
+]
+Topics = Annotated[
+    str | None,
+    typer.Option(
+        "--topics",
+        metavar="REGEX",
+        help=f"Only the flow's source topics (their names on the source cluster) whose name matches, "
+        f"{WHOLE_NAME_RULE}. Default: every topic MM2's topics filter admits.",
+    ),
+]
+ActiveOnly = Annotated[
+    bool,
+    typer.Option(
+        "--active-only", help="Only groups with active members (default: every group with committed offsets)."
+    ),
+]
+Exact = Annotated[
+    bool,
+    typer.Option(
+        "--exact",
+        help="Read records on both clusters for every row whose translation is not exact, so "
+        "replay_if_failover_now and skip_if_failover_now are true counts (slower: it reads per partition).",
+    ),
+]
+LagThreshold = Annotated[
+    int,
+    typer.Option(
+        "--lag-threshold",
+        min=0,
+        metavar="RECORDS",
+        help="A replicated partition with more records than this waiting to be copied is 'lagging'.",
+    ),
+]
 SparkMaster = Annotated[
     str | None, typer.Option("--spark-master", help="Spark master URL (default: local[*], embedded).")
 ]
@@ -125,6 +172,9 @@ SparkRemote = Annotated[
         "The server needs Spark's Kafka source (README, 'Running on a Spark cluster').",
     ),
 ]
+#: No progress on stderr.
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")]
+#: Print the command's result as one JSON document on stdout instead of text.
 JsonOutput = Annotated[
     bool,
     typer.Option(

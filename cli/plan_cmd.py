@@ -23,12 +23,14 @@ from mm2ctl.cli.options import (
     ConnectUrls,
     ConnectUser,
     FromConnect,
+    Groups,
     JsonOutput,
     MM2Config,
     Pair,
     PolicyNaming,
     Secrets,
     SetupOptions,
+    Topics,
 )
 from mm2ctl.cli.progress import terminal_progress
 from mm2ctl.cli.render import failover_rows, failover_rows_json, render_plan
@@ -269,8 +271,8 @@ def plan_failover_cmd(
     from_connect: FromConnect = None,
     secrets: Secrets = None,
     policy_naming: PolicyNaming = None,
-    groups: str = typer.Option(".*", "--groups", help="Regex of consumer groups (full match)."),
-    topics: str = typer.Option(".*", "--topics", help="Regex of source topics (full match)."),
+    groups: Groups = None,
+    topics: Topics = None,
     source: str = typer.Option(
         "syncs",
         "--from",
@@ -358,8 +360,8 @@ def plan_failback_cmd(
     from_connect: FromConnect = None,
     secrets: Secrets = None,
     policy_naming: PolicyNaming = None,
-    groups: str = typer.Option(".*", "--groups", help="Regex of consumer groups (full match)."),
-    topics: str = typer.Option(".*", "--topics", help="Regex of the topics' names on the source A (full match)."),
+    groups: Groups = None,
+    topics: Topics = None,
     allow_rewind: bool = typer.Option(
         False, "--allow-rewind", help="Also write group partitions whose offset on A would move backwards."
     ),

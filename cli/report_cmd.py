@@ -9,11 +9,12 @@ from __future__ import annotations
 import datetime as dt
 import webbrowser
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import typer
 
 from mm2ctl.cli.options import (
+    ActiveOnly,
     ConnectCa,
     ConnectCert,
     ConnectKey,
@@ -21,26 +22,31 @@ from mm2ctl.cli.options import (
     ConnectPassword,
     ConnectUrls,
     ConnectUser,
+    Exact,
     FromConnect,
+    Groups,
+    InspectPairs,
     JsonOutput,
     MM2Config,
     PolicyNaming,
+    Quiet,
     Secrets,
     SetupOptions,
     SparkConf,
     SparkMaster,
-    pair_option,
+    SparkRemote,
+    Topics,
     parse_spark_conf,
 )
 from mm2ctl.cli.render import result_json
 from mm2ctl.core.errors import ConfigError
-from mm2ctl.core.patterns import option_regex
+from mm2ctl.inspector.selection import DEFAULT_LAG_THRESHOLD, InspectOptions, Selection
 
 if TYPE_CHECKING:
     from mm2ctl.core.config import MM2Config as ResolvedMM2Config
     from mm2ctl.core.progress import Progress
+    from mm2ctl.inspector.opening import SparkPlace
     from mm2ctl.report.inputs import InspectionTables
-    from mm2ctl.report.inspection_run import InspectionRequest
 
 DEFAULT_OUTPUT = "mm2ctl-report.html"
 
@@ -65,18 +71,13 @@ def report(
     ),
     output: str = typer.Option(DEFAULT_OUTPUT, "--output", "-o", metavar="FILE", help="Where to write the page."),
     open_page: bool = typer.Option(False, "--open", help="Open the page in your web browser once written."),
-    pair: Annotated[
-        list[str] | None,
-        pair_option("A flow to inspect, SOURCE->TARGET; repeatable. Default: every enabled flow of the MM2 file."),
-    ] = None,
-    groups: str | None = typer.Option(None, "--groups", help="Inspect only groups matching this regex."),
-    topics: str | None = typer.Option(None, "--topics", help="Inspect only topics matching this regex."),
-    active_only: bool = typer.Option(False, "--active-only", help="Inspect only groups with active members."),
-    exact: bool = typer.Option(
-        False, "--exact", help="Read records for every row not exactly translated (as inspect --exact): slower."
-    ),
+    pair: InspectPairs = None,
+    groups: Groups = None,
+    topics: Topics = None,
+    active_only: ActiveOnly = False,
+    exact: Exact = False,
     lag_threshold: int = typer.Option(
-        10_000,
+        DEFAULT_LAG_THRESHOLD,
         "--lag-threshold",
         min=0,
         metavar="RECORDS",
@@ -90,7 +91,8 @@ def report(
     connect_key: ConnectKey = None,
     spark_master: SparkMaster = None,
     spark_conf: SparkConf = None,
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
+    remote: SparkRemote = None,
+    quiet: Quiet = False,
     as_json: JsonOutput = False,
 ) -> None:
     """Write an inspection as one HTML page that needs no network: per flow, the partitions by status, what a
@@ -110,13 +112,17 @@ def report(
     setup = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming)
     connect = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
     saved = group_rows is not None or partition_rows is not None
-    for option, regex in (("--groups", groups), ("--topics", topics)):
-        if regex is not None:
-            option_regex(regex, option)
+    options = InspectOptions(
+        pairs=tuple(pair or ()),
+        selection=Selection(groups=groups, topics=topics, active_only=active_only),  # checks the regexes
+        exact=exact,
+        lag_threshold=lag_threshold,
+    )
     conf = parse_spark_conf(spark_conf)
     if saved:
         inspection_only = {"--pair": pair, "--groups": groups, "--topics": topics, "--active-only": active_only,
-                           "--exact": exact, "--spark-master": spark_master, "--spark-conf": conf}  # fmt: skip
+                           "--exact": exact, "--spark-master": spark_master, "--spark-conf": conf,
+                           "--remote": remote}  # fmt: skip
         given = [name for name, value in inspection_only.items() if value]
         if given:
             raise ConfigError(f"{', '.join(given)} only apply when report runs the inspection, not to saved rows")
@@ -128,20 +134,11 @@ def report(
             say("reading the saved inspection")
             tables = read_saved(group_rows, partition_rows)
         else:
-            from mm2ctl.report.inspection_run import InspectionRequest  # Spark: only when the inspection runs
+            from mm2ctl.inspector.opening import SparkPlace  # Spark: only when the inspection runs
 
             assert config is not None
-            request = InspectionRequest(
-                pairs=tuple(pair or ()),
-                groups=groups,
-                topics=topics,
-                active_only=active_only,
-                exact=exact,
-                lag_threshold=lag_threshold,
-                spark_master=spark_master,
-                spark_conf=conf,
-            )
-            tables = _run_inspection(config, request, connect, from_connect, say)
+            place = SparkPlace.of(spark_master, conf, remote)
+            tables = _run_inspection(config, options, place, connect, from_connect, say)
         say("drawing the report")
         page = render(
             tables,
@@ -167,7 +164,8 @@ def report(
 
 def _run_inspection(
     config: ResolvedMM2Config,
-    request: InspectionRequest,
+    options: InspectOptions,
+    place: SparkPlace,
     connect: ConnectOptions,
     from_connect: str | None,
     say: Progress,
@@ -176,4 +174,4 @@ def _run_inspection(
     from mm2ctl.report.inspection_run import inspect_for_report
 
     client = connect.client((from_connect,) if from_connect else ())
-    return inspect_for_report(config, request, connect=client, jvm_log=run_log.jvm_log("report"), progress=say)
+    return inspect_for_report(config, options, place, connect=client, jvm_log=run_log.jvm_log("report"), progress=say)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from mm2ctl.core.admin import GroupDescription, ItemError, KafkaAdmin
+from mm2ctl.core.admin import TP, GroupDescription, ItemError, KafkaAdmin, PartitionBounds
 from mm2ctl.core.authorization import AUTHORIZATION_CODES, denial_text, is_denial, principal_of
 from mm2ctl.core.committed_offsets import JvmAdmin, read_columns
 from mm2ctl.core.config import MM2Config, PairConfig
@@ -214,31 +214,8 @@ def collect_pair_state(
 
     group_errors = [_err(e, source_side, "group", g) for g, e in zip(committed.groups, committed.errors, strict=True)]
     source_group_offsets = offsets_table(name, kept, committed.groups, group_errors)
-    sp = sorted(partitions)
-    source_partitions = pa.table(
-        {
-            "cluster_pair": pa.array([name] * len(sp), pa.string()),
-            "topic": pa.array([t for t, _ in sp], pa.string()),
-            "partition": pa.array([p for _, p in sp], pa.int32()),
-            "earliest_offset": pa.array([source_bounds[tp].earliest for tp in sp], pa.int64()),
-            "latest_offset": pa.array([source_bounds[tp].latest for tp in sp], pa.int64()),
-            "remote_topic": pa.array([remote_of[t] for t, _ in sp], pa.string()),
-            "error": pa.array([_err(source_bounds[tp].error, source_side, "topic", tp[0]) for tp in sp], pa.string()),
-        }
-    )
-    tp_sorted = sorted(remote_partitions)
-    target_partitions = pa.table(
-        {
-            "cluster_pair": pa.array([name] * len(tp_sorted), pa.string()),
-            "topic": pa.array([t for t, _ in tp_sorted], pa.string()),
-            "partition": pa.array([p for _, p in tp_sorted], pa.int32()),
-            "earliest_offset": pa.array([target_bounds[tp].earliest for tp in tp_sorted], pa.int64()),
-            "latest_offset": pa.array([target_bounds[tp].latest for tp in tp_sorted], pa.int64()),
-            "error": pa.array(
-                [_err(target_bounds[tp].error, target_side, "topic", tp[0]) for tp in tp_sorted], pa.string()
-            ),
-        }
-    )
+    source_partitions = _bounds_table(name, partitions, source_bounds, source_side, remote_of=remote_of)
+    target_partitions = _bounds_table(name, remote_partitions, target_bounds, target_side)
     target_found, failed = target_rows(target_committed, kept, numbers, remote_of)
     target_errors: list[str | None] = [None] * len(groups)
     for i in failed:
@@ -257,3 +234,27 @@ def collect_pair_state(
         source_topics=frozenset(source_topics),
         target_topics=frozenset(target_topics),
     )
+
+
+def _bounds_table(
+    pair: str,
+    partitions: Iterable[TP],
+    bounds: Mapping[TP, PartitionBounds],
+    side: _Side,
+    *,
+    remote_of: Mapping[str, str] | None = None,
+) -> pa.Table:
+    """The partitions' ``[earliest, latest)`` on one side, sorted (``schemas``' partition tables); with
+    ``remote_of``, each source topic's remote topic too."""
+    ordered = sorted(partitions)
+    columns = {
+        "cluster_pair": pa.array([pair] * len(ordered), pa.string()),
+        "topic": pa.array([t for t, _ in ordered], pa.string()),
+        "partition": pa.array([p for _, p in ordered], pa.int32()),
+        "earliest_offset": pa.array([bounds[tp].earliest for tp in ordered], pa.int64()),
+        "latest_offset": pa.array([bounds[tp].latest for tp in ordered], pa.int64()),
+    }
+    if remote_of is not None:
+        columns["remote_topic"] = pa.array([remote_of[t] for t, _ in ordered], pa.string())
+    columns["error"] = pa.array([_err(bounds[tp].error, side, "topic", tp[0]) for tp in ordered], pa.string())
+    return pa.table(columns)

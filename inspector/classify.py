@@ -298,26 +298,7 @@ def classify(
       WHEN sync_count = 0 THEN {s[Status.NO_OFFSET_SYNCS]}
       ELSE {s[Status.NOT_SYNCED]}
     END"""
-    ahead_blocker = Blocking.TARGET_GROUP if sync_group_offsets_enabled else Blocking.CHECKPOINT_CONNECTOR
-    blockers = {
-        Status.ERROR: Blocking.INSPECTOR,
-        Status.REMOTE_TOPIC_MISSING: Blocking.MIRROR_SOURCE_CONNECTOR,
-        Status.TARGET_GROUP_ACTIVE: Blocking.TARGET_GROUP,
-        Status.NOT_YET_COPIED: Blocking.MIRROR_SOURCE_CONNECTOR,
-        Status.NOT_CHECKPOINTED: Blocking.CHECKPOINT_CONNECTOR,
-        Status.TARGET_AHEAD: ahead_blocker,
-        Status.STALE_SYNC: Blocking.CHECKPOINT_CONNECTOR,
-        Status.SOURCE_PARTITION_EMPTY: Blocking.SOURCE_PARTITION,
-        Status.SOURCE_GROUP_TOO_OLD: Blocking.SOURCE_GROUP,
-        Status.NO_OFFSET_SYNCS: Blocking.MIRROR_SOURCE_CONNECTOR,
-        Status.NOT_SYNCED: Blocking.CHECKPOINT_CONNECTOR,
-    }
-    # Not synced and untranslatable: MM2 wrote no sync the group could be translated with.
-    blocking = (
-        f"CASE WHEN status = {s[Status.NOT_SYNCED]} AND translated_offset IS NULL "
-        f"THEN '{Blocking.MIRROR_SOURCE_CONNECTOR.value}' "
-        f"ELSE {q.map_of({c.value: b.value for c, b in blockers.items()})}[status] END"
-    )
+    blocking = _blocking(q, sync_group_offsets_enabled=sync_group_offsets_enabled)
     # A share group's start offset is not its position (what it acknowledged past it is delivered again): a bound.
     exact = (
         f"(coalesce(translation_method IN ({q.values(sorted(EXACT_METHODS))}), false) "
@@ -364,6 +345,31 @@ def classify(
     FROM grouped
     """
     return q.run(joined.sparkSession, text, joined=joined, **moments)
+
+
+def _blocking(q: Statement, *, sync_group_offsets_enabled: bool) -> str:
+    """SQL: the component that blocks a row of each ``status`` (``blocking_component``)."""
+    s = {code: f"'{code.value}'" for code in Status}
+    ahead_blocker = Blocking.TARGET_GROUP if sync_group_offsets_enabled else Blocking.CHECKPOINT_CONNECTOR
+    blockers = {
+        Status.ERROR: Blocking.INSPECTOR,
+        Status.REMOTE_TOPIC_MISSING: Blocking.MIRROR_SOURCE_CONNECTOR,
+        Status.TARGET_GROUP_ACTIVE: Blocking.TARGET_GROUP,
+        Status.NOT_YET_COPIED: Blocking.MIRROR_SOURCE_CONNECTOR,
+        Status.NOT_CHECKPOINTED: Blocking.CHECKPOINT_CONNECTOR,
+        Status.TARGET_AHEAD: ahead_blocker,
+        Status.STALE_SYNC: Blocking.CHECKPOINT_CONNECTOR,
+        Status.SOURCE_PARTITION_EMPTY: Blocking.SOURCE_PARTITION,
+        Status.SOURCE_GROUP_TOO_OLD: Blocking.SOURCE_GROUP,
+        Status.NO_OFFSET_SYNCS: Blocking.MIRROR_SOURCE_CONNECTOR,
+        Status.NOT_SYNCED: Blocking.CHECKPOINT_CONNECTOR,
+    }
+    # Not synced and untranslatable: MM2 wrote no sync the group could be translated with.
+    return (
+        f"CASE WHEN status = {s[Status.NOT_SYNCED]} AND translated_offset IS NULL "
+        f"THEN '{Blocking.MIRROR_SOURCE_CONNECTOR.value}' "
+        f"ELSE {q.map_of({c.value: b.value for c, b in blockers.items()})}[status] END"
+    )
 
 
 def fresh_checkpoint_age(pair: PairConfig) -> dt.timedelta:

@@ -1,11 +1,12 @@
 """The inspection, orchestrated once for every caller: ``mm2ctl inspect``, the spark-submit job, the exporter.
 
-A caller checks the setup first (``preflight``: the flows exist, the clusters answer; the ``--groups`` and
-``--topics`` regexes were checked when the ``Selection`` was made), then makes an ``Inspector`` on a Spark
-session and calls ``run`` once, or again and again in one live session. Each run:
+Callers open one with ``inspector.opening.open_inspection``, which checks the setup first (``preflight``: the
+flows exist, the clusters answer; the ``--groups`` and ``--topics`` regexes were checked when the
+``Selection`` was made), makes an ``Inspector`` on a Spark session, and hands it the cluster state it read;
+the caller calls ``run`` once, or again and again in one live session. Each run:
 
 1. reads the admin state, MM2's position and a snapshot of each internal topic's offsets on the driver
-   (``inspector.cluster_state``; ``inspect`` reads it while Spark starts and hands it in);
+   (``inspector.cluster_state``; the first run's was read while Spark started);
 2. reads each internal topic once, up to its snapshot, into what the run needs (``inspector.pair_topics``);
    a live session reads only what is past the previous run's snapshot;
 3. translates and classifies every group partition (``inspector.translation``, ``inspector.classify``), the
@@ -21,7 +22,7 @@ import functools
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -37,7 +38,7 @@ from mm2ctl.inspector.frames import release
 from mm2ctl.inspector.internal_topics import TopicSnapshot, Unreadable
 from mm2ctl.inspector.pair_topics import Numbering, PairTopics, tasks_for
 from mm2ctl.inspector.result import ORDER, PARTITION_ORDER, InspectionResult, TopicNote, summarize
-from mm2ctl.inspector.selection import Selection
+from mm2ctl.inspector.selection import InspectOptions
 from mm2ctl.inspector.spark_compat import frame_from_arrow, to_arrow
 from mm2ctl.inspector.task_progress import counting_tasks
 from mm2ctl.inspector.translation import translate
@@ -48,19 +49,6 @@ CONDITIONS_TTL_S = 900.0
 ROWS_PER_SHUFFLE_PARTITION = 100_000
 #: The phase the final aggregation's Spark tasks are counted in (``inspector.task_progress``).
 CLASSIFY_PHASE = "Spark tasks"
-
-
-@dataclass(frozen=True, slots=True)
-class InspectOptions:
-    pairs: tuple[str, ...] = ()
-    selection: Selection = field(default_factory=Selection)
-    only_problems: bool = False
-    #: Read records on both clusters for every row whose translation is not exact (``inspector.exact``).
-    exact: bool = False
-    #: More records than this waiting to be copied makes a replicated partition ``lagging``.
-    lag_threshold: int = replication_health.DEFAULT_LAG_THRESHOLD
-    #: Set ``spark.sql.shuffle.partitions`` for each run from its size (off when the user chose it).
-    size_shuffles: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +115,8 @@ class Inspector:
         self._kept = {pair.name: PairTopics(pair.name) for pair in self.pairs}
         self._conditions: dict[str, tuple[FlowCondition, ...]] = {}
         self._conditions_at = -float("inf")
+        #: The state the first run reads, when the caller read it while Spark started (``prime``).
+        self._primed: ClusterState | None = None
         #: Reads the checkpoints topic while the calling thread reads the offset syncs: two small reads are
         #: each one task, and each waits on its own Kafka consumer. One thread for the inspector's life.
         self._beside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mm2ctl-checkpoints")
@@ -158,9 +148,17 @@ class Inspector:
             self._conditions_at = time.monotonic()
         return state
 
+    def prime(self, state: ClusterState) -> None:
+        """The next run works on ``state``, read by the caller (``opening.open_inspection``), and the flows'
+        conditions it observed are kept as if this inspector had read them."""
+        self._primed = state
+        self._conditions = {read.pair.name: read.conditions for read in state.pairs}
+        self._conditions_at = time.monotonic()
+
     def run(self, *, progress: Progress = no_progress, cluster_state: ClusterState | None = None) -> InspectionResult:
-        """One inspection of every pair; ``cluster_state`` when the caller read it already."""
-        state = cluster_state or self.read_cluster_state(progress)
+        """One inspection of every pair; ``cluster_state`` when the caller read it already (else the primed
+        state, once, else a fresh read)."""
+        state, self._primed = cluster_state or self._primed or self.read_cluster_state(progress), None
         if self.options.size_shuffles:
             group_partitions = sum(p.state.group_partitions for p in state.pairs)
             partitions = tasks_for(group_partitions, per_task=ROWS_PER_SHUFFLE_PARTITION)

@@ -9,7 +9,6 @@ when any row is a problem, and with the error's exit code (one line on stderr) w
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from collections.abc import Sequence
 
@@ -37,11 +36,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from mm2ctl.core.config_source import ConfigSource, resolve_config
     from mm2ctl.core.errors import Mm2ctlError
     from mm2ctl.core.exit_codes import ExitCode
-    from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
-    from mm2ctl.inspector.selection import Selection
-    from mm2ctl.inspector.session import build_session, submitted_shuffle_partitions
+    from mm2ctl.inspector.opening import SparkPlace, open_inspection
+    from mm2ctl.inspector.selection import InspectOptions, Selection
 
     args = _parse_args(sys.argv[1:] if argv is None else argv)
+
+    def progress(message: str) -> None:
+        print(message, file=sys.stderr)
+
     try:
         options = InspectOptions(
             pairs=tuple(args.pair),
@@ -56,21 +58,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             policy_naming=args.policy_naming,
         )
         config = resolve_config(source, read_connectors=connector_config_reader())
-        checked = preflight(config, options)
-        spark = build_session()
-        if submitted_shuffle_partitions(spark):
-            options = dataclasses.replace(options, size_shuffles=False)
-        inspector = Inspector(spark, config, options, checked)
-        result = inspector.run(progress=lambda m: print(m, file=sys.stderr))
+        with open_inspection(config, options, SparkPlace(), progress=progress) as inspector:
+            result = inspector.run(progress=progress)
+            try:
+                result.rows.write(args.format, args.output)
+            finally:
+                result.close()
     except Mm2ctlError as exc:
         print(f"mm2ctl.inspector.job: error: {exc}", file=sys.stderr)
         return int(exc.exit_code)
-    result.rows.write(args.format, args.output)
     for note in result.notes:
         print(f"note: {note.cluster_pair}: {note.topic} on {note.cluster}: {note.message}", file=sys.stderr)
     problems = result.problems + result.partition_problems
-    result.close()
-    inspector.close()
     return int(ExitCode.PROBLEMS_FOUND if problems else ExitCode.OK)
 
 

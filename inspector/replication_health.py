@@ -42,14 +42,12 @@ import datetime as dt
 from pyspark.sql import DataFrame
 
 from mm2ctl.inspector.schemas import GROUP_CHECKPOINT_AGE
+from mm2ctl.inspector.selection import DEFAULT_LAG_THRESHOLD
 from mm2ctl.inspector.sql_text import Statement, moment, quoted
 from mm2ctl.inspector.statuses import OK_PARTITION_STATUSES, PARTITION_MESSAGES, PartitionStatus
 
 PAIR = "cluster_pair"
 PARTITION_KEY = [PAIR, "topic", "partition"]
-
-#: The default of ``inspect --lag-threshold``: more records than this waiting to be copied is ``lagging``.
-DEFAULT_LAG_THRESHOLD = 10_000
 
 
 def age_seconds(timestamp: str, as_of: str) -> str:

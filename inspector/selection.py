@@ -1,16 +1,16 @@
-"""The user's narrowing of what MM2 mirrors: ``--groups``, ``--topics``, ``--active-only``.
+"""What an inspection covers and how: the user's narrowing of what MM2 mirrors (``--groups``, ``--topics``,
+``--active-only``) and the inspection's other options, as every entry point gives them (``InspectOptions``).
 
-The regexes are checked when the selection is made (``core.patterns``), so a bad one stops the command before
-it reads anything, whichever entry point took it (``mm2ctl inspect``, ``mm2ctl exporter``, the spark-submit
-job). They match anywhere in a name (anchor with ``^…$``), after MM2's own filters.
+The regexes follow the one rule of ``core.patterns`` (whole names, as MM2's filters and the planners match),
+checked when the selection is made, so a bad one stops the command before it reads anything, whichever entry
+point took it. They apply after MM2's own filters.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-from mm2ctl.core.patterns import option_regex
+from mm2ctl.core.patterns import NameFilter
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,17 +18,32 @@ class Selection:
     groups: str | None = None
     topics: str | None = None
     active_only: bool = False
-    _groups: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
-    _topics: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+    _groups: NameFilter = field(default_factory=NameFilter, init=False, repr=False, compare=False)
+    _topics: NameFilter = field(default_factory=NameFilter, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.groups is not None:
-            object.__setattr__(self, "_groups", option_regex(self.groups, "--groups"))
-        if self.topics is not None:
-            object.__setattr__(self, "_topics", option_regex(self.topics, "--topics"))
+        object.__setattr__(self, "_groups", NameFilter(self.groups, "--groups"))
+        object.__setattr__(self, "_topics", NameFilter(self.topics, "--topics"))
 
     def group_ok(self, group: str) -> bool:
-        return self._groups is None or self._groups.search(group) is not None
+        return self._groups.matches(group)
 
     def topic_ok(self, topic: str) -> bool:
-        return self._topics is None or self._topics.search(topic) is not None
+        return self._topics.matches(topic)
+
+
+#: More records than this waiting to be copied makes a replicated partition ``lagging`` (``--lag-threshold``).
+DEFAULT_LAG_THRESHOLD = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class InspectOptions:
+    pairs: tuple[str, ...] = ()
+    selection: Selection = field(default_factory=Selection)
+    only_problems: bool = False
+    #: Read records on both clusters for every row whose translation is not exact (``inspector.exact``).
+    exact: bool = False
+    #: More records than this waiting to be copied makes a replicated partition ``lagging``.
+    lag_threshold: int = DEFAULT_LAG_THRESHOLD
+    #: Set ``spark.sql.shuffle.partitions`` for each run from its size (off when the user chose it).
+    size_shuffles: bool = True

@@ -32,14 +32,13 @@ B are in the fingerprint: if they consume on B after planning, apply refuses the
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mm2ctl.core.admin import TP
 from mm2ctl.core.config import PairConfig
 from mm2ctl.core.errors import PlanError, PreconditionError
-from mm2ctl.core.patterns import option_regex
+from mm2ctl.core.patterns import NameFilter
 from mm2ctl.core.progress import Progress, count, no_progress
 from mm2ctl.core.records import PartitionReader
 from mm2ctl.plans.document import Plan, PlanKind
@@ -73,9 +72,9 @@ PROVEN = frozenset(
 class FailbackOptions:
     #: The flow the failover went over (``A->B``): its groups move from B back to A.
     pair: str
-    groups: str = ".*"
-    #: Regex of the topics' names on A (full match).
-    topics: str = ".*"
+    #: ``--groups``, and ``--topics`` of the topics' names on A (``core.patterns``: whole names); None: all.
+    groups: str | None = None
+    topics: str | None = None
     allow_rewind: bool = False
     #: What translates a position no offset sync lies at or below (A's and B's records must be readable).
     fallback: Fallback = Fallback.TIMESTAMP
@@ -152,12 +151,12 @@ def plan_failback(
     live = b.live
     flow = live.mm2.pair(opts.pair)
     a, bb = flow.source, flow.target
-    groups_re, topics_re = option_regex(opts.groups, "--groups"), option_regex(opts.topics, "--topics")
+    selected_groups, selected_topics = NameFilter(opts.groups, "--groups"), NameFilter(opts.topics, "--topics")
     b.kind = PlanKind.FAILBACK
     b.pair = opts.pair
 
     progress(f"reading the groups' committed offsets on {bb}")
-    positions = _positions_on_b(b, flow, groups_re, topics_re)
+    positions = _positions_on_b(b, flow, selected_groups, selected_topics)
     if not positions:
         raise PlanError(
             f"no committed offsets on {bb} of groups matching {opts.groups!r} on remote topics of {opts.pair} "
@@ -243,7 +242,7 @@ def _upstream_name(flow: PairConfig, remote: str) -> str:
 
 
 def _positions_on_b(
-    b: PlanBuilder, flow: PairConfig, groups_re: re.Pattern[str], topics_re: re.Pattern[str]
+    b: PlanBuilder, flow: PairConfig, selected_groups: NameFilter, selected_topics: NameFilter
 ) -> dict[str, dict[TP, int]]:
     """group -> {(remote topic on B, partition): committed offset on B}, for the remote topics of the flow."""
 
@@ -253,13 +252,13 @@ def _positions_on_b(
             upstream is not None
             and flow.remote_topic(upstream) == remote
             and flow.replicates_topic(upstream)
-            and topics_re.fullmatch(upstream) is not None
+            and selected_topics.matches(upstream)
         )
 
     listed, not_looked = b.live.all_groups(flow.target)
     if not_looked is not None:
         b.notes.append(not_looked)
-    groups = [g for g in listed if flow.group_filter.matches(g.group) and groups_re.fullmatch(g.group) is not None]
+    groups = [g for g in listed if flow.group_filter.matches(g.group) and selected_groups.matches(g.group)]
     # In the fingerprint: if the groups consume on B after planning, the plan is stale.
     part_of = {g.group: part_positions(flow.target, g.group, g.type) for g in groups}
     read = b.read_many(list(part_of.values()))

@@ -41,7 +41,7 @@ otherwise left in place and reported (``NEW_PARTITIONS_NOTE``).
 from __future__ import annotations
 
 import dataclasses
-import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -52,7 +52,7 @@ from mm2ctl.core.codecs import Checkpoint, RecordDecodeError, decode_checkpoint,
 from mm2ctl.core.compaction import Keyed, live_values
 from mm2ctl.core.config import PairConfig
 from mm2ctl.core.errors import NotCopiedError, PlanError, PreconditionError
-from mm2ctl.core.patterns import option_regex
+from mm2ctl.core.patterns import NameFilter
 from mm2ctl.core.progress import Progress, count, no_progress
 from mm2ctl.core.records import PartitionReader, read_partitions
 from mm2ctl.inspector.mm2_position import read_position
@@ -156,8 +156,9 @@ class FailoverReport:
 @dataclass(frozen=True)
 class FailoverOptions:
     pair: str
-    groups: str = ".*"
-    topics: str = ".*"
+    #: ``--groups`` and ``--topics`` (``core.patterns``: whole names); None selects all.
+    groups: str | None = None
+    topics: str | None = None
     source: Source = Source.SYNCS
     source_unavailable: bool = False
     stop_mirroring: bool = False
@@ -203,114 +204,147 @@ def read_checkpoints(live: LiveState, flow: PairConfig) -> dict[str, dict[TP, tu
 
 
 def plan_failover(
-    b: PlanBuilder, opts: FailoverOptions, *, progress: Progress = no_progress
+    builder: PlanBuilder, opts: FailoverOptions, *, progress: Progress = no_progress
 ) -> tuple[Plan, FailoverReport]:
     """The failover plan and the per-row report. Raises ``PreconditionError`` when a group cannot be written
     safely (active members, out of range, a rewind without ``allow_rewind``), listing every problem.
 
     ``progress`` hears each reading stage and counts the source partitions translated (``TRANSLATE_PHASE``):
     verifying reads records on both clusters partition by partition, the long part of a large failover."""
-    live = b.live
+    live = builder.live
     flow = live.mm2.pair(opts.pair)
-    src, dst = flow.source, flow.target
-    groups_re, topics_re = option_regex(opts.groups, "--groups"), option_regex(opts.topics, "--topics")
-    b.kind = PlanKind.FAILOVER
+    _begin(builder, flow, opts)
+    syncs = _offset_syncs(builder, flow, opts, progress)
+    checkpoints: dict[str, dict[TP, tuple[int, int]]] = {}
+    if opts.source is Source.CHECKPOINTS or opts.source_unavailable:
+        progress(f"reading MM2's checkpoints ({flow.checkpoints_topic} on {flow.target})")
+        checkpoints = read_checkpoints(live, flow)
+    progress("reading the groups' committed offsets" + ("" if opts.source_unavailable else f" on {flow.source}"))
+    selected = NameFilter(opts.groups, "--groups"), NameFilter(opts.topics, "--topics")
+    committed = _source_positions(builder, flow, opts, *selected, checkpoints)
+    if not opts.source_unavailable:
+        committed = _streams_internal_topics(builder, flow, committed)
+    state = _partition_state(builder, flow, opts, committed, syncs, progress)
+    report = FailoverReport()
+    for row in translate_partitions(
+        live,
+        flow,
+        sorted((tp, offset, group) for group, parts in committed.items() for tp, offset in parts.items()),
+        state,
+        fallback=Fallback.NONE if opts.source_unavailable else opts.fallback,
+        checkpoints=checkpoints if opts.source is Source.CHECKPOINTS else None,
+        progress=progress,
+    ):
+        report.rows.append(_defer_if_not_copied(row, state.target_bounds, opts))
+    report.rows.sort(key=lambda row: (row.group, row.source_topic, row.partition))
+    if not report.rows:
+        raise PlanError(
+            f"no committed offsets of groups matching {opts.groups or '.*'!r} on replicated topics matching "
+            f"{opts.topics or '.*'!r} in {opts.pair}"
+        )
+    _refuse_not_copied(builder, report.rows, syncs, opts)
+    progress(f"reading the groups' state and offsets on {flow.target}")
+    report.rows = _with_target_state(builder, flow.target, report.rows, state.target_bounds, opts.allow_rewind)
+    writes = _write_steps(builder, flow, opts, committed, report, state)
+    return builder.build(f"fail {len(writes)} group(s) over from {flow.source} to {flow.target}"), report
+
+
+def _begin(builder: PlanBuilder, flow: PairConfig, opts: FailoverOptions) -> None:
+    """The plan's kind, and the clusters it names: only the target when the source is unavailable."""
+    builder.kind = PlanKind.FAILOVER
     if opts.source_unavailable:
-        b.aliases.add(dst)  # the plan must be appliable with the source down: it names only the target
+        builder.aliases.add(flow.target)  # the plan must be appliable with the source down
         if opts.stop_mirroring:
-            b.notes.append("--source-unavailable: no catch-up wait; the pair's connectors are only stopped")
+            builder.notes.append("--source-unavailable: no catch-up wait; the pair's connectors are only stopped")
     else:
-        b.pair = opts.pair
-        live.start_listing(src)
-    syncs: dict[TP, list[Sync]] = {}
+        builder.pair = opts.pair
+        builder.live.start_listing(flow.source)
+
+
+def _offset_syncs(
+    builder: PlanBuilder, flow: PairConfig, opts: FailoverOptions, progress: Progress
+) -> dict[TP, list[Sync]]:
+    """The flow's offset syncs when the plan translates through them (none with ``--from checkpoints``, or
+    when MM2 emits none: a note then, or an error when nothing else could translate)."""
+    if opts.source is not Source.SYNCS:
+        return {}
     disabled = syncs_disabled_note(flow)
-    if opts.source is Source.SYNCS and disabled is not None:
+    if disabled is not None:
         if opts.source_unavailable:
             raise PlanError(
                 f"offset syncs are disabled on {opts.pair} (emit.offset-syncs.enabled=false) and the source is "
                 "unavailable, so no record can be compared: use --from checkpoints (checkpoints MM2 wrote while "
                 "its offset syncs were on)"
             )
-        b.notes.append(disabled)
-    elif opts.source is Source.SYNCS:
-        if opts.source_unavailable and flow.offset_syncs_cluster == src:
-            raise PlanError(
-                f"the offset syncs of {opts.pair} live on the source ({flow.offset_syncs_topic}), "
-                "which is unavailable: use --from checkpoints"
-            )
-        progress(f"reading the offset syncs of {opts.pair} ({flow.offset_syncs_topic} on {flow.offset_syncs_cluster})")
-        syncs = read_syncs(live, flow)
-    checkpoints: dict[str, dict[TP, tuple[int, int]]] = {}
-    if opts.source is Source.CHECKPOINTS or opts.source_unavailable:
-        progress(f"reading MM2's checkpoints ({flow.checkpoints_topic} on {dst})")
-        checkpoints = read_checkpoints(live, flow)
-
-    progress("reading the groups' committed offsets" + ("" if opts.source_unavailable else f" on {src}"))
-    committed = _source_positions(b, flow, opts, groups_re, topics_re, checkpoints)
-    if not opts.source_unavailable:
-        committed = _streams_internal_topics(b, flow, committed)
-    target_topics = live.admin(dst).list_topics()
-    t_bounds = bounds_of(
-        live,
-        dst,
-        sorted(
-            {
-                (flow.remote_topic(t), p)
-                for g in committed.values()
-                for t, p in g
-                if flow.remote_topic(t) in target_topics
-            }
-        ),
-    )
-    s_bounds: dict[TP, Bounds] = {}
-    copied: Mapping[TP, int] | None = None
-    if not opts.source_unavailable:
-        s_bounds = bounds_of(live, src, sorted({tp for g in committed.values() for tp in g}))
-        note_share_groups(b, src, dst, committed, s_bounds)
-    if not opts.source_unavailable and opts.source is Source.SYNCS:
-        progress(f"reading MM2's position on {opts.pair}")
-        copied = mm2_copy_positions(live, flow, s_bounds, frozenset(target_topics), b.notes)
-    todo = sorted((tp, c, group) for group, parts in committed.items() for tp, c in parts.items())
-    report = FailoverReport()
-    for row in translate_partitions(
-        live,
-        flow,
-        todo,
-        PartitionState(syncs=syncs, source_bounds=s_bounds, target_bounds=t_bounds, copied=copied),
-        fallback=Fallback.NONE if opts.source_unavailable else opts.fallback,
-        checkpoints=checkpoints if opts.source is Source.CHECKPOINTS else None,
-        progress=progress,
-    ):
-        report.rows.append(_defer_if_not_copied(row, t_bounds, opts))
-    report.rows.sort(key=lambda r: (r.group, r.source_topic, r.partition))
-    if not report.rows:
+        builder.notes.append(disabled)
+        return {}
+    if opts.source_unavailable and flow.offset_syncs_cluster == flow.source:
         raise PlanError(
-            f"no committed offsets of groups matching {opts.groups!r} on replicated topics matching "
-            f"{opts.topics!r} in {opts.pair}"
+            f"the offset syncs of {opts.pair} live on the source ({flow.offset_syncs_topic}), "
+            "which is unavailable: use --from checkpoints"
         )
-    _refuse_not_copied(b, report.rows, syncs, opts)
-    progress(f"reading the groups' state and offsets on {dst}")
-    report.rows = _with_target_state(b, dst, report.rows, t_bounds, opts.allow_rewind)
+    progress(f"reading the offset syncs of {opts.pair} ({flow.offset_syncs_topic} on {flow.offset_syncs_cluster})")
+    return read_syncs(builder.live, flow)
 
+
+def _partition_state(
+    builder: PlanBuilder,
+    flow: PairConfig,
+    opts: FailoverOptions,
+    committed: Mapping[str, Mapping[TP, int]],
+    syncs: Mapping[TP, Sequence[Sync]],
+    progress: Progress,
+) -> PartitionState:
+    """Both sides' bounds of the groups' partitions and MM2's position on them, read once."""
+    live = builder.live
+    target_topics = live.admin(flow.target).list_topics()
+    remote_partitions = {
+        (flow.remote_topic(topic), partition)
+        for parts in committed.values()
+        for topic, partition in parts
+        if flow.remote_topic(topic) in target_topics
+    }
+    target_bounds = bounds_of(live, flow.target, sorted(remote_partitions))
+    if opts.source_unavailable:
+        return PartitionState(syncs=syncs, source_bounds={}, target_bounds=target_bounds)
+    source_bounds = bounds_of(live, flow.source, sorted({tp for parts in committed.values() for tp in parts}))
+    note_share_groups(builder, flow.source, flow.target, committed, source_bounds)
+    copied = None
+    if opts.source is Source.SYNCS:
+        progress(f"reading MM2's position on {opts.pair}")
+        copied = mm2_copy_positions(live, flow, source_bounds, frozenset(target_topics), builder.notes)
+    return PartitionState(syncs=syncs, source_bounds=source_bounds, target_bounds=target_bounds, copied=copied)
+
+
+def _write_steps(
+    builder: PlanBuilder,
+    flow: PairConfig,
+    opts: FailoverOptions,
+    committed: Mapping[str, Mapping[TP, int]],
+    report: FailoverReport,
+    state: PartitionState,
+) -> dict[str, list[FailoverRow]]:
+    """The plan's steps (the mirroring stopped when asked, then each group's writes) and its notes; the rows
+    to write, by group."""
+    live, target = builder.live, flow.target
     writes: dict[str, list[FailoverRow]] = {}
-    for r in report.rows:  # sorted by group: each group's rows in one pass
-        if needs_write(live, dst, r):
-            writes.setdefault(r.group, []).append(r)
-    stops_checkpoints = opts.stop_mirroring and _stop_mirroring(b, flow, opts, committed, report.rows, s_bounds)
-    write_group_offsets(b, dst, writes, settle_seconds=settle_window(flow) if not stops_checkpoints else 0.0)
-    note_untranslatable(b, report.untranslatable)
-    unchanged = sum(1 for r in report.rows if r.target_offset is not None and not needs_write(live, dst, r))
+    for row in report.rows:  # sorted by group: each group's rows in one pass
+        if needs_write(live, target, row):
+            writes.setdefault(row.group, []).append(row)
+    stops_checkpoints = opts.stop_mirroring and _stop_mirroring(
+        builder, flow, opts, committed, report.rows, state.source_bounds
+    )
+    write_group_offsets(builder, target, writes, settle_seconds=0.0 if stops_checkpoints else settle_window(flow))
+    note_untranslatable(builder, report.untranslatable)
+    unchanged = sum(1 for row in report.rows if row.target_offset is not None and not needs_write(live, target, row))
     if unchanged:
-        b.notes.append(f"{unchanged} group partition(s) are already at their translated position")
-    methods: dict[str, int] = {}
-    for r in report.rows:
-        if r.method is not None:
-            methods[r.method.value] = methods.get(r.method.value, 0) + 1
-    b.notes.append("translation methods: " + (", ".join(f"{m}={n}" for m, n in sorted(methods.items())) or "none"))
+        builder.notes.append(f"{unchanged} group partition(s) are already at their translated position")
+    methods = Counter(row.method.value for row in report.rows if row.method is not None)
+    listed = ", ".join(f"{method}={n}" for method, n in sorted(methods.items())) or "none"
+    builder.notes.append(f"translation methods: {listed}")
     if not writes:
-        b.notes.append("nothing to write")
-    desc = f"fail {len(writes)} group(s) over from {src} to {dst}"
-    return b.build(desc), report
+        builder.notes.append("nothing to write")
+    return writes
 
 
 @dataclass(frozen=True)
@@ -520,17 +554,17 @@ def _source_positions(
     b: PlanBuilder,
     flow: PairConfig,
     opts: FailoverOptions,
-    groups_re: re.Pattern[str],
-    topics_re: re.Pattern[str],
+    selected_groups: NameFilter,
+    selected_topics: NameFilter,
     checkpoints: Mapping[str, Mapping[TP, tuple[int, int]]],
 ) -> dict[str, dict[TP, int]]:
     """group -> {(source topic, partition): committed source offset} for the selected groups and topics."""
 
     def wanted_topic(topic: str) -> bool:
-        return flow.replicates_topic(topic) and topics_re.fullmatch(topic) is not None
+        return flow.replicates_topic(topic) and selected_topics.matches(topic)
 
     def wanted_group(group: str) -> bool:
-        return flow.group_filter.matches(group) and groups_re.fullmatch(group) is not None
+        return flow.group_filter.matches(group) and selected_groups.matches(group)
 
     out: dict[str, dict[TP, int]] = {}
     if opts.source_unavailable:

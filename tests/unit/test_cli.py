@@ -322,11 +322,11 @@ def test_the_lag_threshold_defaults_to_the_inspectors() -> None:
 
     from mm2ctl.cli.exporter_cmd import exporter
     from mm2ctl.cli.inspect_cmd import inspect
-    from mm2ctl.inspector.replication_health import DEFAULT_LAG_THRESHOLD
+    from mm2ctl.inspector.selection import DEFAULT_LAG_THRESHOLD
 
     for command in (inspect, exporter):
         default = pyinspect.signature(command).parameters["lag_threshold"].default
-        assert default.default == DEFAULT_LAG_THRESHOLD
+        assert default == DEFAULT_LAG_THRESHOLD
 
 
 def test_prometheus_format_needs_an_output_file(tmp_path: Path) -> None:

@@ -1,0 +1,148 @@
+"""The one way into an inspection: ``open_inspection`` takes the options and yields an open ``Inspector``.
+
+Every entry point goes through it (``mm2ctl inspect`` and ``--watch``, the exporter, ``report``, the
+spark-submit job), so each gets the same steps in the same order:
+
+1. the setup is checked (``inspection.preflight``: the flows exist, every cluster answers) before Spark starts;
+2. the driver JVM is sized: a live session (the exporter, ``--watch``) keeps decoded state for its whole life,
+   so its heap is sized from the clusters' state, read first; a one-shot run only picks the collector and
+   compiler by a quick probe, and reads the state while Spark starts (``session.SessionStart``), its groups'
+   committed offsets in that JVM once it is up;
+3. the session starts: embedded, on a cluster master, under ``spark-submit``, or on a Spark Connect server;
+4. the cluster state is read once and handed to the inspector's first run;
+5. on the way out the inspector is always closed; a live session's JVM is stopped (the exporter's SIGTERM
+   ends Spark too), and a one-shot run that made the class archive keeps it (``SessionStart.finish``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mm2ctl.connect_client import ConnectClient
+from mm2ctl.core.config import MM2Config
+from mm2ctl.core.errors import ConfigError
+from mm2ctl.core.progress import Progress, no_progress
+from mm2ctl.inspector.cluster_state import ClusterState, read_cluster_state
+from mm2ctl.inspector.driver_sizing import driver_java_options_for, driver_memory_for, probe
+from mm2ctl.inspector.inspection import InspectOptions, Inspector, Preflight, preflight
+from mm2ctl.inspector.remote_session import remote_url
+from mm2ctl.inspector.session import (
+    DRIVER_JAVA_OPTIONS,
+    DRIVER_MEMORY,
+    SHUFFLE_PARTITIONS,
+    SessionStart,
+    stop_session,
+    submitted_shuffle_partitions,
+    under_spark_submit,
+)
+
+#: What an inspection on a Spark Connect server leaves to the server (``inspector.remote_session``).
+REMOTE_LIMITS = (
+    "its tasks' progress and Spark's log lines are the server's, and --format parquet writes on its filesystem"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SparkPlace:
+    """Where Spark runs: a master (default: embedded ``local[*]``) with ``--spark-conf`` settings, or a Spark
+    Connect server (``remote``, an ``sc://`` address)."""
+
+    master: str | None = None
+    conf: Mapping[str, str] = field(default_factory=dict)
+    remote: str | None = None
+
+    @classmethod
+    def of(cls, master: str | None, conf: Mapping[str, str], remote: str | None) -> SparkPlace:
+        """``--spark-master``, ``--spark-conf`` and ``--remote`` (else ``$SPARK_REMOTE``), checked together."""
+        url = remote_url(remote)
+        if url is not None and master is not None:
+            raise ConfigError("--remote and --spark-master both name where Spark runs: give one")
+        return cls(master, dict(conf), url)
+
+    @property
+    def embedded_local(self) -> bool:
+        return self.remote is None and (self.master or "local").startswith("local") and not under_spark_submit()
+
+
+def _sized(
+    config: MM2Config,
+    checked: Preflight,
+    options: InspectOptions,
+    place: SparkPlace,
+    *,
+    live: bool,
+    connect: ConnectClient | None,
+) -> tuple[dict[str, str], ClusterState | None]:
+    """The Spark settings with the driver JVM's sizing added (the user's own win), and the cluster state when
+    sizing had to read it first."""
+    conf = dict(place.conf)
+    if place.remote is not None or under_spark_submit():
+        return conf, None
+    if live:
+        if DRIVER_MEMORY in conf and DRIVER_JAVA_OPTIONS in conf:
+            return conf, None
+        state = read_cluster_state(config, checked.pairs, options.selection, connect=connect)
+        conf.setdefault(DRIVER_MEMORY, driver_memory_for(state))
+        conf.setdefault(DRIVER_JAVA_OPTIONS, driver_java_options_for(state))
+        return conf, state
+    if DRIVER_JAVA_OPTIONS not in conf and place.embedded_local:
+        conf[DRIVER_JAVA_OPTIONS] = probe(config, checked.pairs).java_options  # C1 only when small
+    return conf, None
+
+
+@contextlib.contextmanager
+def open_inspection(
+    config: MM2Config,
+    options: InspectOptions,
+    place: SparkPlace,
+    *,
+    connect: ConnectClient | None = None,
+    progress: Progress = no_progress,
+    live: bool = False,
+    jvm_log: Path | None = None,
+) -> Iterator[Inspector]:
+    """An ``Inspector`` ready to ``run``, its first run on the state read here (module docstring). ``live``:
+    a session that runs again and again (it maps no class archive, and its JVM stops on the way out)."""
+    progress("reaching the clusters")
+    checked = preflight(config, options)
+    if SHUFFLE_PARTITIONS in place.conf:
+        options = dataclasses.replace(options, size_shuffles=False)
+    conf, state = _sized(config, checked, options, place, live=live, connect=connect)
+    if place.remote is None:
+        progress("starting Spark")
+    else:
+        progress(f"on the Spark Connect server at {place.remote}: {REMOTE_LIMITS}")
+    start = SessionStart(place.master, conf, jvm_log=jvm_log, share_classes=not live, remote=place.remote)
+    if state is None:
+        state = read_cluster_state(
+            config, checked.pairs, options.selection, connect=connect, progress=progress, driver_jvm=start.gateway
+        )
+    spark = start.result()
+    if under_spark_submit() and submitted_shuffle_partitions(spark):
+        options = dataclasses.replace(options, size_shuffles=False)
+    inspector = Inspector(spark, config, options, checked, connect=connect)
+    inspector.prime(state)
+    try:
+        yield inspector
+    except BaseException:
+        _leave(inspector, live=live)
+        raise
+    if live:
+        _leave(inspector, live=True)
+    else:
+        inspector.close()
+        start.finish(progress)  # the first embedded run: its JVM writes the class archive as it exits
+
+
+def _leave(inspector: Inspector, *, live: bool) -> None:
+    """Let go of the inspector after an error, or of a live session: its JVM stops first (a run that did not
+    stop in time fails at once instead of being waited for), then what the session kept is released. Spark may
+    be what failed, or be gone: the first error is the one to see."""
+    if live:
+        stop_session(inspector.spark)
+    with contextlib.suppress(Exception):
+        inspector.close()
