@@ -27,6 +27,7 @@ from mm2ctl.cli.options import (
     FromConnect,
     JsonOutput,
     PolicyNaming,
+    Quiet,
     Secrets,
     SetupOptions,
     mm2_config_option,
@@ -36,7 +37,8 @@ from mm2ctl.cli.progress import terminal_progress
 from mm2ctl.cli.render import drill_table, result_json
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.exit_codes import ExitCode, meaning_of
-from mm2ctl.drill.failover_drill import DrillOptions, DrillResult
+from mm2ctl.drill.context import DrillOptions
+from mm2ctl.drill.result import DrillResult
 
 
 def _say(quiet: bool) -> Callable[[str], None]:
@@ -106,7 +108,7 @@ def drill(
     as_json: bool = typer.Option(
         False, "--json", help="The results as a JSON list, one object per drill (--group-types: one object)."
     ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
+    quiet: Quiet = False,
 ) -> None:
     """Measure messages lost and duplicated at failover for (a) raw offsets, (b) MM2's sync.group.offsets,
     (c) mm2ctl conservative and (d) mm2ctl verified translation, on the same data; then (e) the way back
@@ -168,7 +170,8 @@ def drill(
 def _group_types_drill(lab_dir: Path, workdir: Path | None, *, as_json: bool, quiet: bool) -> None:
     """``drill --group-types``: run ``drill.group_types`` on the lab, print its table (or JSON), exit 17 when
     mm2ctl missed its goal. Without ``--workdir`` the plans and logs stay in a new temporary folder."""
-    from mm2ctl.drill.group_types import drill_group_types, table
+    from mm2ctl.drill.group_result import table
+    from mm2ctl.drill.group_types import drill_group_types
     from mm2ctl.lab.lab import read_lab
 
     info = read_lab(lab_dir)

@@ -20,7 +20,9 @@ from typing import Any
 import pytest
 
 from mm2ctl.cli.render import drill_table
-from mm2ctl.drill.failover_drill import DrillOptions, Strategy, drill_on_lab
+from mm2ctl.drill.context import DrillOptions
+from mm2ctl.drill.failover_drill import drill_on_lab
+from mm2ctl.drill.result import Strategy
 from mm2ctl.lab.lab import LabInfo
 
 pytestmark = pytest.mark.integration

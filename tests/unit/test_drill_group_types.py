@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 
-from mm2ctl.drill.group_types import GroupTypeRow, GroupTypesDrill, _score, _seqs, table
+from mm2ctl.drill.group_load import seqs
+from mm2ctl.drill.group_result import GroupTypeRow, GroupTypesDrill, table
+from mm2ctl.drill.group_truth import score
 
 
 def test_lost_and_delivered_again_are_counted_by_content() -> None:
     everything = {(0, s) for s in range(6)}
     processed = {(0, 0), (0, 1), (0, 2)}
     # Got 2 (processed: again), 3 twice (once again), 5; never 4 (lost).
-    assert _score(everything, processed, [(0, 2), (0, 3), (0, 3), (0, 5)]) == (1, 2)
-    assert _score(everything, processed, []) == (3, 0)
-    assert _seqs([b"p1-000042", b"other", None, b"p0-7"]) == [(1, 42), (0, 7)]
+    assert score(everything, processed, [(0, 2), (0, 3), (0, 3), (0, 5)]) == (1, 2)
+    assert score(everything, processed, []) == (3, 0)
+    assert seqs([b"p1-000042", b"other", None, b"p0-7"]) == [(1, 42), (0, 7)]
 
 
 def _row(t: str, method: str, lost: int, again: int, **kw: object) -> GroupTypeRow:

@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 from mm2ctl.core.translation import Sync
-from mm2ctl.drill.failover_drill import (
-    ABORTED,
-    Strategy,
-    commit_before_aborted,
-    score,
-    sync_intervals,
-    upstream_decreases,
-)
+from mm2ctl.drill.load import ABORTED, commit_before_aborted
+from mm2ctl.drill.result import Strategy
+from mm2ctl.drill.truth import score, sync_intervals, upstream_decreases
 
 
 def test_sync_interval_is_the_gap_between_the_syncs_around_the_commit_point() -> None:
