@@ -15,6 +15,7 @@ sensitive settings.
     │   └── ConnectNotFoundError . 404: no such connector
     ├── LabError ................ the local Kafka/Connect/MM2 lab could not be resolved, started or stopped
     ├── InspectError ............ the Spark inspection could not run
+    │   └── KafkaSourceUnresolvedError  Spark's Kafka source resolves from none of the repositories tried
     ├── InspectionFileError ..... a saved inspection given to ``report`` is missing, unreadable or of the wrong kind
     ├── PlanError ............... a plan file is unreadable or invalid
     │   ├── ForeignPlanError ..... the plan was made for other clusters or another Connect worker
@@ -130,6 +131,14 @@ class InspectError(Mm2ctlError):
     """The Spark inspection could not run at all (per-row problems are data, not this)."""
 
     exit_code = ExitCode.ERROR
+
+
+class KafkaSourceUnresolvedError(InspectError):
+    """Spark's Kafka source for the installed Spark, and every older patch release of its minor line, resolves
+    from none of the repositories Spark's Ivy would use: decided before the driver JVM starts (a failed package
+    resolution kills it). Names the artifact, the repositories tried and the remedies."""
+
+    exit_code = ExitCode.KAFKA_SOURCE_UNRESOLVED
 
 
 class InspectionFileError(Mm2ctlError):

@@ -61,6 +61,9 @@ class ExitCode(IntEnum):
     #: ``plan failover``/``failback``/``apply``: the cluster a share or streams group moves to is older than its
     #: type (Kafka 4.2+ hosts both), so it cannot take the group's position.
     UNHOSTED_GROUP_TYPE = 22
+    #: ``inspect``/``exporter``: Spark's Kafka source (``spark-sql-kafka-0-10``) for the installed Spark, or an
+    #: older patch release of its minor line, resolves from none of the repositories Spark's Ivy uses.
+    KAFKA_SOURCE_UNRESOLVED = 23
 
     @property
     def meaning(self) -> str:
@@ -103,6 +106,9 @@ MEANINGS: dict[ExitCode, str] = {
     ExitCode.UNHOSTED_GROUP_TYPE: (
         "plan failover/failback, apply: the other cluster cannot host a share or streams group the plan moves "
         "(Kafka before 4.2)"
+    ),
+    ExitCode.KAFKA_SOURCE_UNRESOLVED: (
+        "inspect/exporter: Spark's Kafka source for the installed Spark resolves from none of the repositories tried"
     ),
 }
 
