@@ -4,13 +4,21 @@
 #   .ci/spark_matrix.sh WHEEL RELEASE...
 #
 # For each RELEASE (a pyspark version pyproject.toml admits), a virtualenv of its own gets the built WHEEL with
-# its test extra and that pyspark, under constraints.txt less its pyspark and py4j pins. Then, from the
-# clone (the tests are not in the wheel; the package is imported from the virtualenv):
+# its test extra and that pyspark, under constraints.txt less its pyspark and py4j pins. The last RELEASE stands
+# for the newest: the newest release pyproject.toml admits, as PyPI lists it now (`pip index versions`), runs in
+# its place when it is newer (the word `newest` asks for it by name), so a pyspark newer than constraints.txt,
+# which `pipx install` would pick, is covered; when PyPI cannot be asked, the given one runs. Such a release's
+# Kafka source may not be in the Maven repository yet: the run then takes an older patch release's, and the
+# tests show it works. Then, from the clone (the tests are not in the wheel; the package is imported from the
+# virtualenv):
 #   - the Spark 3.5/4.x compatibility paths and the Kafka source's coordinates (unit tests, one local session);
 #   - the inspection on a real MM2 flow, the Kafka source against a compacted transactional topic, the
 #     inspection submitted to a standalone cluster, and a read through a Spark Connect server (integration).
-# test_inspect.py runs its default-policy flow only (-k "not identity"): the identity policy changes names,
-# not anything Spark does, and is covered on the pinned release. The standalone cluster runs on the first
+# test_inspect.py runs one of its two flows per release, which differ in where Spark's JVM prints: the first
+# RELEASE runs the identity-policy flow (-k "not default"), whose inspect runs with -v and the JVM's output on
+# stderr (Spark 3.5's Ivy prints on the JVM's stdout), the others the default-policy flow (-k "not identity"),
+# the JVM's output in a log file. The policy changes names, not anything Spark does; the pinned release runs
+# both. The standalone cluster runs on the first
 # RELEASE only (the oldest: Scala 2.12); the pinned release runs it in the main suite on Scala 2.13, as the
 # newest would again. The exporter's reconnection across a Connect server's restart is the exporter's behaviour,
 # not the release's: it runs on the pinned release only. The Connect server of 3.5.3 is left out: its
@@ -20,13 +28,59 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The release to run in place of the newest given one ($1): the newest pyspark release on PyPI that
+# pyproject.toml's requirement admits when it is newer (or $1 is `newest`), else $1; nothing when PyPI cannot say.
+python=.venv/bin/python
+[ -x "$python" ] || python=python3
+newest_admitted() {
+  local listed
+  listed=$(timeout 120 "$python" -m pip index versions pyspark 2>/dev/null | sed -n 's/^Available versions: //p') || true
+  [ -n "$listed" ] || return 0
+  LISTED="$listed" GIVEN="$1" "$python" - <<'PY'
+import os
+import tomllib
+
+try:
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+except ImportError:  # pip's own copy
+    from pip._vendor.packaging.requirements import Requirement
+    from pip._vendor.packaging.version import Version
+
+with open("pyproject.toml", "rb") as fh:
+    wanted = [Requirement(d) for d in tomllib.load(fh)["project"]["dependencies"]]
+spec = next(r.specifier for r in wanted if r.name == "pyspark")
+listed = [Version(v.strip()) for v in os.environ["LISTED"].split(",") if v.strip()]
+admitted = sorted(v for v in listed if not v.is_prerelease and v in spec)
+given = os.environ["GIVEN"]
+if not admitted:
+    print("" if given == "newest" else given)
+elif given == "newest" or admitted[-1] > Version(given):
+    print(admitted[-1])
+else:
+    print(given)
+PY
+}
+
 wheel=$(realpath "$1")
 shift
 [ -f "$wheel" ] || { echo "no wheel at $wheel" >&2; exit 2; }
 
+releases=("$@")
+last=$(( ${#releases[@]} - 1 ))
+given=${releases[$last]}
+newest=$(newest_admitted "$given")
+if [ -z "$newest" ]; then
+  [ "$given" = newest ] && { echo "PyPI did not list pyspark's releases: no release to run for 'newest'" >&2; exit 2; }
+  echo "== PyPI did not list pyspark's releases: the newest given, $given, runs" >&2
+elif [ "$newest" != "$given" ]; then
+  echo "== the newest pyspark pyproject.toml admits on PyPI is $newest: it runs in place of $given"
+  releases[$last]=$newest
+fi
+
 rc=0
-first=$1
-for release in "$@"; do
+first=${releases[0]}
+for release in "${releases[@]}"; do
   started=$(date +%s)
   echo "== pyspark $release: a virtualenv with the wheel"
   work=$(mktemp -d "/tmp/mm2ctl-spark-$release.XXXXXX")
@@ -39,13 +93,18 @@ for release in "$@"; do
   connect=tests/integration/test_spark_connect.py
   [ "$release" = 3.5.3 ] && connect=
   cluster=tests/integration/test_spark_cluster.py
-  [ "$release" != "$first" ] && cluster=
+  flow="not identity"  # test_inspect.py's default-policy flow: the JVM's output in a log file
+  if [ "$release" = "$first" ]; then
+    flow="not default"  # its identity-policy flow, run with -v: the JVM's output on stderr
+  else
+    cluster=
+  fi
   set +e
   MM2CTL_TEST_LAB_DIR="${MM2CTL_TEST_LAB_DIR:-/tmp}/spark-$release" "$work/venv/bin/python" -m pytest \
     -p no:cacheprovider \
     tests/unit/test_spark_compat.py tests/unit/test_spark_packages.py \
     tests/integration/test_inspect.py tests/integration/test_spark_read.py $cluster \
-    $connect -k "not identity and not server_restart"
+    $connect -k "$flow and not server_restart"
   code=$?
   set -e
   [ "$code" -eq 5 ] && { echo "pytest collected no tests on pyspark $release" >&2; code=1; }
