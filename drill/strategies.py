@@ -32,7 +32,8 @@ from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.live_state import LiveState, open_live_state
 from mm2ctl.plans.planners.context import PlanBuilder
 from mm2ctl.plans.planners.failback import FailbackOptions, plan_failback
-from mm2ctl.plans.planners.failover import FailoverOptions, FailoverReport, Source, plan_failover, read_checkpoints
+from mm2ctl.plans.planners.failover import FailoverOptions, FailoverReport, Source, plan_failover
+from mm2ctl.plans.planners.failover_reads import read_checkpoints
 from mm2ctl.plans.planners.mm2_connectors import ALL_ROLES, find_pair_connectors
 from mm2ctl.plans.positions import Fallback
 from mm2ctl.plans.serialize import write_plan_file

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from mm2ctl.core.admin import TP
 from mm2ctl.core.errors import Mm2ctlError, PreconditionError
 from mm2ctl.plans.payloads import GroupOffsetsWrite
-from mm2ctl.plans.planners.failover import read_checkpoints
+from mm2ctl.plans.planners.failover_reads import read_checkpoints
 from mm2ctl.plans.steps import Step
 from mm2ctl.plans.targets import GroupTarget
 from mm2ctl.remediate.executors.base import ExecContext

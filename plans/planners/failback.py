@@ -46,15 +46,11 @@ from mm2ctl.plans.kafka_records import KafkaRecords, OffsetsForTimes, read_syncs
 from mm2ctl.plans.live_state import LiveState, part_positions
 from mm2ctl.plans.payloads import TranslationMethod
 from mm2ctl.plans.planners.context import PlanBuilder
-from mm2ctl.plans.planners.failover import (
-    FailoverReport,
-    FailoverRow,
-    bounds_of,
-    needs_write,
-    note_share_groups,
-    note_untranslatable,
-    write_group_offsets,
-)
+from mm2ctl.plans.planners.failover import FailoverReport
+from mm2ctl.plans.planners.failover_checks import note_share_groups, note_untranslatable
+from mm2ctl.plans.planners.failover_reads import bounds_of
+from mm2ctl.plans.planners.failover_translation import FailoverRow
+from mm2ctl.plans.planners.failover_writes import needs_write, write_group_offsets
 from mm2ctl.plans.positions import Fallback, Sides, locate
 from mm2ctl.plans.timestamp_lookup import by_timestamp
 from mm2ctl.plans.translation import DEFAULT_WINDOW, Bounds, Sync, inverted, verified

@@ -1,0 +1,120 @@
+"""What a failover plan reads once from the clusters: MM2's checkpoints, partition bounds, MM2's position
+(its next offset to copy), and the selected groups' committed positions on the source (or, with the
+source unavailable, in MM2's checkpoints)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from mm2ctl.core.admin import TP
+from mm2ctl.core.codecs import Checkpoint, RecordDecodeError, decode_checkpoint, decode_checkpoint_key
+from mm2ctl.core.compaction import Keyed, live_values
+from mm2ctl.core.config import PairConfig
+from mm2ctl.core.errors import PlanError
+from mm2ctl.core.patterns import NameFilter
+from mm2ctl.core.records import read_partitions
+from mm2ctl.inspector.mm2_position import read_position
+from mm2ctl.plans.live_state import LiveState, part_positions
+from mm2ctl.plans.planners.context import PlanBuilder
+from mm2ctl.plans.planners.failover_options import FailoverOptions
+from mm2ctl.plans.translation import Bounds
+
+
+def read_checkpoints(live: LiveState, flow: PairConfig) -> dict[str, dict[TP, tuple[int, int]]]:
+    """group -> {(target topic, partition): (upstream, downstream)}: MM2's live checkpoints, the newest record
+    of each key unless it is a tombstone (``core.compaction``). Malformed records are skipped."""
+    topic = flow.checkpoints_topic
+    if topic not in live.admin(flow.target).list_topics():
+        why = (
+            "is the MirrorCheckpointConnector running for this flow?"
+            if flow.emit_offset_syncs_enabled
+            else "offset syncs are disabled on this flow, and MM2's checkpoint connector cannot run without them; "
+            "translate by timestamp (--from syncs, the default) instead"
+        )
+        raise PlanError(f"the checkpoints topic {topic} does not exist on {flow.target}: {why}")
+    keyed: list[Keyed[tuple[str, str, int], Checkpoint]] = []
+    for rec in read_partitions(live.kafka_config(flow.target), topic, [0]):
+        try:
+            key = decode_checkpoint_key(rec.key)
+            value = None if rec.value is None else decode_checkpoint(rec.key, rec.value)
+        except RecordDecodeError:
+            continue
+        keyed.append(Keyed(key, rec.offset, value))
+    out: dict[str, dict[TP, tuple[int, int]]] = {}
+    for (group, remote, partition), cp in live_values(keyed).items():
+        out.setdefault(group, {})[(remote, partition)] = (cp.upstream_offset, cp.downstream_offset)
+    return out
+
+
+def bounds_of(live: LiveState, alias: str, tps: Sequence[TP]) -> dict[TP, Bounds]:
+    if not tps:
+        return {}
+    got = live.admin(alias).partition_bounds(tps)
+    out = {}
+    for tp, pb in got.items():
+        if pb.error is None and pb.earliest is not None and pb.latest is not None:
+            out[tp] = Bounds(pb.earliest, pb.latest)
+    return out
+
+
+def mm2_copy_positions(
+    live: LiveState, flow: PairConfig, s_bounds: Mapping[TP, Bounds], target_topics: frozenset[str], notes: list[str]
+) -> dict[TP, int] | None:
+    """MM2's next source offset to copy per source partition in ``s_bounds`` (``inspector.mm2_position``); a
+    partition MM2 holds no position for has had nothing copied, so its next offset is the log start. None,
+    with a note, when the position cannot be read."""
+    position = read_position(live.mm2, flow, live.connect, target_topics=target_topics)
+    if position.next_offsets is None:
+        notes.append(
+            f"MM2's position on {flow.name} is not known ({position.reason}): a group MM2 has not copied up to "
+            "cannot be told from one it has, except by the records"
+        )
+        return None
+    return {tp: position.next_offsets.get(tp, bounds.start) for tp, bounds in s_bounds.items()}
+
+
+def source_positions(
+    b: PlanBuilder,
+    flow: PairConfig,
+    opts: FailoverOptions,
+    selected_groups: NameFilter,
+    selected_topics: NameFilter,
+    checkpoints: Mapping[str, Mapping[TP, tuple[int, int]]],
+) -> dict[str, dict[TP, int]]:
+    """group -> {(source topic, partition): committed source offset} for the selected groups and topics."""
+
+    def wanted_topic(topic: str) -> bool:
+        return flow.replicates_topic(topic) and selected_topics.matches(topic)
+
+    def wanted_group(group: str) -> bool:
+        return flow.group_filter.matches(group) and selected_groups.matches(group)
+
+    out: dict[str, dict[TP, int]] = {}
+    if opts.source_unavailable:
+        for group, parts in checkpoints.items():
+            if not wanted_group(group):
+                continue
+            for (remote, p), (upstream, _down) in parts.items():
+                topic = flow.upstream_topic(remote) or remote
+                if flow.remote_topic(topic) == remote and wanted_topic(topic):
+                    out.setdefault(group, {})[(topic, p)] = upstream
+        if not out:
+            raise PlanError(
+                f"no checkpoint of a group matching {opts.groups!r} in {flow.checkpoints_topic}: "
+                "without the source, checkpoints are the only record of where groups were"
+            )
+        return out
+    listed, not_looked = b.live.all_groups(flow.source)
+    if not_looked is not None:
+        b.notes.append(not_looked)
+    groups = [g for g in listed if wanted_group(g.group)]
+    # In the fingerprint: if the source consumers move after planning, the translation is outdated.
+    part_of = {g.group: part_positions(flow.source, g.group, g.type) for g in groups}
+    read = b.read_many(list(part_of.values()))
+    for g in groups:
+        picked = {(t, p): o for t, p, o in read[part_of[g.group]] if wanted_topic(t)}
+        if picked:
+            out[g.group] = picked
+            b.live.note_group_type(flow.target, g.group, g.type)  # the same group, of the same type, on the target
+    b.live.require_hosted(flow.target, out)
+    return out

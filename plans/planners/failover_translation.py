@@ -1,0 +1,139 @@
+"""The per-partition translation of a failover: a ``FailoverRow`` per group partition, its target position
+found by ``plans.positions.locate`` (or MM2's checkpoint) over what ``PartitionState`` read once. The planner
+and apply's translation after MM2's catch-up (``remediate.executors.after_catch_up``) both translate here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from mm2ctl.core.admin import TP
+from mm2ctl.core.config import PairConfig
+from mm2ctl.core.progress import Progress, count, no_progress
+from mm2ctl.core.records import PartitionReader
+from mm2ctl.plans.kafka_records import KafkaRecords, OffsetsForTimes
+from mm2ctl.plans.live_state import LiveState
+from mm2ctl.plans.payloads import TranslationMethod
+from mm2ctl.plans.positions import Fallback, Sides, locate
+from mm2ctl.plans.translation import Bounds, Sync, Translation
+
+#: The phase ``plan_failover`` counts (``core.progress.count``): source partitions whose groups are translated.
+TRANSLATE_PHASE = "partitions translated"
+
+
+@dataclass(frozen=True, slots=True)
+class FailoverRow:
+    """One group partition as the plan sees it; ``target_offset`` None means untranslatable (no step)."""
+
+    group: str
+    source_topic: str
+    target_topic: str
+    partition: int
+    source_offset: int
+    target_offset: int | None
+    before_offset: int | None
+    method: TranslationMethod | None
+    detail: str
+    delta_candidate: int | None = None
+    #: MM2's next source offset to copy on this partition when the plan was made (None: not known).
+    mm2_next_offset: int | None = None
+
+    @property
+    def deferred(self) -> bool:
+        """Translated by apply once MM2 has caught up (``TranslationMethod.AFTER_CATCH_UP``)."""
+        return self.method is TranslationMethod.AFTER_CATCH_UP
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """What translating a flow's group partitions reads once: the offset syncs, both sides' bounds, and MM2's
+    next offset to copy per source partition (None: not known, or the source cannot be read)."""
+
+    syncs: Mapping[TP, Sequence[Sync]]
+    source_bounds: Mapping[TP, Bounds]
+    target_bounds: Mapping[TP, Bounds]
+    copied: Mapping[TP, int] | None = None
+
+
+def translate_partitions(
+    live: LiveState,
+    flow: PairConfig,
+    todo: Sequence[tuple[TP, int, str]],
+    state: PartitionState,
+    *,
+    fallback: Fallback,
+    checkpoints: Mapping[str, Mapping[TP, tuple[int, int]]] | None = None,
+    progress: Progress = no_progress,
+) -> list[FailoverRow]:
+    """A row per ``(source partition, committed offset, group)`` of ``todo`` (sorted), with its translated
+    target position (``plans.positions.locate``), or MM2's checkpoint when ``checkpoints`` is given. Both
+    sides' records are read when both bounds are known; the planner and apply's translation after the
+    catch-up both translate here."""
+    src, dst = flow.source, flow.target
+    partitions = len({tp for tp, _c, _g in todo})
+    progress(f"translating {len(todo)} group partition(s) on {partitions} source partition(s)")
+    # One consumer per cluster, re-assigned from partition to partition; each partition's records are read
+    # ahead once for all its groups (``KafkaRecords``). The source's reader also returns the records of
+    # aborted transactions, marked: MM2 may have copied them to the target as ordinary records.
+    src_reader = PartitionReader(live.kafka_config(src), mark_aborted=True)
+    dst_reader = PartitionReader(live.kafka_config(dst))
+    rows: list[FailoverRow] = []
+    current: TP | None = None
+    sides: Sides | None = None
+    translated = 0
+    try:
+        for (topic, p), c, group in todo:
+            remote = flow.remote_topic(topic)
+            next_copy = None if state.copied is None else state.copied.get((topic, p))
+            if (topic, p) != current:
+                translated += current is not None
+                count(progress, TRANSLATE_PHASE, translated, partitions)
+                current, sides = (topic, p), None
+                sb, tb = state.source_bounds.get((topic, p)), state.target_bounds.get((remote, p))
+                if sb is not None and tb is not None:
+                    sides = Sides(
+                        source=KafkaRecords(src_reader, topic, p, sb.end),
+                        target=KafkaRecords(dst_reader, remote, p, tb.end),
+                        source_bounds=sb,
+                        target_bounds=tb,
+                        offset_for_time=OffsetsForTimes(live.admin(dst), remote, p),
+                        source_offset_for_time=OffsetsForTimes(live.admin(src), topic, p),
+                        copied_end=next_copy,
+                    )
+            tr: Translation | None
+            if (remote, p) not in state.target_bounds:
+                tr, why = None, f"{remote}/{p} does not exist on {dst}"
+            elif checkpoints is not None:
+                tr, why = (
+                    _from_checkpoint(checkpoints.get(group, {}).get((remote, p)), c),
+                    "no checkpoint for this partition",
+                )
+            else:
+                tr, why = locate(state.syncs.get((topic, p), []), c, sides, fallback)
+            rows.append(
+                FailoverRow(
+                    group=group,
+                    source_topic=topic,
+                    target_topic=remote,
+                    partition=p,
+                    source_offset=c,
+                    target_offset=None if tr is None else tr.offset,
+                    before_offset=None,
+                    method=None if tr is None else tr.method,
+                    detail=f"untranslatable: {why}" if tr is None else tr.detail,
+                    delta_candidate=None if tr is None else tr.delta_candidate,
+                    mm2_next_offset=next_copy,
+                )
+            )
+    finally:
+        src_reader.close()
+        dst_reader.close()
+    count(progress, TRANSLATE_PHASE, partitions, partitions)
+    return rows
+
+
+def _from_checkpoint(cp: tuple[int, int] | None, c: int) -> Translation | None:
+    if cp is None:
+        return None
+    seen = "" if cp[0] == c else f" (the group is at {c} now)"
+    return Translation(cp[1], TranslationMethod.CHECKPOINT, f"checkpoint {cp[0]}->{cp[1]}{seen}")
