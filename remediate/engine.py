@@ -21,12 +21,8 @@ is checked and it runs again.
 rollback: completed steps (and uncertain ones whose effect is present) are undone newest first, each
 behind its executor's guard that the state is still what apply left.
 
-Fault injection for crash and fault tests (they only ever affect this process):
-``MM2CTL_FAULT_KILL_AFTER_STEP=k`` makes apply SIGKILL itself right after step k's completion is journaled
-(for a batch of group steps: its batch's outcomes); ``MM2CTL_FAULT_KILL_AFTER_GROUPS=n`` (see
-``group_batches``) in the middle of a batch; ``MM2CTL_FAULT_PAUSE_BEFORE_STEP=k`` makes apply, once step k's
-before-state is journaled and before its request is sent, create ``<journal>.paused`` and wait until that
-file is removed (a test breaks a broker or worker meanwhile).
+``ApplyHooks`` names the points between those journal writes where a caller may run code of its own, in the
+applying process: mm2ctl's commands pass none; the crash and fault tests kill or hold apply there.
 
 The engine never prints; it reports progress through the ``progress`` callback, and counts its steps there
 (``core.progress.count``) so a terminal can draw step i of n.
@@ -34,9 +30,6 @@ The engine never prints; it reports progress through the ``progress`` callback, 
 
 from __future__ import annotations
 
-import os
-import signal
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,17 +59,37 @@ from mm2ctl.remediate.journal import Journal, JournalState, new_journal_path
 from mm2ctl.remediate.lock import lock_for_plan
 from mm2ctl.remediate.preconditions import StateView, failures, require_step
 
-FAULT_ENV = "MM2CTL_FAULT_KILL_AFTER_STEP"
-FAULT_PAUSE_ENV = "MM2CTL_FAULT_PAUSE_BEFORE_STEP"
-PAUSE_SUFFIX = ".paused"
-PAUSE_LIMIT_S = 600.0
-
 #: The phases the engine counts its steps in (``core.progress.count``): done of the plan's steps, or of the
 #: steps a rollback undoes.
 DRY_RUN_PHASE = "steps checked"
 APPLY_PHASE = "steps applied"
 ROLLBACK_CHECK_PHASE = "undos checked"
 ROLLBACK_PHASE = "steps rolled back"
+
+
+def _no_hook(_journal: Path, _indices: list[int]) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class ApplyHooks:
+    """Where a caller of ``apply_plan`` or ``resume_apply`` may run code of its own, in the applying process,
+    between the journal's durable writes. Each hook gets the journal's path and the indices of the steps it
+    concerns. mm2ctl's own commands pass none (``NO_HOOKS``); the crash and fault tests use them to SIGKILL
+    apply, or hold it, at an exact point (``tests/integration/faulty_apply.py``).
+    """
+
+    #: The steps' before-states are journaled and fsynced; none of their requests is sent yet (one step, or
+    #: the steps of a batch of group steps that will run).
+    before_send: Callable[[Path, list[int]], None] = _no_hook
+    #: The steps' completions are journaled and fsynced (one step, or the steps of a batch that succeeded,
+    #: once the batch's outcomes are).
+    journaled: Callable[[Path, list[int]], None] = _no_hook
+    #: Kafka acknowledged the write of one step's group, in a batch whose outcomes are not journaled yet.
+    group_written: Callable[[Path, list[int]], None] = _no_hook
+
+
+NO_HOOKS = ApplyHooks()
 
 
 @dataclass
@@ -196,29 +209,6 @@ def _hint(journal: Path) -> str:
     return f"resume with: mm2ctl apply --resume {journal}   or undo with: mm2ctl rollback {journal}"
 
 
-def _maybe_crash(index: int) -> None:
-    wanted = os.environ.get(FAULT_ENV)
-    if wanted is not None and wanted.strip() == str(index):
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _crash_after_any(indices: list[int]) -> None:
-    for index in indices:
-        _maybe_crash(index)
-
-
-def _maybe_pause(journal: Path, indices: list[int]) -> None:
-    """``MM2CTL_FAULT_PAUSE_BEFORE_STEP``: wait, with ``<journal>.paused`` present, until a test removes it."""
-    wanted = os.environ.get(FAULT_PAUSE_ENV, "").strip()
-    if not wanted.isdigit() or int(wanted) not in indices:
-        return
-    marker = journal.with_name(journal.name + PAUSE_SUFFIX)
-    marker.write_text(f"{os.getpid()}\n")
-    deadline = time.monotonic() + PAUSE_LIMIT_S
-    while marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-
-
 def _failed(journal: Journal, index: int, message: str, exc: Mm2ctlError, *, started: bool) -> ApplyError:
     """Journal the end of a failed apply (naming the step, also one that never started) and build the
     error the CLI reports: exit 8 for a precondition, 11 for a step that failed."""
@@ -240,6 +230,7 @@ def _run_steps(
     in_progress: frozenset[int] = frozenset(),
     parallelism: int = DEFAULT_PARALLELISM,
     completed: frozenset[int] = frozenset(),
+    hooks: ApplyHooks = NO_HOOKS,
 ) -> RunResult:
     """Apply ``plan.steps[start:]``. ``uncertain``: steps whose effect is unknown (resume), of which
     ``in_progress`` were still in progress in the journal; ``completed``: steps an earlier attempt finished
@@ -259,8 +250,9 @@ def _run_steps(
                 in_progress={j for j in in_progress if i <= j < end},
                 completed=frozenset(j for j in completed if i <= j < end),
                 parallelism=parallelism,
-                before_send=lambda indices: _maybe_pause(journal.path, indices),
-                after_batch=_crash_after_any,
+                before_send=lambda indices: hooks.before_send(journal.path, indices),
+                after_batch=lambda indices: hooks.journaled(journal.path, indices),
+                group_written=lambda indices: hooks.group_written(journal.path, indices),
             )
             try:
                 report = run.apply()
@@ -283,14 +275,14 @@ def _run_steps(
                 journal.step_completed(step.index, outcome="already_applied", after=ex.observe(step, ctx))
                 ctx.progress(f"{what}: its effect was already present; marked complete")
                 result.steps.append(f"{what}: already applied")
-                _maybe_crash(step.index)
+                hooks.journaled(journal.path, [step.index])
                 i += 1
                 continue
             require_step(step, ctx.view, what=what)
             before = ex.observe(step, ctx)
             journal.step_started(step.index, before=before)
             started = True
-            _maybe_pause(journal.path, [step.index])
+            hooks.before_send(journal.path, [step.index])
             ctx.progress(f"{what}: {step.description or step.kind.value}")
             after = ex.run(step, ctx)
         except JournalError:
@@ -302,7 +294,7 @@ def _run_steps(
             plan = with_translations(plan, parse_translated(freeze_json(after)))  # the writes after it use them
         result.steps.append(f"{what}: applied")
         result.changes += int(step.writes)
-        _maybe_crash(step.index)
+        hooks.journaled(journal.path, [step.index])
         i += 1
     count(ctx.progress, APPLY_PHASE, total, total)
     journal.apply_finished(status="succeeded")
@@ -331,10 +323,11 @@ def apply_plan(
     parallelism: int = DEFAULT_PARALLELISM,
     plan_document: Mapping[str, Any] | None = None,
     override_mm2_sync: bool = False,
+    hooks: ApplyHooks = NO_HOOKS,
 ) -> RunResult:
     """Apply ``plan`` for real (see the module docstring for the order of checks and writes). A plan that
     leaves group partitions untranslatable is refused unless ``allow_untranslatable``. ``plan_document``: the
-    document ``plan`` was read from, which the journal embeds as it is."""
+    document ``plan`` was read from, which the journal embeds as it is. ``hooks``: see ``ApplyHooks``."""
     plan.check_untranslatable(allowed=allow_untranslatable)
     check_parallelism(parallelism)
     for step in plan.steps:
@@ -356,7 +349,7 @@ def apply_plan(
                 override_mm2_sync=override_mm2_sync,
                 plan_id=plan.plan_id,
             )
-            return _run_steps(journal, plan, ctx, 0, parallelism=parallelism)
+            return _run_steps(journal, plan, ctx, 0, parallelism=parallelism, hooks=hooks)
 
 
 def resume_apply(
@@ -368,8 +361,9 @@ def resume_apply(
     state_dir: Path | None = None,
     parallelism: int = DEFAULT_PARALLELISM,
     override_mm2_sync: bool = False,
+    hooks: ApplyHooks = NO_HOOKS,
 ) -> RunResult:
-    """Continue a killed or failed apply from its journal."""
+    """Continue a killed or failed apply from its journal. ``hooks``: see ``ApplyHooks``."""
     check_parallelism(parallelism)
     with Journal.open(journal_path) as probe:
         state = probe.state
@@ -406,6 +400,7 @@ def resume_apply(
             frozenset(state.in_progress_steps),
             parallelism=parallelism,
             completed=frozenset(state.completed_steps),
+            hooks=hooks,
         )
 
 
@@ -523,10 +518,9 @@ def _artifacts_of(journal_path: Path) -> Callable[[str], Path]:
 
 __all__ = [
     "DEFAULT_PARALLELISM",
-    "FAULT_ENV",
-    "FAULT_PAUSE_ENV",
     "MAX_PARALLELISM",
-    "PAUSE_SUFFIX",
+    "NO_HOOKS",
+    "ApplyHooks",
     "RunResult",
     "apply_plan",
     "check_parallelism",

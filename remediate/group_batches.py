@@ -21,15 +21,10 @@ effect (a group is written by one ``AlterConsumerGroupOffsets`` call, so it is e
 all). A failure ends the apply after its batch's outcomes are recorded, naming the first failed step.
 
 Progress counts groups done out of the run's total (``WRITE_PHASE``, ``VERIFY_PHASE``).
-
-Fault injection for crash tests: ``MM2CTL_FAULT_KILL_AFTER_GROUPS=n`` SIGKILLs this process once Kafka has
-acknowledged ``n`` group writes of the apply, before their outcomes are journaled (in the middle of a batch).
 """
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -57,8 +52,6 @@ CONCURRENT_KINDS = frozenset({StepKind.GROUP_OFFSETS_WRITE, StepKind.GROUP_OFFSE
 
 WRITE_PHASE = "groups written"
 VERIFY_PHASE = "groups verified"
-
-FAULT_KILL_AFTER_GROUPS_ENV = "MM2CTL_FAULT_KILL_AFTER_GROUPS"
 
 #: The shortest pause of a settling read-back between two reads, and how long past its window it may keep
 #: rewriting.
@@ -121,20 +114,6 @@ def _failed_partitions(results: list[PartitionResult]) -> str | None:
     return f"{len(bad)} partition(s) failed, first {first.topic}/{first.partition}: {first.error.message}"
 
 
-def _fault_killer() -> Callable[[], None]:
-    wanted = os.environ.get(FAULT_KILL_AFTER_GROUPS_ENV, "").strip()
-    if not wanted.isdigit():
-        return lambda: None
-    left = [int(wanted)]
-
-    def acked() -> None:
-        left[0] -= 1
-        if left[0] <= 0:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    return acked
-
-
 @dataclass
 class RunReport:
     """What one run of concurrent steps did, for the engine's result."""
@@ -169,9 +148,11 @@ class ConcurrentRun:
     #: Steps of the run an earlier attempt completed (resume after a failed batch): skipped.
     completed: frozenset[int] = frozenset()
     #: Called with the indices of a batch once their before-states are durable, before any request is
-    #: sent; and with the indices whose outcomes were just journaled (the engine's fault injection).
+    #: sent; with the indices whose outcomes were just journaled; and with a write step's index once Kafka
+    #: acknowledged its group's write, before the batch's outcomes are journaled (``engine.ApplyHooks``).
     before_send: Callable[[list[int]], None] = lambda _indices: None
     after_batch: Callable[[list[int]], None] = lambda _indices: None
+    group_written: Callable[[list[int]], None] = lambda _indices: None
     parallelism: int = DEFAULT_PARALLELISM
     report: RunReport = field(default_factory=RunReport)
     #: Moves of MM2's sync that ``--override-mm2-sync`` accepted, by (cluster, group) (``write_checks``).
@@ -194,7 +175,6 @@ class ConcurrentRun:
         self.ctx.progress(
             f"{verb} the offsets of {total} group(s) on {cluster}, up to {self.parallelism} request(s) at a time"
         )
-        fault = _fault_killer() if self.kind is StepKind.GROUP_OFFSETS_WRITE else (lambda: None)
         todo = [s for s in self.steps if s.index not in self.completed]
         self._done = total - len(todo)
         count(self.ctx.progress, self.phase, self._done, total)
@@ -212,7 +192,7 @@ class ConcurrentRun:
                 raise self._fail(fresh[0], exc) from exc
         try:
             for start in range(0, len(todo), BATCH_GROUPS):
-                self._batch(todo[start : start + BATCH_GROUPS], fault)
+                self._batch(todo[start : start + BATCH_GROUPS])
         finally:
             if self.report.moved_forward:
                 self.ctx.progress(
@@ -223,7 +203,7 @@ class ConcurrentRun:
 
     # -- one batch
 
-    def _batch(self, batch: list[Step], fault: Callable[[], None]) -> None:
+    def _batch(self, batch: list[Step]) -> None:
         view = StateView(self.ctx.live)
         by_cluster: dict[str, list[Step]] = {}
         for s in batch:
@@ -269,7 +249,7 @@ class ConcurrentRun:
             self.before_send([s.index for s in runnable])
             try:
                 if self.kind is StepKind.GROUP_OFFSETS_WRITE:
-                    outcomes += self._write(runnable, view, fault)
+                    outcomes += self._write(runnable, view)
                 else:
                     outcomes += self._verify(runnable, view)
             except JournalError:
@@ -330,7 +310,7 @@ class ConcurrentRun:
 
     # -- writes
 
-    def _write(self, steps: list[Step], view: StateView, fault: Callable[[], None]) -> list[StepOutcome]:
+    def _write(self, steps: list[Step], view: StateView) -> list[StepOutcome]:
         cluster = _target(steps[0]).cluster
         moved = 0
         for s in steps:
@@ -348,7 +328,7 @@ class ConcurrentRun:
 
         def heard(group: str, results: list[PartitionResult]) -> None:
             if _failed_partitions(results) is None:
-                fault()
+                self.group_written([by_group[group].index])
             done[0] += 1
             count(self.ctx.progress, self.phase, done[0], len(self.steps))
 
@@ -471,7 +451,6 @@ __all__ = [
     "BATCH_GROUPS",
     "CONCURRENT_KINDS",
     "DEFAULT_PARALLELISM",
-    "FAULT_KILL_AFTER_GROUPS_ENV",
     "MAX_PARALLELISM",
     "VERIFY_PHASE",
     "WRITE_PHASE",

@@ -6,8 +6,8 @@ Each fault ends apply with exit 11 and a journal that names the step; once the f
 rollback from that journal restores the state from before the apply.
 
 These tests kill the lab's processes, so they run on a lab of their own (``own="faults"``). The apply is held
-at a chosen step by ``MM2CTL_FAULT_PAUSE_BEFORE_STEP``: its before-state is journaled, its request not sent
-yet; the test breaks the lab meanwhile, then lets it go on.
+at a chosen step (``faulty_apply``'s ``--pause-before-step``): its before-state is journaled, its request not
+sent yet; the test breaks the lab meanwhile, then lets it go on.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 import csv
 import os
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -27,8 +26,8 @@ from mm2ctl.core import records
 from mm2ctl.core.admin import TP, KafkaAdmin
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import LabInfo
-from mm2ctl.remediate.engine import FAULT_PAUSE_ENV, PAUSE_SUFFIX
 from mm2ctl.remediate.journal import read_journal
+from tests.integration.faulty_apply import Faults, paused_marker
 from tests.integration.outages import ConflictProxy, connectors_running, kill, restart
 from tests.integration.support import eventually, source_conf, target_conf
 from tests.integration.test_remediate import make_flow, mm2ctl, offsets, plan_reset, snapshot, state, syncs
@@ -56,13 +55,14 @@ def applied_until_fault(
 ) -> tuple[int, str]:
     """Apply ``plan``, held before step ``pause_at``; run ``fault`` there, then let it go on. Its output goes
     to a file (a pipe nobody reads while the apply is held would fill up and stall it)."""
-    env = {**os.environ, "MM2CTL_STATE_DIR": str(state_dir), FAULT_PAUSE_ENV: str(pause_at)}
+    env = {**os.environ, "MM2CTL_STATE_DIR": str(state_dir)}
     env.pop("MM2CTL_CONNECT_URL", None)
     log = state_dir / f"{journal.stem}.apply.log"
-    marker = journal.with_name(journal.name + PAUSE_SUFFIX)
+    marker = paused_marker(journal)
+    program = Faults(pause_before_step=pause_at).command()
     with open(log, "w", encoding="utf-8") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mm2ctl", "apply", str(plan), "--auto-approve", "--journal", str(journal), *extra],
+            [*program, "apply", str(plan), "--auto-approve", "--journal", str(journal), *extra],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,

@@ -23,6 +23,7 @@ from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import Flow, LabInfo
 from mm2ctl.plans.serialize import load_plan
 from mm2ctl.remediate.journal import Journal
+from tests.integration.faulty_apply import Faults
 from tests.integration.support import eventually, source_conf
 
 pytestmark = pytest.mark.integration
@@ -31,12 +32,14 @@ SECRET_SSL = "s3cr3t-ssl-Pw-" + uuid.uuid4().hex[:8]
 SECRET_CONNECT = "s3cr3t-connect-Pw-" + uuid.uuid4().hex[:8]
 
 
-def mm2ctl(*args: str, env: dict[str, str] | None = None, state: Path) -> subprocess.CompletedProcess[str]:
+def mm2ctl(
+    *args: str, env: dict[str, str] | None = None, state: Path, faults: Faults | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``mm2ctl ARGS`` in a process of its own; with ``faults``, under ``faulty_apply`` (killed or held there)."""
     full = {**os.environ, "MM2CTL_STATE_DIR": str(state), **(env or {})}
     full.pop("MM2CTL_CONNECT_URL", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "mm2ctl", *args], capture_output=True, text=True, env=full, timeout=300
-    )
+    program = faults.command() if faults is not None else [sys.executable, "-m", "mm2ctl"]
+    proc = subprocess.run([*program, *args], capture_output=True, text=True, env=full, timeout=300)
     log = state / "cli.log"
     with open(log, "a", encoding="utf-8") as fh:
         # Only what mm2ctl itself printed: the argv may carry a password the test passed on purpose.
@@ -212,8 +215,8 @@ def test_tombstone_method_resets_and_rollback_restores(lab: LabInfo, state_dir: 
     assert r.returncode == 0, r.stderr
     assert "connect_offsets_tombstone" in r.stdout and "connector_stop" in r.stdout
     journal = state_dir / "j.jsonl"
-    env = {"MM2CTL_FAULT_KILL_AFTER_STEP": "1"}  # stop, tombstone, [killed], resume
-    crashed = mm2ctl("apply", str(plan), "--auto-approve", "--journal", str(journal), env=env, state=state_dir)
+    faults = Faults(kill_after_step=1)  # stop, tombstone, [killed], resume
+    crashed = mm2ctl("apply", str(plan), "--auto-approve", "--journal", str(journal), faults=faults, state=state_dir)
     assert crashed.returncode == -9
     assert state(lab, flow) == "STOPPED" and offsets(lab, flow) == []  # the worker sees no offsets
     rb = mm2ctl("rollback", str(journal), "--auto-approve", state=state_dir)
@@ -225,12 +228,13 @@ def test_tombstone_method_resets_and_rollback_restores(lab: LabInfo, state_dir: 
 def test_crash_after_each_step_then_resume_or_rollback(lab: LabInfo, state_dir: Path, kill_after: int) -> None:
     flow, _ = make_flow(lab, f"rmcrash{kill_after}")
     before, before_syncs = snapshot(lab, flow), syncs(lab, flow)
-    env = {"MM2CTL_FAULT_KILL_AFTER_STEP": str(kill_after)}
+    faults = Faults(kill_after_step=kill_after)
 
     plan = state_dir / "a.yaml"
     plan_reset(lab, flow, plan, state_dir)
     j1 = state_dir / "crash-rollback.jsonl"
-    assert mm2ctl("apply", str(plan), "--auto-approve", "--journal", str(j1), env=env, state=state_dir).returncode == -9
+    crashed = mm2ctl("apply", str(plan), "--auto-approve", "--journal", str(j1), faults=faults, state=state_dir)
+    assert crashed.returncode == -9, crashed.stderr
     with Journal.open(j1) as j:
         assert j.state.completed_steps == tuple(range(kill_after + 1))
     rb = mm2ctl("rollback", str(j1), "--auto-approve", state=state_dir)
@@ -242,9 +246,8 @@ def test_crash_after_each_step_then_resume_or_rollback(lab: LabInfo, state_dir: 
     plan2 = state_dir / "b.yaml"
     plan_reset(lab, flow, plan2, state_dir)
     j2 = state_dir / "crash-resume.jsonl"
-    assert (
-        mm2ctl("apply", str(plan2), "--auto-approve", "--journal", str(j2), env=env, state=state_dir).returncode == -9
-    )
+    crashed = mm2ctl("apply", str(plan2), "--auto-approve", "--journal", str(j2), faults=faults, state=state_dir)
+    assert crashed.returncode == -9, crashed.stderr
     res = mm2ctl("apply", "--resume", str(j2), "--auto-approve", state=state_dir)
     assert res.returncode == 0, res.stderr
     with Journal.open(j2) as j:

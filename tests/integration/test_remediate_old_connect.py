@@ -15,6 +15,7 @@ from mm2ctl.core.connect_offsets import latest_offsets
 from mm2ctl.inspector.mm2_position import read_position
 from mm2ctl.lab.lab import LabInfo
 from mm2ctl.remediate.journal import Journal
+from tests.integration.faulty_apply import Faults
 from tests.integration.support import eventually, target_conf
 from tests.integration.test_remediate import make_flow, mm2ctl
 
@@ -74,7 +75,7 @@ def test_tombstones_with_delete_and_recreate_then_rollback(lab: LabInfo, tmp_pat
         "--auto-approve",
         "--journal",
         str(journal),
-        env={"MM2CTL_FAULT_KILL_AFTER_STEP": "1"},
+        faults=Faults(kill_after_step=1),
         state=state_dir,
     )
     assert crashed.returncode == -9

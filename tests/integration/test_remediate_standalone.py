@@ -19,6 +19,7 @@ from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.codecs import decode_offset_sync
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import Flow, LabInfo
+from tests.integration.faulty_apply import Faults
 from tests.integration.support import eventually, source_conf, target_conf
 from tests.integration.test_remediate import make_flow, mm2ctl, offsets, syncs
 
@@ -42,9 +43,10 @@ def conn_state(lab: LabInfo, connector: str) -> str:
 
 
 def plan_and_apply(
-    lab: LabInfo, flow: Flow, state_dir: Path, name: str, *plan_args: str, env: dict[str, str] | None = None
+    lab: LabInfo, flow: Flow, state_dir: Path, name: str, *plan_args: str, faults: Faults | None = None
 ) -> tuple[Path, Path, Any]:
-    """``mm2ctl plan …`` then ``apply --auto-approve``; returns (plan, journal, apply result)."""
+    """``mm2ctl plan …`` then ``apply --auto-approve`` (under ``faults``, if any); returns (plan, journal, apply
+    result)."""
     plan, journal = state_dir / f"{name}.yaml", state_dir / f"{name}.jsonl"
     r = mm2ctl(
         "plan",
@@ -58,7 +60,7 @@ def plan_and_apply(
         state=state_dir,
     )
     assert r.returncode == 0, r.stderr
-    a = mm2ctl("apply", str(plan), "--auto-approve", "--journal", str(journal), env=env, state=state_dir)
+    a = mm2ctl("apply", str(plan), "--auto-approve", "--journal", str(journal), faults=faults, state=state_dir)
     return plan, journal, a
 
 
@@ -207,7 +209,7 @@ def test_truncate_offset_syncs_standalone(lab: LabInfo, state_dir: Path) -> None
         "truncate-offset-syncs",
         "--pair",
         pair,
-        env={"MM2CTL_FAULT_KILL_AFTER_STEP": "0"},
+        faults=Faults(kill_after_step=0),
     )
     assert a.returncode == -9
     steps = plan_steps(plan)
@@ -270,7 +272,7 @@ def test_reset_connector_offsets_to_explicit_position(lab: LabInfo, state_dir: P
         src,
         "--position",
         f"{topic}:0=2",
-        env={"MM2CTL_FAULT_KILL_AFTER_STEP": "1"},
+        faults=Faults(kill_after_step=1),
     )
     assert a.returncode == -9, a.stderr
     assert [s["kind"] for s in plan_steps(plan)] == ["connector_stop", "connect_offsets_patch", "connector_resume"]
