@@ -7,8 +7,11 @@ Ivy home's ``cache`` is consulted before any of them. spark-packages hosts third
 ``org.apache.spark``'s, so it is not asked here. With ``spark.jars.ivySettings`` the chain is the user's file,
 which only Ivy itself reads (``spark_packages`` then asks Spark).
 
-A repository holds a module when it has both its POM and its jar: files for a local one, ``HEAD`` answered 200
-for a remote one. 404 and 410 are a clear no; anything else (refused, timed out, 401, 5xx) tells nothing.
+A repository holds a module when it has both its POM and its jar: files for a local one, ``GET`` of the POM and
+``HEAD`` of the jar answered 200 for a remote one. 404 and 410 are a clear no; anything else (refused, timed
+out, 401, 5xx) tells nothing. A module resolves when its direct compile and runtime dependencies (as its POM
+lists them, less what the caller excludes) are somewhere too: a mirror can hold a release's Kafka source
+without its sibling ``spark-token-provider-kafka-0-10``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import os
 import urllib.error
 import urllib.parse
 import urllib.request
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -106,43 +111,94 @@ def in_ivy_cache(ivy_home: Path, module: Module) -> bool:
     return descriptor.is_file() and jar.is_file()
 
 
-def look(chain: list[Repository], module: Module, *, timeout_s: float = HEAD_TIMEOUT_S) -> Look:
-    """Whether a repository of ``chain`` holds ``module``: FOUND (where), ABSENT (every one said no), or UNKNOWN
-    (none has it, and some could not say: why, per repository)."""
+def look(
+    chain: list[Repository],
+    module: Module,
+    *,
+    ivy_home: Path | None = None,
+    excluded: Collection[str] = (),
+    timeout_s: float = HEAD_TIMEOUT_S,
+) -> Look:
+    """Whether ``module`` and its direct dependencies (but the ``group:artifact`` in ``excluded``) resolve: from
+    the Ivy cache of ``ivy_home``, else a repository of ``chain``. FOUND (where the module is), ABSENT (some
+    repository said no to each place asked), or UNKNOWN (none has it, and some could not say: why)."""
+    seen, pom = _find(chain, module, ivy_home, timeout_s)
+    if seen.presence is not Presence.FOUND:
+        return seen
+    for needed in dependencies(pom):
+        if f"{needed.group}:{needed.artifact}" in excluded:
+            continue
+        found, _ = _find(chain, needed, ivy_home, timeout_s)
+        if found.presence is not Presence.FOUND:
+            why = f"{module.coordinate} needs {needed.coordinate}, found nowhere"
+            return Look(found.presence, reasons=(why, *found.reasons))
+    return seen
+
+
+def dependencies(pom: str | None) -> list[Module]:
+    """The direct compile and runtime dependencies a POM names with a plain version (a published POM's)."""
+    if not pom:
+        return []
+    try:
+        root = ElementTree.fromstring(pom)
+    except ElementTree.ParseError:
+        return []
+    ns = root.tag[: root.tag.index("}") + 1] if root.tag.startswith("{") else ""
+    found = []
+    for dep in root.findall(f"{ns}dependencies/{ns}dependency"):
+        text = {key: (dep.findtext(f"{ns}{key}") or "").strip() for key in ("groupId", "artifactId", "version")}
+        scope = (dep.findtext(f"{ns}scope") or "compile").strip()
+        kind = (dep.findtext(f"{ns}type") or "jar").strip()
+        optional = (dep.findtext(f"{ns}optional") or "").strip() == "true"
+        plain = all(text.values()) and "${" not in "".join(text.values())
+        if plain and scope in ("compile", "runtime") and kind == "jar" and not optional:
+            found.append(Module(text["groupId"], text["artifactId"], text["version"]))
+    return found
+
+
+def _find(chain: list[Repository], module: Module, ivy_home: Path | None, timeout_s: float) -> tuple[Look, str | None]:
+    """Where ``module`` is (the Ivy cache first), and its POM's text when it is a Maven one."""
+    if ivy_home is not None and in_ivy_cache(ivy_home, module):
+        original = ivy_home / "cache" / module.group / module.artifact / f"ivy-{module.version}.xml.original"
+        pom = original.read_text(errors="replace") if original.is_file() else None
+        return Look(Presence.FOUND, where=f"the Ivy cache {ivy_home / 'cache'}"), pom
     reasons: list[str] = []
     for repository in chain:
-        presence, why = _holds(repository, module, timeout_s)
+        presence, why, pom = _holds(repository, module, timeout_s)
         if presence is Presence.FOUND:
-            return Look(Presence.FOUND, where=repository.shown())
+            return Look(Presence.FOUND, where=repository.shown()), pom
         if presence is Presence.UNKNOWN:
             reasons.append(f"{repository.shown()}: {why}")
-    return Look(Presence.UNKNOWN if reasons else Presence.ABSENT, reasons=tuple(reasons))
+    return Look(Presence.UNKNOWN if reasons else Presence.ABSENT, reasons=tuple(reasons)), None
 
 
-def _holds(repository: Repository, module: Module, timeout_s: float) -> tuple[Presence, str]:
+def _holds(repository: Repository, module: Module, timeout_s: float) -> tuple[Presence, str, str | None]:
     if repository.ivy_layout:
         folder = Path(repository.root) / module.group / module.artifact / module.version
         jar = folder / "jars" / f"{module.artifact}.jar"
         found = (folder / "ivys" / "ivy.xml").is_file() and jar.is_file()
-        return (Presence.FOUND if found else Presence.ABSENT), ""
-    answers = [_has_file(repository.root, module.maven_path(ext), timeout_s) for ext in ("pom", "jar")]
-    if all(presence is Presence.FOUND for presence, _ in answers):
-        return Presence.FOUND, ""
-    if any(presence is Presence.ABSENT for presence, _ in answers):
-        return Presence.ABSENT, ""
-    return Presence.UNKNOWN, next(why for presence, why in answers if presence is Presence.UNKNOWN)
+        return (Presence.FOUND if found else Presence.ABSENT), "", None
+    pom, why, text = _fetch(repository.root, module.maven_path("pom"), timeout_s, body=True)
+    if pom is not Presence.FOUND:
+        return pom, why, None
+    has_jar, why, _ = _fetch(repository.root, module.maven_path("jar"), timeout_s, body=False)
+    return has_jar, why, text
 
 
-def _has_file(root: str, path: str, timeout_s: float) -> tuple[Presence, str]:
-    """Whether the repository at ``root`` (a folder, ``file:`` or ``http(s):`` URL) has the file ``path``."""
+def _fetch(root: str, path: str, timeout_s: float, *, body: bool) -> tuple[Presence, str, str | None]:
+    """Whether the repository at ``root`` (a folder, ``file:`` or ``http(s):`` URL) has the file ``path``, why
+    not when it cannot say, and the file's text when ``body``."""
     scheme = urllib.parse.urlsplit(root).scheme
     if scheme in ("", "file"):
-        folder = Path(urllib.parse.urlsplit(root).path if scheme else root)
-        return (Presence.FOUND if (folder / path).is_file() else Presence.ABSENT), ""
+        file = Path(urllib.parse.urlsplit(root).path if scheme else root) / path
+        if not file.is_file():
+            return Presence.ABSENT, "", None
+        return Presence.FOUND, "", file.read_text(errors="replace") if body else None
     if scheme not in ("http", "https"):
-        return Presence.UNKNOWN, f"a {scheme}: repository is not looked into"
+        return Presence.UNKNOWN, f"a {scheme}: repository is not looked into", None
     parts = urllib.parse.urlsplit(root.rstrip("/") + "/" + path)
-    request = urllib.request.Request(urllib.parse.urlunsplit(parts._replace(netloc=_host(parts))), method="HEAD")
+    url = urllib.parse.urlunsplit(parts._replace(netloc=_host(parts)))
+    request = urllib.request.Request(url, method="GET" if body else "HEAD")
     if parts.username is not None:  # credentials in the URL, as Ivy takes them: basic authentication
         user = urllib.parse.unquote(parts.username)
         password = urllib.parse.unquote(parts.password or "")
@@ -150,12 +206,14 @@ def _has_file(root: str, path: str, timeout_s: float) -> tuple[Presence, str]:
         request.add_header("Authorization", f"Basic {token}")
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as answer:
-            return (Presence.FOUND if answer.status == 200 else Presence.UNKNOWN), f"HTTP {answer.status}"
+            if answer.status != 200:
+                return Presence.UNKNOWN, f"HTTP {answer.status}", None
+            return Presence.FOUND, "", answer.read(4 << 20).decode(errors="replace") if body else None
     except urllib.error.HTTPError as exc:
-        return (Presence.ABSENT if exc.code in (404, 410) else Presence.UNKNOWN), f"HTTP {exc.code}"
+        return (Presence.ABSENT if exc.code in (404, 410) else Presence.UNKNOWN), f"HTTP {exc.code}", None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
-        return Presence.UNKNOWN, " ".join(str(reason).split()) or type(exc).__name__
+        return Presence.UNKNOWN, " ".join(str(reason).split()) or type(exc).__name__, None
 
 
 def _host(parts: urllib.parse.SplitResult) -> str:
@@ -172,6 +230,7 @@ __all__ = [
     "Presence",
     "Repository",
     "default_chain",
+    "dependencies",
     "in_ivy_cache",
     "look",
     "redacted",

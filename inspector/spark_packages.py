@@ -45,7 +45,7 @@ from pathlib import Path
 
 from mm2ctl.core.errors import InspectError, KafkaSourceUnresolvedError
 from mm2ctl.core.maven import cache_root
-from mm2ctl.inspector.package_repositories import Look, Module, Presence, default_chain, in_ivy_cache, look
+from mm2ctl.inspector.package_repositories import Look, Module, Presence, default_chain, look
 
 log = logging.getLogger("mm2ctl.inspect")
 
@@ -189,6 +189,9 @@ RECORD_TTL_S = 24 * 3600.0
 #: How long Spark's own resolution of one release may take.
 SPARK_RESOLUTION_TIMEOUT_S = 300.0
 
+#: Part of each record's key: a choice made by an older way of looking is not taken.
+_RECORD_FORMAT = "dependencies-looked-into"
+
 _chosen: dict[str, KafkaSourceChoice] = {}
 _chosen_lock = threading.Lock()
 
@@ -199,7 +202,8 @@ def _record_file() -> Path:
 
 def _record_key(build: SparkBuild, settings: Mapping[str, str]) -> str:
     """What the choice depends on: the installed release, the Ivy home, and the repositories Spark would ask."""
-    words = [build.kafka_source, *(f"{k}={settings.get(k, '')}" for k in (IVY_HOME, IVY_SETTINGS, REPOSITORIES))]
+    keys = (IVY_HOME, IVY_SETTINGS, REPOSITORIES, EXCLUDES)
+    words = [_RECORD_FORMAT, build.kafka_source, *(f"{k}={settings.get(k, '')}" for k in keys)]
     words += [f"central={os.environ.get('DEFAULT_ARTIFACT_REPOSITORY', '')}", f"home={Path.home()}"]
     return "|".join(words)
 
@@ -261,14 +265,13 @@ def _choose(build: SparkBuild, settings: Mapping[str, str]) -> KafkaSourceChoice
     ivy = Path(settings.get(IVY_HOME) or ivy_home())
     ivy_settings = settings.get(IVY_SETTINGS)
     chain = default_chain(ivy, settings.get(REPOSITORIES))
+    excluded = set(_words(settings.get(EXCLUDES)))
 
     def answer(version: str) -> Look:
         module = build.kafka_module(version)
         if ivy_settings:  # the user's resolvers: only Ivy reads them (and its cache may be theirs to refuse)
             return _spark_look(build, settings, module)
-        if in_ivy_cache(ivy, module):
-            return Look(Presence.FOUND, where=f"the Ivy cache {ivy / 'cache'}")
-        seen = look(chain, module)
+        seen = look(chain, module, ivy_home=ivy, excluded=excluded)
         if seen.presence is not Presence.UNKNOWN:
             return seen
         spark = _spark_look(build, settings, module)  # Spark may reach what this process could not

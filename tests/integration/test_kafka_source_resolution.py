@@ -28,6 +28,7 @@ from mm2ctl.core import records
 from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.inspector import spark_packages as sp
+from mm2ctl.inspector.package_repositories import in_ivy_cache
 from mm2ctl.lab.lab import LabInfo
 from tests.integration.support import eventually
 
@@ -83,7 +84,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[sp.SparkBuild, str,
     serving = sp.with_kafka_source({}, real)[sp.PACKAGES].split(",")[0]
     served = serving.rsplit(":", 1)[1]
     module = real.kafka_module(served)
-    assert sp.in_ivy_cache(sp.ivy_home(), module), f"{serving} is not in {sp.ivy_home()}: run `mm2ctl lab jars`"
+    assert in_ivy_cache(sp.ivy_home(), module), f"{serving} is not in {sp.ivy_home()}: run `mm2ctl lab jars`"
     folder = tmp_path_factory.mktemp("kafka-source")
     claimed = _next_patch_home(real, folder / "spark")
     return real, served, folder / "spark", claimed

@@ -28,13 +28,27 @@ def _spark_home(tmp_path: Path, *jars: str) -> Path:
     return home
 
 
-def _publish(repo: Path, scala: str, version: str) -> None:
-    """The Kafka source's POM and jar at ``version`` in the Maven-layout folder ``repo``."""
-    module = Module("org.apache.spark", f"spark-sql-kafka-0-10_{scala}", version)
-    for ext in ("pom", "jar"):
+def _publish(repo: Path, scala: str, version: str, *, artifact: str = "spark-sql-kafka-0-10", pom: str = "") -> None:
+    """A Spark module's POM and jar at ``version`` in the Maven-layout folder ``repo`` (the Kafka source's)."""
+    module = Module("org.apache.spark", f"{artifact}_{scala}", version)
+    for ext, text in (("pom", pom), ("jar", "")):
         path = repo / module.maven_path(ext)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(b"")
+        path.write_text(text)
+
+
+def _pom(version: str, *needs: tuple[str, str, str, str]) -> str:
+    """A published POM (plain versions) that needs ``(group, artifact, version, scope)``."""
+    deps = "".join(
+        f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version><scope>{s}</scope>"
+        "</dependency>"
+        for g, a, v, s in needs
+    )
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><groupId>org.apache.spark</groupId>'
+        f"<artifactId>spark-sql-kafka-0-10_2.13</artifactId><version>{version}</version>"
+        f"<dependencies>{deps}</dependencies></project>"
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -272,16 +286,24 @@ def test_the_users_maven_cache_counts_as_spark_asks_it(tmp_path: Path) -> None:
 
 
 class _Repository(http.server.SimpleHTTPRequestHandler):
-    """A Maven repository on loopback: HEAD of the files under its folder; 500 for paths naming ``broken``."""
+    """A Maven repository on loopback serving the files under its folder; when ``broken``, 500 for 4.1.3's."""
 
     seen: list[tuple[str, str | None]]
 
     def do_HEAD(self) -> None:
+        if self._answered():
+            super().do_HEAD()
+
+    def do_GET(self) -> None:
+        if self._answered():
+            super().do_GET()
+
+    def _answered(self) -> bool:
         self.seen.append((self.path, self.headers.get("Authorization")))
         if "4.1.3" in self.path and getattr(self.server, "broken", False):
             self.send_error(500)
-            return
-        super().do_HEAD()
+            return False
+        return True
 
     def log_message(self, *_: object) -> None:
         return
@@ -369,3 +391,31 @@ def test_a_repository_that_cannot_answer_leaves_the_decision_to_spark(
     assert asked == ["4.1.3"]  # 4.1.4 was absent everywhere; 4.1.3 unknown: Spark asked, and 4.1.2 never
     assert f"repo-1 ({url}): HTTP 500" in str(raised.value)
     assert "Spark: unresolved dependency: 4.1.3: not found" in str(raised.value)
+
+
+def test_a_release_whose_own_dependencies_are_missing_does_not_resolve(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mirror holding a release's Kafka source but not its sibling token provider (as one did for 4.1.3)."""
+    central = tmp_path / "central"
+    build = sp.installed_build(_spark_home(tmp_path, "spark-core_2.13-4.1.4.jar", "jsr305-3.0.0.jar"))
+
+    def needs(version: str) -> str:
+        return _pom(
+            version,
+            ("org.apache.spark", "spark-token-provider-kafka-0-10_2.13", version, "compile"),
+            ("org.apache.spark", "spark-sql_2.13", version, "provided"),  # Spark's own jars: not asked
+            ("com.google.code.findbugs", "jsr305", "3.0.0", "compile"),  # shipped by pyspark: excluded
+        )
+
+    for version in ("4.1.3", "4.1.2"):
+        _publish(central, "2.13", version, pom=needs(version))
+    _publish(central, "2.13", "4.1.2", artifact="spark-token-provider-kafka-0-10")
+    shipped = ",".join(build.shipped_dependencies())
+    choice = sp.kafka_source(build, {"spark.jars.ivy": str(tmp_path / "ivy"), "spark.jars.excludes": shipped})
+    assert choice.coordinate.endswith(":4.1.2"), choice
+    # A mirror with 4.1.0's Kafka source alone: the line says what it lacks.
+    monkeypatch.setenv("DEFAULT_ARTIFACT_REPOSITORY", (tmp_path / "mirror").as_uri())
+    _publish(tmp_path / "mirror", "2.13", "4.1.0", pom=needs("4.1.0"))
+    with pytest.raises(KafkaSourceUnresolvedError, match=r"4\.1\.0 needs org\.apache\.spark:spark-token-provider"):
+        sp.kafka_source(build, {"spark.jars.ivy": str(tmp_path / "ivy2"), "spark.jars.excludes": shipped})
