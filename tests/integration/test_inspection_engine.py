@@ -5,14 +5,17 @@
 - A live session reads only what MM2 wrote since its last run, and its rows equal a cold run's on the same
   state; a tombstone in the offset-syncs topic makes it read the topic in full again, and it says so.
 - Over many runs in one session, with MM2 writing all along, the driver JVM's threads and what the session keeps
-  cached stay bounded.
+  cached stay bounded; so do a real ``mm2ctl exporter``'s threads and resident memory (its python process and
+  its JVM, from /proc) over many inspection cycles.
 - ``mm2ctl exporter`` stops cleanly when its whole process group gets SIGTERM (systemd's default), the JVM
   included.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -213,16 +216,33 @@ def test_a_tombstone_makes_the_session_read_the_syncs_in_full_again(spark: Any, 
         result = inspector.run()
         try:
             notes = [n.message for n in result.notes if n.topic == setup.pair.offset_syncs_topic]
-            rows = {(r["group"], r["partition"]): r for r in result.rows.to_arrow().to_pylist()}
+            warm = _table(result)
         finally:
             result.close()
         assert any(n.startswith("read again in full: a tombstone") for n in notes), notes
         assert total in kafka_scans(spark, mark)
-        # the tombstone deleted partition 0's syncs: nothing translates its groups any more
-        assert all(r["translated_offset"] is None for (_g, p), r in rows.items() if p == 0)
-        assert all(r["translated_offset"] is not None for (_g, p), r in rows.items() if p == 1)
     finally:
         inspector.close()
+    # The warm run after the tombstone gives exactly a cold run's rows on the same state (MM2 is stopped).
+    fresh = _inspector(spark, setup)
+    try:
+        cold = fresh.run()
+        try:
+            assert warm == _table(cold)
+        finally:
+            cold.close()
+    finally:
+        fresh.close()
+    # the tombstone deleted partition 0's syncs: nothing translates its groups any more
+    assert len(warm) == 3 * PARTITIONS
+    assert all(r["translated_offset"] is None for r in warm if r["partition"] == 0), warm
+    assert all(r["translated_offset"] is not None for r in warm if r["partition"] == 1), warm
+
+
+def _table(result: Any) -> list[dict[str, Any]]:
+    """A run's rows, sorted, less the columns that tell the time of the run."""
+    rows = [{k: v for k, v in r.items() if k not in CLOCK_COLUMNS} for r in result.rows.to_arrow().to_pylist()]
+    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
 
 
 def _jvm_threads(spark: Any) -> int:
@@ -289,6 +309,113 @@ def test_the_exporter_stops_cleanly_when_its_process_group_gets_sigterm(setup: S
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
+
+
+#: Inspections the exporter completes while it is sampled; the first third is its warm-up.
+EXPORTER_CYCLES = 21
+#: How much the last third's resident memory (of each process) may exceed the middle third's peak: room for the
+#: heap the JVM still grows into and what Spark's cleaner frees late. A process that kept 2% of its size per
+#: run would pass it over the seven cycles between the two thirds.
+RSS_SLACK = 0.10
+#: Threads the last third may have beyond the middle third's peak (pools that start a thread now and then).
+THREAD_SLACK = 6
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """One sample of the exporter: its python process and Spark's driver JVM (its child)."""
+
+    python_rss_kib: int
+    jvm_rss_kib: int
+    python_threads: int
+    jvm_threads: int
+
+
+def _status(pid: int) -> dict[str, str]:
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return {k: v.strip() for k, _, v in (line.partition(":") for line in lines)}
+
+
+def _spark_jvm(pid: int) -> int:
+    """The exporter's Spark driver JVM: the child that runs SparkSubmit (not the short-lived Java helpers a run
+    may start, which would make the samples depend on when they were taken)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            if "org.apache.spark.deploy.SparkSubmit" in _cmdline(int(child)):
+                return int(child)
+    raise AssertionError(f"no Spark JVM among the children of the exporter {pid}")
+
+
+def _footprint(pid: int, jvm: int) -> Footprint:
+    me, driver = _status(pid), _status(jvm)
+    return Footprint(
+        python_rss_kib=int(me["VmRSS"].split()[0]),
+        jvm_rss_kib=int(driver["VmRSS"].split()[0]),
+        python_threads=int(me["Threads"]),
+        jvm_threads=int(driver["Threads"]),
+    )
+
+
+def _success(port: int) -> float | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+    except OSError:
+        return None
+    found = re.search(r"^mm2ctl_inspection_last_success_timestamp_seconds (\S+)$", text, re.M)
+    return float(found[1]) if found else None
+
+
+def _success_after(port: int, seen: float) -> float | None:
+    t = _success(port)
+    return t if t is not None and t > seen else None
+
+
+def test_the_exporter_keeps_its_threads_and_memory_bounded_over_many_cycles(setup: Setup, tmp_path: Path) -> None:
+    """A real ``mm2ctl exporter`` inspects the flow every second while MM2 mirrors a trickle of new records;
+    after each completed inspection the python process and its JVM are sampled from /proc. Once warmed up,
+    their resident memory and threads stop growing: the last third of the samples peaks no higher than the
+    middle third (a trend over many cycles, not one sample, so a late GC or cleaner pass does not decide)."""
+    port = free_port()
+    log = tmp_path / "exporter.err"
+    proc = subprocess.Popen(
+        [
+            sys.executable, "-m", "mm2ctl", "exporter", "--mm2-config", setup.flow.mm2_config,
+            "--listen", f"127.0.0.1:{port}", "--interval", "1",
+        ],
+        stdout=subprocess.DEVNULL, stderr=log.open("w"), text=True, start_new_session=True,
+        env={**os.environ, "MM2CTL_STATE_DIR": str(tmp_path / "state")},
+    )  # fmt: skip
+    samples: list[Footprint] = []
+    setup.resume_mirroring()
+    try:
+        last = eventually(lambda: _success(port), timeout_s=240, what="the exporter's first inspection")
+        jvm = _spark_jvm(proc.pid)
+        while len(samples) < EXPORTER_CYCLES:
+            setup.produce(10, 5000 + 10 * len(samples))
+            last = eventually(
+                lambda seen=last: _success_after(port, seen),
+                timeout_s=120, what=f"inspection {len(samples) + 1} of the exporter",
+            )  # fmt: skip
+            samples.append(_footprint(proc.pid, jvm))
+        assert proc.poll() is None, log.read_text()[-3000:]
+    finally:
+        setup.stop_mirroring()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
+    third = len(samples) // 3
+    middle, final = samples[third : 2 * third], samples[2 * third :]
+    table = "\n".join(str(s) for s in samples)
+    for rss in (lambda s: s.python_rss_kib, lambda s: s.jvm_rss_kib):
+        assert max(map(rss, final)) <= max(map(rss, middle)) * (1 + RSS_SLACK), table
+    assert max(s.jvm_threads for s in final) <= max(s.jvm_threads for s in middle) + THREAD_SLACK, table
+    assert max(s.python_threads for s in final) <= max(s.python_threads for s in middle) + THREAD_SLACK, table
+    assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
 
 
 def _group_members(group: int) -> list[int]:

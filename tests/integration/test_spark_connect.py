@@ -3,7 +3,8 @@
 The server runs on loopback with Spark's Kafka source as a package; a client process that has no driver JVM
 of its own reads a lab topic through it with the inspector's reader (``kafka_read.read_topic``), and gets
 exactly the records a Kafka consumer sees. ``spark_compat``'s Arrow helpers work on the remote session.
-``mm2ctl inspect --remote`` (and ``SPARK_REMOTE``) gives the rows an embedded run gives on the same state, and
+``mm2ctl inspect --remote`` (and ``SPARK_REMOTE``, whose run the server's own log shows as a new session that
+ran Spark jobs) gives the rows an embedded run gives on the same state, and
 ``mm2ctl exporter --remote`` keeps inspecting through a restart of the server.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,6 +20,7 @@ import tempfile
 import time
 import urllib.request
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -141,13 +144,34 @@ def test_inspect_on_the_connect_server_gives_the_embedded_rows(
     remote, stderr = _inspect_rows(frozen_flow, tmp_path, "--remote", connect_server.url)
     assert len(embedded) == 6 and remote == embedded
     assert f"on the Spark Connect server at {connect_server.url}" in stderr
-    # SPARK_REMOTE, as Spark defines it, does the same
+    # SPARK_REMOTE, as Spark defines it, does the same, and the server says so: its log names a session it had
+    # not seen before, which ran operations and Spark jobs. An inspection that ignored the variable would run
+    # in an embedded JVM and leave the server's log without a new session.
+    before = _server_sessions(connect_server)
     os.environ["SPARK_REMOTE"] = connect_server.url
     try:
         by_env, _ = _inspect_rows(frozen_flow, tmp_path)
     finally:
         del os.environ["SPARK_REMOTE"]
     assert by_env == embedded
+    after = _server_sessions(connect_server)
+    new = {session: ran for session, ran in after.items() if session not in before}
+    assert len(new) == 1, (before, after)
+    ((operations, jobs),) = new.values()
+    assert operations > 0 and jobs > 0, new
+
+
+#: The server's log lines (Spark 3.5 to 4.1) for an operation a session sent, and a Spark job it started.
+_OPERATION = re.compile(r"ExecuteHolder ExecuteKey\([^,]*,([0-9a-f-]{36}),[0-9a-f-]{36}\) is created")
+_JOB = re.compile(r"DAGScheduler: Got job \d+ \(Spark Connect - session_id: \"([0-9a-f-]{36})\"")
+
+
+def _server_sessions(server: spark_connect.SparkConnectServer) -> dict[str, tuple[int, int]]:
+    """Session id -> (operations, Spark jobs) the server's own log records for it."""
+    text = server.log.read_text(errors="replace")
+    operations = Counter(m[1] for m in _OPERATION.finditer(text))
+    jobs = Counter(m[1] for m in _JOB.finditer(text))
+    return {session: (operations[session], jobs[session]) for session in operations.keys() | jobs.keys()}
 
 
 def _metric(port: int, name: str) -> float | None:
