@@ -36,6 +36,7 @@ from mm2ctl.cli.progress import terminal_progress
 from mm2ctl.cli.render import failover_rows, failover_rows_json, render_plan
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.core.positions import Fallback
 from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.planners import (
     Action,
@@ -48,7 +49,6 @@ from mm2ctl.plans.planners import (
     plan_reset_mm2,
     plan_truncate_offset_syncs,
 )
-from mm2ctl.plans.positions import Fallback
 from mm2ctl.plans.serialize import dump_plan_json, write_plan_file
 
 plan_app = typer.Typer(

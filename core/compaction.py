@@ -8,7 +8,7 @@ yet would stand for a key that was deleted.
 
 mm2ctl reads three compacted topics by this rule: MM2's checkpoints (``plan failover --from checkpoints``,
 and the inspection), Connect's offsets topic (the reset planners, MM2's position), and the offset syncs (per
-source partition, whose whole history ``plans.translation`` also looks at). The inspection applies it in
+source partition, whose whole history ``core.translation`` also looks at). The inspection applies it in
 Spark SQL (``inspector.checkpoint_state``); a unit test holds both to the same answers, tombstones included.
 """
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from mm2ctl.core.admin import TP, KafkaAdmin
 from mm2ctl.core.errors import KafkaClusterError
 from mm2ctl.core.polling import poll_until
+from mm2ctl.core.positions import Fallback
 from mm2ctl.core.progress import Progress
 from mm2ctl.drill.context import DrillContext
 from mm2ctl.drill.load import consume_part_and_commit
@@ -35,7 +36,6 @@ from mm2ctl.plans.planners.failback import FailbackOptions, plan_failback
 from mm2ctl.plans.planners.failover import FailoverOptions, FailoverReport, Source, plan_failover
 from mm2ctl.plans.planners.failover_reads import read_checkpoints
 from mm2ctl.plans.planners.mm2_connectors import ALL_ROLES, find_pair_connectors
-from mm2ctl.plans.positions import Fallback
 from mm2ctl.plans.serialize import write_plan_file
 from mm2ctl.remediate import engine
 

@@ -3,7 +3,7 @@ reading records on both clusters, so the report's replay and skip counts are tru
 
 The Spark job gives every row the rule's answer (docs/design.md, "Translation"): exact where a sync sits at the
 committed offset, otherwise ``downstream + 1`` of the sync below it, which replays up to a sync interval, or nothing
-where no sync lies at or below it. For those rows this module asks ``plans.positions`` what ``plan failover`` asks, on
+where no sync lies at or below it. For those rows this module asks ``core.positions`` what ``plan failover`` asks, on
 the driver, a source partition at a time (each partition's records are read ahead once for all its groups): the position
 proven by content, or found by timestamp. Only those rows are read; the rest keep the rule's exact answer.
 """
@@ -69,7 +69,7 @@ def exact_positions(
     *,
     progress: Progress = no_progress,
 ) -> list[ExactPosition]:
-    """The exact (or timestamp) position of each row that ``plans.positions.locate`` can find."""
+    """The exact (or timestamp) position of each row that ``core.positions.locate`` can find."""
     source_bounds = _bounds(state.source_partitions, "topic")
     target_bounds = _bounds(state.target_partitions, "topic")
     remote = _remote_topics(state.source_partitions)

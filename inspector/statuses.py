@@ -8,7 +8,7 @@ a row falls in one of its cases the message is Aiven's, verbatim as its document
 Definitions used below, per row
 -------------------------------
 ``c``   the source group's committed offset (``source_offset``).
-``T``   the translated offset: the one rule of ``plans.translation`` (what every planner applies) over the
+``T``   the translated offset: the one rule of ``core.translation`` (what every planner applies) over the
         partition's current mapping, every sync still in the offset-syncs topic that agrees with the rest
         (``inspector.translation``): the newest sync with ``upstream <= c`` gives ``downstream`` when
         ``upstream == c`` and ``downstream + 1`` otherwise. It is the best position MM2's own rule allows.

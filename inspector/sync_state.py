@@ -1,7 +1,7 @@
 """The offset syncs an inspection keeps of each source partition: its current mapping, as runs of syncs.
 
 Pure DataFrame → DataFrame steps; ``inspector.pair_topics`` reads the topic and keeps the frames between runs.
-Which syncs count is ``plans.translation``'s one rule (``current_mapping_start``): the longest run of the most
+Which syncs count is ``core.translation``'s one rule (``current_mapping_start``): the longest run of the most
 recently written syncs that agree with each other, after the partition's last tombstone. The steps here
 compute exactly what it computes (``tests/unit/test_inspector_syncs.py`` holds them to it, history by history).
 
@@ -94,7 +94,7 @@ def _envelope(window: WindowSpec, u0: Column, d0: Column, n: Column, sync: Colum
 
 
 def _disagrees(u0: Column, d0: Column, last_u: Column, last_d: Column) -> Column:
-    """``plans.translation.agree`` between a run (in position order) and the chain before it: a run starting
+    """``core.translation.agree`` between a run (in position order) and the chain before it: a run starting
     inside the chain's reach must lie on it (the sync at ``u0`` is there, every run being consecutive syncs);
     one beyond it must be ahead on the target too."""
     on_chain = F.coalesce(d0 == F.try_subtract(last_d, F.try_subtract(last_u, u0)), F.lit(False))
@@ -143,7 +143,7 @@ def partition_facts(sorted_frame: DataFrame) -> DataFrame:
 
 def mapping_starts(frame: DataFrame) -> DataFrame:
     """Per partition of ``frame`` (records), the record offset its current mapping starts after (``CUT``):
-    ``plans.translation.current_mapping_start`` in Spark, for the partitions ``partition_facts`` found tangled.
+    ``core.translation.current_mapping_start`` in Spark, for the partitions ``partition_facts`` found tangled.
 
     The current mapping is the longest run of the most recently written syncs that agree with each other,
     after the last tombstone. Its start is the newest record that cannot join it: the last tombstone, or the

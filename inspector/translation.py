@@ -1,6 +1,6 @@
 """Translate every group offset through its partition's runs of syncs (``inspector.sync_state``).
 
-The rule is ``plans.translation``'s, and the runs hold exactly the syncs of the current mapping: for a
+The rule is ``core.translation``'s, and the runs hold exactly the syncs of the current mapping: for a
 committed source offset ``c``, the newest sync with ``upstream <= c`` gives ``downstream`` when ``upstream ==
 c``, else ``downstream + 1``; no such sync leaves the row untranslatable (null). The run with the greatest
 start at or below ``c`` holds that sync: the one at ``c`` when ``c`` falls inside it, else its last.

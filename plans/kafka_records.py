@@ -1,8 +1,6 @@
 """The planners' reads of a flow's offset syncs: every record of its offset-syncs topic in the order MM2 wrote them,
-and each source partition's current mapping.
-
-``KafkaRecords``, ``OffsetsForTimes`` and ``last_record_offset`` live in ``core.record_sources`` (``inspect --exact``
-reads records as the planners do); they are re-exported here for the planners that still import them from here.
+and each source partition's current mapping. (Reading records by offset or time, which ``inspect --exact``
+does too, is ``core.record_sources``'.)
 """
 
 from __future__ import annotations
@@ -13,15 +11,11 @@ from mm2ctl.core.admin import TP
 from mm2ctl.core.codecs import RecordDecodeError, decode_offset_sync, decode_offset_sync_key
 from mm2ctl.core.config import PairConfig
 from mm2ctl.core.errors import PlanError
-from mm2ctl.core.record_sources import KafkaRecords, OffsetsForTimes, last_record_offset
 from mm2ctl.core.records import read_partitions
 from mm2ctl.core.translation import Sync, normalize_syncs
 from mm2ctl.plans.live_state import LiveState
 
 __all__ = [
-    "KafkaRecords",
-    "OffsetsForTimes",
-    "last_record_offset",
     "normalize_each",
     "read_sync_histories",
     "read_syncs",

@@ -5,7 +5,7 @@ A group's committed offset ``t`` on B, on a remote topic of A->B (``A.t`` under 
 under the identity policy), is in one of two places:
 
 - **Inside the mirrored range** (at or before the position right after the last record MM2 copied from A):
-  A->B's offset syncs read backwards (``plans.translation.inverted``) map it to A, and the records prove it.
+  A->B's offset syncs read backwards (``core.translation.inverted``) map it to A, and the records prove it.
   The record the group reads next on B is found on A, preceded by the one it read last, from the inverse
   rule's answer on (``verified_*``). When A's records cannot be read, the inverse rule alone answers:
   the sync with the greatest downstream ``<= t`` gives its upstream when equal, else upstream + 1, which
@@ -39,10 +39,14 @@ from mm2ctl.core.admin import TP
 from mm2ctl.core.config import PairConfig
 from mm2ctl.core.errors import PlanError, PreconditionError
 from mm2ctl.core.patterns import NameFilter
+from mm2ctl.core.positions import Fallback, Sides, locate
 from mm2ctl.core.progress import Progress, count, no_progress
+from mm2ctl.core.record_sources import KafkaRecords, OffsetsForTimes
 from mm2ctl.core.records import PartitionReader
+from mm2ctl.core.timestamp_lookup import by_timestamp
+from mm2ctl.core.translation import DEFAULT_WINDOW, Bounds, Sync, inverted, verified
 from mm2ctl.plans.document import Plan, PlanKind
-from mm2ctl.plans.kafka_records import KafkaRecords, OffsetsForTimes, read_syncs, syncs_disabled_note
+from mm2ctl.plans.kafka_records import read_syncs, syncs_disabled_note
 from mm2ctl.plans.live_state import LiveState, part_positions
 from mm2ctl.plans.payloads import TranslationMethod
 from mm2ctl.plans.planners.context import PlanBuilder
@@ -51,9 +55,6 @@ from mm2ctl.plans.planners.failover_checks import note_share_groups, note_untran
 from mm2ctl.plans.planners.failover_reads import bounds_of
 from mm2ctl.plans.planners.failover_translation import FailoverRow
 from mm2ctl.plans.planners.failover_writes import needs_write, write_group_offsets
-from mm2ctl.plans.positions import Fallback, Sides, locate
-from mm2ctl.plans.timestamp_lookup import by_timestamp
-from mm2ctl.plans.translation import DEFAULT_WINDOW, Bounds, Sync, inverted, verified
 
 #: The phase ``plan_failback`` counts (``core.progress.count``): partitions on B whose groups are translated.
 FAILBACK_PHASE = "partitions translated back"

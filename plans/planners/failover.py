@@ -2,7 +2,7 @@
 consumers move there, then read it back. MM2 copies records, not offsets: a group's offset number copied as
 it is replays or skips records on the target, so it is translated.
 
-Where a row's position comes from (``plans.translation`` has the rules and why):
+Where a row's position comes from (``core.translation`` has the rules and why):
 
 - ``--from syncs`` (default): the flow's offset syncs, with the conservative rule (docs/design.md,
   "Translation"), or, when the source is readable, the verified exact translation (records compared on both
@@ -13,7 +13,7 @@ Where a row's position comes from (``plans.translation`` has the rules and why):
 - Where no offset sync lies at or below a group's offset (MM2 dropped syncs under back-pressure, the syncs
   were truncated, the topic was mirrored by another tool), ``--fallback timestamp`` (the default when the
   source is readable) finds the position by the next record's timestamp and proves it by content
-  (``plans.timestamp_lookup``); ``plans.positions`` runs every method in that order.
+  (``core.timestamp_lookup``); ``core.positions`` runs every method in that order.
 
 A group partition left untranslatable gets no offset, so its consumers would resume at ``auto.offset.reset``
 (by default the end of the log). The plan says so in its first note and records the partitions
@@ -54,7 +54,9 @@ from mm2ctl.core.admin import TP
 from mm2ctl.core.config import PairConfig
 from mm2ctl.core.errors import PlanError
 from mm2ctl.core.patterns import NameFilter
+from mm2ctl.core.positions import Fallback
 from mm2ctl.core.progress import Progress, no_progress
+from mm2ctl.core.translation import Sync
 from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.kafka_records import read_syncs, syncs_disabled_note
 from mm2ctl.plans.planners.context import PlanBuilder
@@ -86,8 +88,6 @@ from mm2ctl.plans.planners.failover_writes import (
     settle_window,
     write_group_offsets,
 )
-from mm2ctl.plans.positions import Fallback
-from mm2ctl.plans.translation import Sync
 
 # The names other modules have imported from here, each now owned by the module named above.
 __all__ = [

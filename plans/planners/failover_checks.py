@@ -9,10 +9,10 @@ from collections.abc import Mapping, Sequence
 from mm2ctl.core.admin import TP
 from mm2ctl.core.config import PairConfig
 from mm2ctl.core.errors import PreconditionError
+from mm2ctl.core.translation import Bounds
 from mm2ctl.plans.document import UntranslatablePartition
 from mm2ctl.plans.planners.context import PlanBuilder
 from mm2ctl.plans.planners.failover_translation import FailoverRow
-from mm2ctl.plans.translation import Bounds
 
 
 def streams_internal_topics(

@@ -12,8 +12,9 @@ from mm2ctl.connect_client.models import ConnectorState
 from mm2ctl.core.admin import TP
 from mm2ctl.core.config import PairConfig
 from mm2ctl.core.errors import NotCopiedError, PlanError
+from mm2ctl.core.record_sources import last_record_offset
 from mm2ctl.core.records import PartitionReader
-from mm2ctl.plans.kafka_records import last_record_offset
+from mm2ctl.core.translation import Bounds, Sync, newest_sync_at_or_below
 from mm2ctl.plans.payloads import (
     EXACT_METHODS,
     CatchUpTarget,
@@ -30,7 +31,6 @@ from mm2ctl.plans.planners.mm2_connectors import ALL_ROLES, find_pair_connectors
 from mm2ctl.plans.preconditions import ConnectorStateIn, ConnectorStopped
 from mm2ctl.plans.steps import StepKind
 from mm2ctl.plans.targets import ConnectorTarget
-from mm2ctl.plans.translation import Bounds, Sync, newest_sync_at_or_below
 
 
 def not_copied(row: FailoverRow) -> bool:

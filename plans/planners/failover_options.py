@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from mm2ctl.plans.positions import Fallback
+from mm2ctl.core.positions import Fallback
 
 
 class Source(StrEnum):

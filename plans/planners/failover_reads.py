@@ -13,11 +13,11 @@ from mm2ctl.core.config import PairConfig
 from mm2ctl.core.errors import PlanError
 from mm2ctl.core.patterns import NameFilter
 from mm2ctl.core.records import read_partitions
+from mm2ctl.core.translation import Bounds
 from mm2ctl.inspector.mm2_position import read_position
 from mm2ctl.plans.live_state import LiveState, part_positions
 from mm2ctl.plans.planners.context import PlanBuilder
 from mm2ctl.plans.planners.failover_options import FailoverOptions
-from mm2ctl.plans.translation import Bounds
 
 
 def read_checkpoints(live: LiveState, flow: PairConfig) -> dict[str, dict[TP, tuple[int, int]]]:

@@ -1,5 +1,5 @@
 """The per-partition translation of a failover: a ``FailoverRow`` per group partition, its target position
-found by ``plans.positions.locate`` (or MM2's checkpoint) over what ``PartitionState`` read once. The planner
+found by ``core.positions.locate`` (or MM2's checkpoint) over what ``PartitionState`` read once. The planner
 and apply's translation after MM2's catch-up (``remediate.executors.after_catch_up``) both translate here."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from dataclasses import dataclass
 
 from mm2ctl.core.admin import TP
 from mm2ctl.core.config import PairConfig
+from mm2ctl.core.positions import Fallback, Sides, locate
 from mm2ctl.core.progress import Progress, count, no_progress
+from mm2ctl.core.record_sources import KafkaRecords, OffsetsForTimes
 from mm2ctl.core.records import PartitionReader
-from mm2ctl.plans.kafka_records import KafkaRecords, OffsetsForTimes
+from mm2ctl.core.translation import Bounds, Sync, Translation
 from mm2ctl.plans.live_state import LiveState
 from mm2ctl.plans.payloads import TranslationMethod
-from mm2ctl.plans.positions import Fallback, Sides, locate
-from mm2ctl.plans.translation import Bounds, Sync, Translation
 
 #: The phase ``plan_failover`` counts (``core.progress.count``): source partitions whose groups are translated.
 TRANSLATE_PHASE = "partitions translated"
@@ -66,7 +66,7 @@ def translate_partitions(
     progress: Progress = no_progress,
 ) -> list[FailoverRow]:
     """A row per ``(source partition, committed offset, group)`` of ``todo`` (sorted), with its translated
-    target position (``plans.positions.locate``), or MM2's checkpoint when ``checkpoints`` is given. Both
+    target position (``core.positions.locate``), or MM2's checkpoint when ``checkpoints`` is given. Both
     sides' records are read when both bounds are known; the planner and apply's translation after the
     catch-up both translate here."""
     src, dst = flow.source, flow.target

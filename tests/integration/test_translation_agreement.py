@@ -1,5 +1,5 @@
 """``inspect`` and ``plan failover`` give the same translated offset for every group partition of the same
-state: the one rule of ``plans.translation`` (inspect, and ``plan failover --source-unavailable``), and the
+state: the one rule of ``core.translation`` (inspect, and ``plan failover --source-unavailable``), and the
 position proven by reading records (``inspect --exact``, and ``plan failover``). Each runs Spark twice over,
 so each runs under one replication policy (the policies only rename the topics here; the failback and drill
 tests cover both).

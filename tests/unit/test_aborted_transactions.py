@@ -1,5 +1,5 @@
-"""Positions proven by content when the source holds aborted transactions (plans.translation and
-plans.timestamp_lookup): a consumer reads ``read_committed``, MM2 copies aborted records as ordinary ones unless
+"""Positions proven by content when the source holds aborted transactions (core.translation and
+core.timestamp_lookup): a consumer reads ``read_committed``, MM2 copies aborted records as ordinary ones unless
 its source consumer reads committed records only, and the answer is the copy of the next committed record.
 
 The reference knows the truth because every record is unique: for a committed source offset ``c`` the right

@@ -1,5 +1,5 @@
 """The offset syncs kept as runs (``inspector.sync_state``) and the translation through them
-(``inspector.translation``), against the one rule of ``plans.translation`` as the oracle."""
+(``inspector.translation``), against the one rule of ``core.translation`` as the oracle."""
 
 from __future__ import annotations
 
@@ -240,7 +240,7 @@ def test_translation_fields_are_longs_but_the_method() -> None:
     assert all(isinstance(f.dataType, LongType) for f in TRANSLATION_FIELDS if f.name != "translation_method")
 
 
-# --- translate: the one rule (plans.translation) is the oracle ---
+# --- translate: the one rule (core.translation) is the oracle ---
 
 
 #: What a partition's history is made of. ``run`` appends syncs advancing on both sides (one mapping); the
@@ -312,7 +312,7 @@ def _interleaved(histories: dict[int, list[Sync | str | None]], seed: int) -> li
 def test_property_translate_computes_the_one_rule(
     spark: Any, partitions: list[tuple[list[tuple[Any, ...]], list[int | None]]], seed: int
 ) -> None:
-    """``inspect``'s Spark translation equals ``plans.translation`` (what every planner runs) on every history:
+    """``inspect``'s Spark translation equals ``core.translation`` (what every planner runs) on every history:
     out-of-order writes, upstream and target rewinds, duplicates, compaction holes, tombstones, malformed
     records and arbitrary syncs, the partitions' records interleaved in the topic as MM2 writes them."""
     histories = {p: _history(ops) for p, (ops, _) in enumerate(partitions)}

@@ -1,4 +1,4 @@
-"""The timestamp fallback (plans.timestamp_lookup) and the order plans.positions tries every method in.
+"""The timestamp fallback (core.timestamp_lookup) and the order core.positions tries every method in.
 
 Sides are lists of records; the lookup by timestamp answers as Kafka does, per batch: the earliest offset
 whose timestamp is at or after the time, where a transaction marker (not a record) may carry a later

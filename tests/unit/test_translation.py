@@ -1,4 +1,4 @@
-"""The failover translation rules (plans.translation) against hand-made cases and a brute-force reference.
+"""The failover translation rules (core.translation) against hand-made cases and a brute-force reference.
 
 The reference knows the truth because every record is unique: the right target position for a committed
 source offset ``c`` is the target offset of the copy of the first source record at or after ``c`` (or the
