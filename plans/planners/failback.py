@@ -47,12 +47,12 @@ from mm2ctl.core.timestamp_lookup import by_timestamp
 from mm2ctl.core.translation import DEFAULT_WINDOW, Bounds, Sync, inverted, verified
 from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.kafka_records import read_syncs, syncs_disabled_note
-from mm2ctl.plans.live_state import LiveState, part_positions
+from mm2ctl.plans.live_state import LiveState
 from mm2ctl.plans.payloads import TranslationMethod
 from mm2ctl.plans.planners.context import PlanBuilder
 from mm2ctl.plans.planners.failover import FailoverReport
 from mm2ctl.plans.planners.failover_checks import note_share_groups, note_untranslatable
-from mm2ctl.plans.planners.failover_reads import bounds_of
+from mm2ctl.plans.planners.failover_reads import bounds_of, committed_positions
 from mm2ctl.plans.planners.failover_translation import FailoverRow
 from mm2ctl.plans.planners.failover_writes import needs_write, write_group_offsets
 
@@ -252,21 +252,10 @@ def _positions_on_b(
             and selected_topics.matches(upstream)
         )
 
-    listed, not_looked = b.live.all_groups(flow.target)
-    if not_looked is not None:
-        b.notes.append(not_looked)
-    groups = [g for g in listed if flow.group_filter.matches(g.group) and selected_groups.matches(g.group)]
-    # In the fingerprint: if the groups consume on B after planning, the plan is stale.
-    part_of = {g.group: part_positions(flow.target, g.group, g.type) for g in groups}
-    read = b.read_many(list(part_of.values()))
-    out: dict[str, dict[TP, int]] = {}
-    for g in groups:
-        picked = {(t, p): o for t, p, o in read[part_of[g.group]] if wanted_topic(t)}
-        if picked:
-            out[g.group] = picked
-            b.live.note_group_type(flow.source, g.group, g.type)  # the same group, of the same type, back on A
-    b.live.require_hosted(flow.source, out)
-    return out
+    def wanted_group(group: str) -> bool:
+        return flow.group_filter.matches(group) and selected_groups.matches(group)
+
+    return committed_positions(b, flow.target, flow.source, wanted_group, wanted_topic)
 
 
 def _open_partition(

@@ -4,7 +4,7 @@ source unavailable, in MM2's checkpoints)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from mm2ctl.core.admin import TP
 from mm2ctl.core.codecs import Checkpoint, RecordDecodeError, decode_checkpoint, decode_checkpoint_key
@@ -104,17 +104,31 @@ def source_positions(
                 "without the source, checkpoints are the only record of where groups were"
             )
         return out
-    listed, not_looked = b.live.all_groups(flow.source)
+    return committed_positions(b, flow.source, flow.target, wanted_group, wanted_topic)
+
+
+def committed_positions(
+    b: PlanBuilder,
+    cluster: str,
+    destination: str,
+    wanted_group: Callable[[str], bool],
+    wanted_topic: Callable[[str], bool],
+) -> dict[str, dict[TP, int]]:
+    """group -> {(topic, partition): committed offset} on ``cluster`` of the wanted groups (every type) on the
+    wanted topics, for a plan that moves them to ``destination``: each group keeps its type there, and a type
+    ``destination`` cannot host is refused (``LiveState.require_hosted``). The positions are in the plan's
+    fingerprint: if the groups consume after planning, the plan is stale."""
+    listed, not_looked = b.live.all_groups(cluster)
     if not_looked is not None:
         b.notes.append(not_looked)
     groups = [g for g in listed if wanted_group(g.group)]
-    # In the fingerprint: if the source consumers move after planning, the translation is outdated.
-    part_of = {g.group: part_positions(flow.source, g.group, g.type) for g in groups}
+    part_of = {g.group: part_positions(cluster, g.group, g.type) for g in groups}
     read = b.read_many(list(part_of.values()))
+    out: dict[str, dict[TP, int]] = {}
     for g in groups:
         picked = {(t, p): o for t, p, o in read[part_of[g.group]] if wanted_topic(t)}
         if picked:
             out[g.group] = picked
-            b.live.note_group_type(flow.target, g.group, g.type)  # the same group, of the same type, on the target
-    b.live.require_hosted(flow.target, out)
+            b.live.note_group_type(destination, g.group, g.type)
+    b.live.require_hosted(destination, out)
     return out
