@@ -96,14 +96,15 @@ def jars(
     Java Kafka client of share and streams groups (compiled with it) with mvn, Spark's Kafka source with Spark's
     own package resolution."""
     from mm2ctl.core.group_admin import group_admin_classpath
-    from mm2ctl.inspector.spark_packages import installed_build, resolve_kafka_source
+    from mm2ctl.inspector.spark_packages import PACKAGES, installed_build, resolve_kafka_source, with_kafka_source
     from mm2ctl.lab.jars import kafka_jars
 
     for version in kafka_version or sorted(RELEASES, reverse=True):
         typer.echo(f"kafka {version}: {kafka_jars(version)}")
     typer.echo(f"share and streams groups' client: {group_admin_classpath()}")
     if spark:
-        typer.echo(f"spark kafka source {installed_build().kafka_source}: {resolve_kafka_source()}")
+        folder = resolve_kafka_source()  # the release that resolves: the installed one's, or a fallback
+        typer.echo(f"spark kafka source {with_kafka_source({}, installed_build())[PACKAGES]}: {folder}")
 
 
 @lab_app.command("down")

@@ -160,10 +160,14 @@ def prune(folder: Path, *, keep: int) -> list[Path]:
 
 
 def failure_line() -> str | None:
-    """The line that names the run's log when the command failed, if this run wrote one."""
+    """The line that names the run's log when the command failed, if this run wrote something there."""
     if _run.log is None:
         return None
     if _run.jvm:
+        with contextlib.suppress(OSError):
+            if _run.log.stat().st_size == 0:
+                return None  # no JVM started (the run failed before Spark): nothing to point at
+
         return f"mm2ctl: Spark's JVM wrote its output to {_run.log}"
     return f"mm2ctl: library log lines of this run are in {_run.log}"
 

@@ -27,6 +27,8 @@ def test_the_log_lives_in_the_state_dir_and_is_named_on_failure(tmp_path: Path) 
     assert path is not None and path.parent == tmp_path / "state" / "logs"
     assert path.name.startswith("inspect-") and path.suffix == ".log" and path.exists()
     assert path.stat().st_mode & 0o077 == 0  # the JVM's output may name hosts and paths: the owner's only
+    assert run_log.failure_line() is None  # the run failed before the JVM wrote anything: nothing to point at
+    path.write_text("Error: Invalid maximum heap size: -Xmxlots\n")
     assert run_log.failure_line() == f"mm2ctl: Spark's JVM wrote its output to {path}"
 
 
