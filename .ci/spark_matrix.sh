@@ -12,18 +12,17 @@
 # tests show it works. Then, from the clone (the tests are not in the wheel; the package is imported from the
 # virtualenv):
 #   - the Spark 3.5/4.x compatibility paths and the Kafka source's coordinates (unit tests, one local session);
-#   - the inspection on a real MM2 flow, the Kafka source against a compacted transactional topic, the
-#     inspection submitted to a standalone cluster, and a read through a Spark Connect server (integration).
+#   - the inspection on a real MM2 flow (spark-submit included), the Kafka source against a compacted
+#     transactional topic, and a read through a Spark Connect server (integration).
 # test_inspect.py runs one of its two flows per release, which differ in where Spark's JVM prints: the first
 # RELEASE runs the identity-policy flow (-k "not default"), whose inspect runs with -v and the JVM's output on
 # stderr (Spark 3.5's Ivy prints on the JVM's stdout), the others the default-policy flow (-k "not identity"),
 # the JVM's output in a log file. The policy changes names, not anything Spark does; the pinned release runs
-# both. The standalone cluster runs on the first
-# RELEASE only (the oldest: Scala 2.12); the pinned release runs it in the main suite on Scala 2.13, as the
-# newest would again. The exporter's reconnection across a Connect server's restart is the exporter's behaviour,
+# both. The standalone cluster runs on the pinned release only, in the main suite: submitting to it is
+# spark-submit's path, which test_inspect.py's spark-submit run covers on each release. The exporter's reconnection across a Connect server's restart is the exporter's behaviour,
 # not the release's: it runs on the pinned release only. The Connect server of 3.5.3 is left out: its
 # package (spark-connect_2.12:3.5.3, not in the 3.5 wheels) does not resolve from the Maven repository CI
-# reaches. Each release's time is printed, and its lab, cluster and server are stopped by the tests themselves
+# reaches. Each release's time is printed, and its lab and server are stopped by the tests themselves
 # (the caller's cleanup stops what a crash leaves).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -92,18 +91,15 @@ for release in "${releases[@]}"; do
   echo "== pyspark $release: tests"
   connect=tests/integration/test_spark_connect.py
   [ "$release" = 3.5.3 ] && connect=
-  cluster=tests/integration/test_spark_cluster.py
   flow="not identity"  # test_inspect.py's default-policy flow: the JVM's output in a log file
   if [ "$release" = "$first" ]; then
     flow="not default"  # its identity-policy flow, run with -v: the JVM's output on stderr
-  else
-    cluster=
   fi
   set +e
   MM2CTL_TEST_LAB_DIR="${MM2CTL_TEST_LAB_DIR:-/tmp}/spark-$release" "$work/venv/bin/python" -m pytest \
     -p no:cacheprovider \
     tests/unit/test_spark_compat.py tests/unit/test_spark_packages.py \
-    tests/integration/test_inspect.py tests/integration/test_spark_read.py $cluster \
+    tests/integration/test_inspect.py tests/integration/test_spark_read.py \
     $connect -k "$flow and not server_restart"
   code=$?
   set -e
