@@ -135,7 +135,9 @@ class CommitMetadata:
 class KafkaSource:
     """A source of the query whose offset has the shape of ``KafkaSourceOffset``.
 
-    ``index`` is its line in the offset log, which is also its folder ``sources/<index>``. ``positions`` are
+    ``index`` is its line in the offset log. Spark numbers the folders ``sources/<i>`` in the same plan order,
+    once per distinct source, so ``sources/<index>`` is this source's unless a source appears twice in the
+    plan (a self-union). ``positions`` are
     the offsets the query resumes from (the last committed batch's end). ``initial_positions`` are the offsets
     the query first started from (``sources/<index>/0``), None when that file is absent.
     """
