@@ -158,10 +158,7 @@ class SparkCheckpointError(Mm2ctlError):
     committed batch, or is in a format this mm2ctl does not read (a Spark release whose offset or commit log
     version differs). Names the checkpoint and, when one file is at fault, that file."""
 
-    # TODO(issue 37): a distinct exit code, proposed as ExitCode.SPARK_CHECKPOINT = 24 ("plan failover/failback,
-    # inspect: a Spark checkpoint is missing, unreadable, malformed or of a format mm2ctl does not read"), with its
-    # README row. Until it is added, the generic code.
-    exit_code = ExitCode.ERROR
+    exit_code = ExitCode.SPARK_CHECKPOINT
 
     def __init__(self, location: str, problem: str) -> None:
         self.location = location

@@ -64,6 +64,10 @@ class ExitCode(IntEnum):
     #: ``inspect``/``exporter``: Spark's Kafka source (``spark-sql-kafka-0-10``) for the installed Spark, or an
     #: older patch release of its minor line, resolves from none of the repositories Spark's Ivy uses.
     KAFKA_SOURCE_UNRESOLVED = 23
+    #: ``plan failover``/``failback``, ``inspect``, ``apply``: a Spark query's checkpoint (``--spark-checkpoint``)
+    #: is missing, unreadable, malformed, of a format mm2ctl does not read, or reads topics the flow does not
+    #: mirror.
+    SPARK_CHECKPOINT = 24
 
     @property
     def meaning(self) -> str:
@@ -109,6 +113,10 @@ MEANINGS: dict[ExitCode, str] = {
     ),
     ExitCode.KAFKA_SOURCE_UNRESOLVED: (
         "inspect/exporter: Spark's Kafka source for the installed Spark resolves from none of the repositories tried"
+    ),
+    ExitCode.SPARK_CHECKPOINT: (
+        "plan failover/failback, inspect, apply: a Spark checkpoint is missing, unreadable, malformed, of a "
+        "format mm2ctl does not read, or reads topics the flow does not mirror"
     ),
 }
 

@@ -1,4 +1,4 @@
-"""The translated copy of a checkpoint (``plans.spark_checkpoint_copy``, form 3b): which checkpoints allow one,
+"""The translated copy of a checkpoint (``core.spark_checkpoint_copy``, form 3b): which checkpoints allow one,
 and the rewritten offset and initial-offset files, byte for byte as Spark writes them and read back by the
 reader."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from mm2ctl.core.errors import SparkCheckpointError
-from mm2ctl.plans.spark_checkpoint import kafka_positions, parse_initial_offsets, parse_offset_file, read_checkpoint
-from mm2ctl.plans.spark_checkpoint_copy import (
+from mm2ctl.core.spark_checkpoint import kafka_positions, parse_initial_offsets, parse_offset_file, read_checkpoint
+from mm2ctl.core.spark_checkpoint_copy import (
     copy_refusals,
     initial_offsets_file,
     initial_offsets_path,

@@ -1,4 +1,4 @@
-"""Checkpoints written by the installed Spark itself, read by ``plans.spark_checkpoint``: a stateful query (a
+"""Checkpoints written by the installed Spark itself, read by ``core.spark_checkpoint``: a stateful query (a
 count per value over a file source, two batches), and the same on RocksDB with state store checkpoint format 2
 (Spark 4.0+). Then the copy the translated-checkpoint form makes (docs/spark_checkpoints.md, "3b"): the query
 resumed on the copy runs the next batch only, with its state.
@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from mm2ctl.core.errors import SparkCheckpointError
-from mm2ctl.plans.spark_checkpoint import LocalCheckpointFiles, read_checkpoint
-from mm2ctl.plans.spark_checkpoint_hadoop import hadoop_checkpoint_files
+from mm2ctl.core.spark_checkpoint import LocalCheckpointFiles, read_checkpoint
+from mm2ctl.inspector.spark_checkpoint_hadoop import hadoop_checkpoint_files
 
 pytestmark = pytest.mark.spark
 

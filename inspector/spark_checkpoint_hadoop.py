@@ -1,6 +1,6 @@
 """A Structured Streaming checkpoint read through Hadoop's ``FileSystem`` in the Spark driver's JVM, so that a
 checkpoint on any file system the session's Hadoop configuration reaches (``hdfs://``, ``s3a://``,
-``abfss://``, ``file:``) reads as a local folder does (``plans.spark_checkpoint.CheckpointFiles``).
+``abfss://``, ``file:``) reads as a local folder does (``core.spark_checkpoint.CheckpointFiles``).
 
 It needs a classic session (a driver JVM in this process, through py4j); a Spark Connect session has none.
 A path without a scheme resolves against the file system's working folder, as Spark resolves a

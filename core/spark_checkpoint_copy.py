@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 
 from mm2ctl.core.errors import SparkCheckpointError
-from mm2ctl.plans.spark_checkpoint import (
+from mm2ctl.core.spark_checkpoint import (
     OFFSETS_DIR,
     SOURCES_DIR,
     STATE_DIR,
