@@ -1,0 +1,103 @@
+"""Structured Streaming queries as mm2ctl moves them: each Kafka source of a checkpoint's last committed batch is a
+position, per partition the next record to read, just as a consumer group's committed offset is. So the planners
+and ``inspect`` translate it as they translate a group's, under a name of its own (``QuerySource.name``,
+``spark:<query id>``) in the rows' ``group`` column.
+
+A query resumes from ``offsets/<batch>`` of its last committed batch (``core.spark_checkpoint``); its offsets name
+topics of the cluster it read, with no word of which cluster that was, so the checkpoints a plan reads must be
+of queries that read the flow's source cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+from mm2ctl.core.errors import SparkCheckpointError
+from mm2ctl.core.spark_checkpoint import CheckpointFiles, CheckpointRead, KafkaSource, LocalCheckpointFiles
+
+#: The prefix of every query's name in a plan's and an inspection's rows (the ``group`` column).
+QUERY_PREFIX = "spark:"
+
+TP = tuple[str, int]
+
+
+def is_query_name(name: str) -> bool:
+    return name.startswith(QUERY_PREFIX)
+
+
+@dataclass(frozen=True, slots=True)
+class QuerySource:
+    """One Kafka source of one checkpoint's last committed batch. ``name`` is ``spark:<query id>``, with
+    ``/<source index>`` when the query has more than one Kafka source (each resumes from its own offsets, and two
+    sources may read the same partition)."""
+
+    read: CheckpointRead
+    source: KafkaSource
+    name: str
+
+    @property
+    def positions(self) -> dict[TP, int]:
+        return {(t, p): o for t, parts in self.source.positions.items() for p, o in parts.items()}
+
+
+def local_path(location: str) -> Path | None:
+    """The local folder ``location`` names: a plain path or a ``file:`` URI; None for another file system."""
+    parsed = urlparse(location)
+    if parsed.scheme == "file":
+        return Path(parsed.path)
+    if parsed.scheme and len(parsed.scheme) > 1:  # "C:" is a Windows drive, not a scheme
+        return None
+    return Path(location)
+
+
+def local_files(location: str) -> CheckpointFiles:
+    """A local checkpoint's files; a location on another file system (``hdfs://``, ``s3a://``...) needs a Spark
+    session's Hadoop configuration (``inspector.spark_checkpoint_hadoop``)."""
+    path = local_path(location)
+    if path is None:
+        raise SparkCheckpointError(
+            location, "not a local path: a checkpoint on another file system is read through a Spark session"
+        )
+    return LocalCheckpointFiles(path.expanduser().absolute())
+
+
+def query_sources(reads: Sequence[CheckpointRead]) -> list[QuerySource]:
+    """The Kafka sources of ``reads``, each named. A checkpoint with no Kafka source, or two checkpoints of the
+    same query (a copy and its original), are refused: the plan could not tell whose position is whose."""
+    out: list[QuerySource] = []
+    seen: dict[str, str] = {}
+    for read in reads:
+        if not read.kafka_sources:
+            raise SparkCheckpointError(read.location, "the query has no Kafka source: nothing to translate")
+        query = read.query_id or Path(read.location.rstrip("/")).name
+        if query in seen:
+            raise SparkCheckpointError(read.location, f"the same query ({query}) as {seen[query]}: name it once")
+        seen[query] = read.location
+        many = len(read.kafka_sources) > 1
+        for source in read.kafka_sources:
+            name = f"{QUERY_PREFIX}{query}" + (f"/{source.index}" if many else "")
+            out.append(QuerySource(read=read, source=source, name=name))
+    return out
+
+
+def require_mirrored(sources: Iterable[QuerySource], mirrored: Callable[[str], bool], flow_name: str) -> None:
+    """Every topic a query reads must be one the flow mirrors: the others have no copy to resume on."""
+    for qs in sources:
+        missing = sorted(t for t in qs.source.positions if not mirrored(t))
+        if missing:
+            raise SparkCheckpointError(
+                qs.read.location,
+                f"source {qs.source.index} reads {', '.join(missing)}, which {flow_name} does not mirror",
+            )
+
+
+def query_positions(sources: Iterable[QuerySource]) -> dict[str, dict[TP, int]]:
+    """name -> {(topic, partition): next offset to read}: the queries' positions, shaped as groups' are."""
+    return {qs.name: qs.positions for qs in sources}
+
+
+def by_name(sources: Iterable[QuerySource]) -> Mapping[str, QuerySource]:
+    return {qs.name: qs for qs in sources}
