@@ -172,6 +172,16 @@ SparkRemote = Annotated[
         "The server needs Spark's Kafka source (README, 'Running on a Spark cluster').",
     ),
 ]
+#: Structured Streaming checkpoints whose Kafka sources get rows (``inspect``) or moves (the plans) like a group's.
+SparkCheckpoints = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--spark-checkpoint",
+        metavar="PATH",
+        help="a Structured Streaming query's checkpoint (local path or any Hadoop file system URI); its Kafka "
+        "sources get rows like a group's, named spark:<query id>. Repeatable.",
+    ),
+]
 #: No progress on stderr.
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")]
 #: Print the command's result as one JSON document on stdout instead of text.
