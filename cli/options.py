@@ -20,6 +20,7 @@ never echoed, written or logged.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -178,8 +179,30 @@ SparkCheckpoints = Annotated[
     typer.Option(
         "--spark-checkpoint",
         metavar="PATH",
-        help="a Structured Streaming query's checkpoint (local path or any Hadoop file system URI); its Kafka "
-        "sources get rows like a group's, named spark:<query id>. Repeatable.",
+        help="A Structured Streaming query's checkpoint; its Kafka sources get rows like a group's, named "
+        "spark:<query id>. inspect reads any Hadoop file system URI, the plans a local folder or file: URI. "
+        "Repeatable.",
+    ),
+]
+#: The form of a Spark query's translated position (``plans.planners.spark_queries``).
+SparkForm = Annotated[
+    str,
+    typer.Option(
+        "--spark-form",
+        metavar="auto|json|checkpoint",
+        help="json: a startingOffsets file for a new query on the target; checkpoint: a copy of the checkpoint "
+        "that resumes at the translated offsets with its state (identity policy, exact translations only); "
+        "auto: the checkpoint where it is safe, else json.",
+    ),
+]
+#: Where a Spark query's translated position is written.
+SparkOutput = Annotated[
+    Path | None,
+    typer.Option(
+        "--spark-output",
+        metavar="DIR",
+        help="Folder for each query's <checkpoint name>.<target>[.starting-offsets.json] (default: beside the "
+        "checkpoint). Never written over.",
     ),
 ]
 #: No progress on stderr.

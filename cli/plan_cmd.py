@@ -30,10 +30,13 @@ from mm2ctl.cli.options import (
     PolicyNaming,
     Secrets,
     SetupOptions,
+    SparkCheckpoints,
+    SparkForm,
+    SparkOutput,
     Topics,
 )
 from mm2ctl.cli.progress import terminal_progress
-from mm2ctl.cli.render import failover_rows, failover_rows_json, render_plan
+from mm2ctl.cli.render import failover_rows, failover_rows_json, render_plan, spark_queries_json, spark_queries_table
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.core.positions import Fallback
@@ -300,6 +303,9 @@ def plan_failover_cmd(
         "groups whose position MM2 has not copied yet, instead of refusing with exit 21.",
     ),
     fallback: str = _FALLBACK,
+    spark_checkpoint: SparkCheckpoints = None,
+    spark_form: SparkForm = "auto",
+    spark_output: SparkOutput = None,
     export_csv: Path | None = _EXPORT_CSV,
     connect_url: ConnectUrls = None,
     connect_user: ConnectUser = None,
@@ -314,11 +320,13 @@ def plan_failover_cmd(
     """Write each group's translated (and, source readable, verified) position to the target, then verify."""
     from mm2ctl.plans.failover_csv import write_failover_csv
     from mm2ctl.plans.planners.failover import FailoverOptions, Source, plan_failover
+    from mm2ctl.plans.planners.spark_queries import SparkRequest
 
     try:
         src = Source(source)
     except ValueError:
         raise ConfigError(f"--from {source!r}: choose syncs or checkpoints") from None
+    spark = SparkRequest(tuple(spark_checkpoint or ()), spark_form, None if spark_output is None else str(spark_output))
     c = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
     live = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).live_state(c)
     b = PlanBuilder(live, PlanKind.FAILOVER)
@@ -338,6 +346,7 @@ def plan_failover_cmd(
                 catch_up_timeout_s=catch_up_timeout,
                 fallback=_fallback(fallback),
                 accept_cautious=accept_cautious,
+                spark=spark,
             ),
             progress=progress,
         )
@@ -345,9 +354,16 @@ def plan_failover_cmd(
     exported = None if export_csv is None else write_failover_csv(report, export_csv)
     if as_json:
         doc = json.loads(dump_plan_json(plan))
-        typer.echo(json.dumps({"plan": doc, "rows": failover_rows_json(report)}, indent=2))
+        queries = spark_queries_json(report.queries)
+        typer.echo(json.dumps({"plan": doc, "rows": failover_rows_json(report), "spark_queries": queries}, indent=2))
     else:
-        typer.echo(render_plan(plan) + "\n" + failover_rows(report) + f"\n  written to {out}")
+        typer.echo(
+            render_plan(plan)
+            + "\n"
+            + failover_rows(report)
+            + spark_queries_table(report.queries)
+            + f"\n  written to {out}"
+        )
         if exported is not None:
             typer.echo(f"  {exported} row(s) exported to {export_csv}")
     _exit(plan, detailed)

@@ -12,7 +12,7 @@ rendering never pulls Spark or a Kafka client into a command that does not need 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from mm2ctl.lab.lab import LabInfo, LabStatus
     from mm2ctl.plans.document import Plan
     from mm2ctl.plans.planners.failover import FailoverReport
+    from mm2ctl.plans.planners.spark_queries import PlannedQuery
     from mm2ctl.remediate.engine import RunResult
 
 
@@ -134,6 +135,48 @@ def failover_rows_json(report: FailoverReport) -> list[dict[str, object]]:
         }
         for r in report.rows
     ]
+
+
+def spark_queries_json(queries: Sequence[PlannedQuery]) -> list[dict[str, object]]:
+    """``spark_queries`` of ``plan failover --json``: per checkpoint, the form and output, and every row."""
+    return [
+        {
+            "location": q.location,
+            "query_id": q.query_id,
+            "batch_id": q.batch_id,
+            "uncommitted_batch_id": q.uncommitted_batch_id,
+            "form": q.form,
+            "output": q.output,
+            "refusals": q.refusals,
+            "untranslated_sources": q.untranslated_sources,
+            "rows": [
+                {
+                    "name": r.group,
+                    "source_index": q.source_indexes.get(r.group),
+                    "source_topic": r.source_topic,
+                    "target_topic": r.target_topic,
+                    "partition": r.partition,
+                    "source_offset": r.source_offset,
+                    "target_offset": r.target_offset,
+                    "method": None if r.method is None else r.method.value,
+                    "detail": r.detail,
+                }
+                for r in q.rows
+            ],
+        }
+        for q in queries
+    ]
+
+
+def spark_queries_table(queries: Sequence[PlannedQuery]) -> str:
+    """The Spark queries of ``plan failover``: where each goes, then its partitions."""
+    lines = []
+    for q in queries:
+        lines.append(f"\n  Spark query {q.query_id or q.location} (batch {q.batch_id}): {q.form} -> {q.output}")
+        for r in q.rows:
+            method = "" if r.method is None else r.method.value
+            lines.append(f"    {r.source_topic}/{r.partition}: {r.source_offset} -> {r.target_offset} {method}")
+    return "".join(line + "\n" for line in lines).rstrip("\n") if lines else ""
 
 
 # -------------------------------------------------------------------------------------------- inspect

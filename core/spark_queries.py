@@ -10,13 +10,22 @@ of queries that read the flow's source cluster.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
 from mm2ctl.core.errors import SparkCheckpointError
-from mm2ctl.core.spark_checkpoint import CheckpointFiles, CheckpointRead, KafkaSource, LocalCheckpointFiles
+from mm2ctl.core.spark_checkpoint import (
+    COMMITS_DIR,
+    OFFSETS_DIR,
+    CheckpointFiles,
+    CheckpointRead,
+    KafkaSource,
+    LocalCheckpointFiles,
+    read_checkpoint,
+)
 
 #: The prefix of every query's name in a plan's and an inspection's rows (the ``group`` column).
 QUERY_PREFIX = "spark:"
@@ -101,3 +110,24 @@ def query_positions(sources: Iterable[QuerySource]) -> dict[str, dict[TP, int]]:
 
 def by_name(sources: Iterable[QuerySource]) -> Mapping[str, QuerySource]:
     return {qs.name: qs for qs in sources}
+
+
+def batch_digest(files: CheckpointFiles, batch_id: int) -> str:
+    """A digest of ``offsets/<batch_id>`` and ``commits/<batch_id>``: a plan records it, and apply refuses a
+    checkpoint whose last committed batch is another or was rewritten (the query ran since)."""
+    h = hashlib.sha256()
+    for folder in (OFFSETS_DIR, COMMITS_DIR):
+        data = files.read(f"{folder}/{batch_id}")
+        h.update(b"-" if data is None else str(len(data)).encode() + b":" + data)
+    return h.hexdigest()
+
+
+def checkpoint_moved(location: str, batch_id: int, digest: str) -> str | None:
+    """Why the local checkpoint at ``location`` is no longer the one a plan read (None: it is)."""
+    files = local_files(location)
+    read = read_checkpoint(files)
+    if read.batch_id != batch_id:
+        return f"the query at {location} has committed batch {read.batch_id} since the plan read batch {batch_id}"
+    if batch_digest(files, batch_id) != digest:
+        return f"batch {batch_id} of the query at {location} was rewritten since the plan read it"
+    return None

@@ -307,6 +307,56 @@ class TranslateAfterCatchUp:
             raise PlanError(f"fallback: expected timestamp or none, got {self.fallback!r}")
 
 
+#: The two forms a Spark query's translated position takes (``SparkQueryWrite.form``).
+SPARK_FORMS = ("json", "checkpoint")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SparkOffsetRow:
+    """One partition of a query's Kafka source: where the query resumes on the source (the next record to
+    read), and the translated offset on the target."""
+
+    source_index: int
+    source_topic: str
+    target_topic: str
+    partition: int
+    source_offset: int
+    target_offset: int
+    method: TranslationMethod
+
+    def __post_init__(self) -> None:
+        check_int(self.source_index, "source_index")
+        check_str(self.source_topic, "source_topic")
+        check_str(self.target_topic, "target_topic")
+        check_int(self.partition, "partition")
+        check_int(self.source_offset, "source_offset")
+        check_int(self.target_offset, "target_offset")
+        set_field(self, "method", TranslationMethod(self.method))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SparkQueryWrite:
+    """Write a query's translated position to ``output``, never over anything: ``json``, the ``startingOffsets``
+    of a new query on the target (every partition of each translated topic); ``checkpoint``, a copy of the
+    checkpoint whose last committed batch (``batch_id``) resumes at the translated offsets. Rollback deletes
+    ``output``; the original checkpoint is never written."""
+
+    form: str
+    output: str
+    batch_id: int
+    rows: tuple[SparkOffsetRow, ...]
+
+    def __post_init__(self) -> None:
+        if self.form not in SPARK_FORMS:
+            raise PlanError(f"form: expected one of {', '.join(SPARK_FORMS)}, got {self.form!r}")
+        check_str(self.output, "output")
+        check_int(self.batch_id, "batch_id")
+        freeze_tuple(self, "rows")
+        if not self.rows:
+            raise PlanError("rows: must list at least one partition")
+        check_unique(((r.source_index, r.source_topic, r.partition) for r in self.rows), "rows")
+
+
 Payload: TypeAlias = (
     ConnectorStop
     | ConnectorPause
@@ -323,4 +373,5 @@ Payload: TypeAlias = (
     | GroupOffsetsVerify
     | WaitForCatchUp
     | TranslateAfterCatchUp
+    | SparkQueryWrite
 )

@@ -186,6 +186,22 @@ class GroupOffsetsInRange:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SparkCheckpointAt:
+    """The query's checkpoint at ``location`` still has ``batch_id`` as its last committed batch, with the same
+    ``offsets/<batch_id>`` and ``commits/<batch_id>`` bytes (``digest``): the query has not run since."""
+
+    KIND: ClassVar[str] = "spark_checkpoint_at"
+    location: str
+    batch_id: int
+    digest: str
+
+    def __post_init__(self) -> None:
+        check_str(self.location, "location")
+        check_int(self.batch_id, "batch_id")
+        check_str(self.digest, "digest")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AllOf:
     """Every one of ``conditions`` holds (e.g. connector stopped AND its offsets unchanged)."""
 
@@ -210,6 +226,7 @@ Precondition: TypeAlias = (
     | TopicEndOffsetEquals
     | WorkerGroupHasNoMembers
     | GroupOffsetsInRange
+    | SparkCheckpointAt
     | AllOf
 )
 PRECONDITION_TYPES: Mapping[str, type[Precondition]] = MappingProxyType(
@@ -227,6 +244,7 @@ PRECONDITION_TYPES: Mapping[str, type[Precondition]] = MappingProxyType(
             TopicEndOffsetEquals,
             WorkerGroupHasNoMembers,
             GroupOffsetsInRange,
+            SparkCheckpointAt,
             AllOf,
         )
     }

@@ -28,6 +28,7 @@ group_offsets_verify        group              nothing to undo (read only)
 wait_for_catch_up           connector          nothing to undo (read only)
 group_offsets_translate     connector          nothing to undo (reads; the group writes after it use its
                                                answers, which the journal keeps)
+spark_query_write           spark_query        delete the JSON file or checkpoint copy it wrote
 ==========================  =================  ==========================================================
 """
 
@@ -56,11 +57,12 @@ from mm2ctl.plans.payloads import (
     OffsetSyncsBackup,
     OffsetSyncsTruncate,
     Payload,
+    SparkQueryWrite,
     TranslateAfterCatchUp,
     WaitForCatchUp,
 )
 from mm2ctl.plans.preconditions import PRECONDITION_TYPES, Precondition, iter_preconditions
-from mm2ctl.plans.targets import ConnectorTarget, GroupTarget, Target, TopicPartitionsTarget
+from mm2ctl.plans.targets import ConnectorTarget, GroupTarget, SparkQueryTarget, Target, TopicPartitionsTarget
 from mm2ctl.plans.validation import check_bool, check_int, check_str, set_field
 
 
@@ -82,6 +84,7 @@ class StepKind(StrEnum):
     GROUP_OFFSETS_VERIFY = "group_offsets_verify"
     WAIT_FOR_CATCH_UP = "wait_for_catch_up"
     GROUP_OFFSETS_TRANSLATE = "group_offsets_translate"
+    SPARK_QUERY_WRITE = "spark_query_write"
 
 
 #: The one payload class of each step kind.
@@ -102,6 +105,7 @@ PAYLOAD_TYPES: Mapping[StepKind, type[Payload]] = MappingProxyType(
         StepKind.GROUP_OFFSETS_VERIFY: GroupOffsetsVerify,
         StepKind.WAIT_FOR_CATCH_UP: WaitForCatchUp,
         StepKind.GROUP_OFFSETS_TRANSLATE: TranslateAfterCatchUp,
+        StepKind.SPARK_QUERY_WRITE: SparkQueryWrite,
     }
 )
 
@@ -128,6 +132,7 @@ TARGET_OF_KIND: Mapping[StepKind, type[Target]] = MappingProxyType(
         StepKind.OFFSET_SYNCS_TRUNCATE: TopicPartitionsTarget,
         StepKind.GROUP_OFFSETS_WRITE: GroupTarget,
         StepKind.GROUP_OFFSETS_VERIFY: GroupTarget,
+        StepKind.SPARK_QUERY_WRITE: SparkQueryTarget,
     }
 )
 

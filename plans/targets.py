@@ -1,4 +1,5 @@
-"""What a step acts on: a connector on the plan's Connect worker, partitions of a topic, or a consumer group.
+"""What a step acts on: a connector on the plan's Connect worker, partitions of a topic, a consumer group, or a
+Spark query's checkpoint.
 
 Each target class carries a ``KIND`` tag (the ``kind`` field in a plan file) and names its cluster by alias,
 never by address: the plan's ``clusters`` map says which cluster id each alias stood for, and apply
@@ -66,7 +67,19 @@ class GroupTarget:
             raise PlanError(f"group_type: must be share or streams (or absent), not {self.group_type!r}")
 
 
-Target: TypeAlias = ConnectorTarget | TopicPartitionsTarget | GroupTarget
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SparkQueryTarget:
+    """A Structured Streaming query, by its checkpoint's location (a local folder or a ``file:`` URI). The query
+    names no cluster: its checkpoint holds offsets only."""
+
+    KIND: ClassVar[str] = "spark_query"
+    location: str
+
+    def __post_init__(self) -> None:
+        check_str(self.location, "location")
+
+
+Target: TypeAlias = ConnectorTarget | TopicPartitionsTarget | GroupTarget | SparkQueryTarget
 TARGET_TYPES: Mapping[str, type[Target]] = MappingProxyType(
-    {t.KIND: t for t in (ConnectorTarget, TopicPartitionsTarget, GroupTarget)}
+    {t.KIND: t for t in (ConnectorTarget, TopicPartitionsTarget, GroupTarget, SparkQueryTarget)}
 )

@@ -25,6 +25,7 @@ from typing import Any
 
 from mm2ctl.core.admin import TP, PartitionBounds
 from mm2ctl.core.errors import PreconditionError
+from mm2ctl.core.spark_queries import checkpoint_moved
 from mm2ctl.plans.fingerprint import canonical_json, thaw_json
 from mm2ctl.plans.live_state import LiveState, offsets_json, stored_json
 from mm2ctl.plans.payloads import GroupOffsetsWrite, TranslationMethod
@@ -40,6 +41,7 @@ from mm2ctl.plans.preconditions import (
     NoPrecondition,
     OffsetsRecordsUnchanged,
     Precondition,
+    SparkCheckpointAt,
     TopicEndOffsetEquals,
     WorkerGroupHasNoMembers,
 )
@@ -220,6 +222,9 @@ def failures(
                     f"on {pre.cluster}"
                 )
         return out
+    if isinstance(pre, SparkCheckpointAt):
+        why = checkpoint_moved(pre.location, pre.batch_id, pre.digest)
+        return [] if why is None else [why]
     return [f"unknown precondition {type(pre).__name__}"]
 
 

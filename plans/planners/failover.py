@@ -56,6 +56,7 @@ from mm2ctl.core.errors import PlanError
 from mm2ctl.core.patterns import NameFilter
 from mm2ctl.core.positions import Fallback
 from mm2ctl.core.progress import Progress, no_progress
+from mm2ctl.core.spark_queries import query_positions
 from mm2ctl.core.translation import Sync
 from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.kafka_records import read_syncs, syncs_disabled_note
@@ -88,6 +89,7 @@ from mm2ctl.plans.planners.failover_writes import (
     settle_window,
     write_group_offsets,
 )
+from mm2ctl.plans.planners.spark_queries import PlannedQuery, plan_queries, read_queries, split_rows
 
 # The names other modules have imported from here, each now owned by the module named above.
 __all__ = [
@@ -119,6 +121,8 @@ class FailoverReport:
     """Everything ``plan failover`` decided, for rendering and ``--export-csv`` (the plan holds the steps)."""
 
     rows: list[FailoverRow] = field(default_factory=list)
+    #: The Spark queries (``--spark-checkpoint``) and what the plan writes for each.
+    queries: list[PlannedQuery] = field(default_factory=list)
 
     @property
     def untranslatable(self) -> list[FailoverRow]:
@@ -145,6 +149,7 @@ def plan_failover(
     live = builder.live
     flow = live.mm2.pair(opts.pair)
     _begin(builder, flow, opts)
+    queries = read_queries(opts.spark, flow) if opts.spark.checkpoints else []
     syncs = _offset_syncs(builder, flow, opts, progress)
     checkpoints: dict[str, dict[TP, tuple[int, int]]] = {}
     if opts.source is Source.CHECKPOINTS or opts.source_unavailable:
@@ -155,6 +160,7 @@ def plan_failover(
     committed = source_positions(builder, flow, opts, *selected, checkpoints)
     if not opts.source_unavailable:
         committed = streams_internal_topics(builder, flow, committed)
+    committed = {**committed, **query_positions(queries)}
     state = _partition_state(builder, flow, opts, committed, syncs, progress)
     report = FailoverReport()
     for row in translate_partitions(
@@ -168,16 +174,19 @@ def plan_failover(
     ):
         report.rows.append(defer_if_not_copied(row, state.target_bounds, opts))
     report.rows.sort(key=lambda row: (row.group, row.source_topic, row.partition))
-    if not report.rows:
+    report.rows, query_rows = split_rows(report.rows)
+    if not report.rows and not query_rows:
         raise PlanError(
             f"no committed offsets of groups matching {opts.groups or '.*'!r} on replicated topics matching "
             f"{opts.topics or '.*'!r} in {opts.pair}"
         )
-    refuse_not_copied(builder, report.rows, syncs, opts)
+    refuse_not_copied(builder, [*report.rows, *query_rows], syncs, opts)
     progress(f"reading the groups' state and offsets on {flow.target}")
     report.rows = with_target_state(builder, flow.target, report.rows, state.target_bounds, opts.allow_rewind)
     writes = _write_steps(builder, flow, opts, committed, report, state)
-    return builder.build(f"fail {len(writes)} group(s) over from {flow.source} to {flow.target}"), report
+    report.queries = plan_queries(builder, flow, opts.spark, queries, query_rows)
+    what = f"{len(writes)} group(s)" + (f" and {len(report.queries)} Spark query(ies)" if report.queries else "")
+    return builder.build(f"fail {what} over from {flow.source} to {flow.target}"), report
 
 
 def _begin(builder: PlanBuilder, flow: PairConfig, opts: FailoverOptions) -> None:
@@ -273,6 +282,6 @@ def _write_steps(
     methods = Counter(row.method.value for row in report.rows if row.method is not None)
     listed = ", ".join(f"{method}={n}" for method, n in sorted(methods.items())) or "none"
     builder.notes.append(f"translation methods: {listed}")
-    if not writes:
+    if not writes and not opts.spark.checkpoints:
         builder.notes.append("nothing to write")
     return writes

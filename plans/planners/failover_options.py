@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from mm2ctl.core.positions import Fallback
+from mm2ctl.plans.planners.spark_queries import SparkRequest
 
 
 class Source(StrEnum):
@@ -30,3 +31,5 @@ class FailoverOptions:
     #: Without ``stop_mirroring``: plan MM2's cautious answer for the rows MM2 has not copied up to yet,
     #: instead of refusing them (``NotCopiedError``).
     accept_cautious: bool = False
+    #: The Spark queries to move with the groups (``--spark-checkpoint``, ``--spark-form``, ``--spark-output``).
+    spark: SparkRequest = field(default_factory=SparkRequest)

@@ -12,6 +12,7 @@ from mm2ctl.remediate.executors.connect_offsets import RestDelete, RestPatch, To
 from mm2ctl.remediate.executors.group_offsets import VerifyGroupOffsets, WaitForCatchUpExecutor, WriteGroupOffsets
 from mm2ctl.remediate.executors.lifecycle import Create, Delete, StateChange
 from mm2ctl.remediate.executors.offset_syncs import Backup, Truncate
+from mm2ctl.remediate.executors.spark_query import WriteSparkQuery
 
 EXECUTORS: Mapping[StepKind, Executor] = MappingProxyType(
     {
@@ -30,6 +31,7 @@ EXECUTORS: Mapping[StepKind, Executor] = MappingProxyType(
         StepKind.GROUP_OFFSETS_VERIFY: VerifyGroupOffsets(),
         StepKind.WAIT_FOR_CATCH_UP: WaitForCatchUpExecutor(),
         StepKind.GROUP_OFFSETS_TRANSLATE: TranslateAfterCatchUpExecutor(),
+        StepKind.SPARK_QUERY_WRITE: WriteSparkQuery(),
     }
 )
 

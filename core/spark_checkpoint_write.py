@@ -1,0 +1,201 @@
+"""Writing a Spark query's translated position to a local folder, in the two forms a Spark user can use, and
+reading it back (docs/design.md, "Spark queries").
+
+- ``json``: the ``startingOffsets`` of a new query on the target (``core.spark_starting_offsets``), one file per
+  Kafka source.
+- ``checkpoint``: a copy of the checkpoint whose last committed batch ``N`` resumes at the translated offsets.
+  The copy holds ``metadata`` (the query id stays), ``offsets/<N>`` with each Kafka line replaced and
+  ``offsets/<N-1>`` with the same source lines under its own metadata line (Spark resumes batch ``N`` only
+  with ``N-1`` present, and a DSv1 Kafka source's replay of batch ``N`` is then empty), ``commits/<N-1>`` and
+  ``commits/<N>``, ``sources/<i>/0`` rewritten to the translated offsets, every other source folder and ``state/`` as
+  they are, less any state store version above ``N + 1`` (a batch that never committed). Hadoop's hidden
+  ``.<file>.crc`` files are not copied beside the logs (its local file system would verify them against the
+  rewritten files); Spark's own state checksums are.
+
+Everything is written under a temporary name beside ``output`` and renamed into place, so ``output`` either
+does not exist or is complete; nothing is ever written over an existing path.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+from mm2ctl.core.errors import SparkCheckpointError
+from mm2ctl.core.spark_checkpoint import (
+    COMMITS_DIR,
+    METADATA_FILE,
+    OFFSETS_DIR,
+    SOURCES_DIR,
+    STATE_DIR,
+    CheckpointRead,
+    LocalCheckpointFiles,
+    Positions,
+    read_checkpoint,
+)
+from mm2ctl.core.spark_checkpoint_copy import initial_offsets_file, initial_offsets_path, rewritten_offset_file
+from mm2ctl.core.spark_starting_offsets import read_starting_offsets, starting_offsets_json
+
+_STATE_FILE = re.compile(r"([0-9]+)(?:_[^.]*)?\.(?:delta|snapshot|zip|changelog)(?:\.crc)?")
+
+
+def json_outputs(output: str, indexes: list[int]) -> dict[int, Path]:
+    """Where each Kafka source's ``startingOffsets`` goes: ``output`` itself for a query with one Kafka source,
+    ``<output without .json>.source-<index>.json`` for each of several."""
+    base = Path(output)
+    if len(indexes) == 1:
+        return {indexes[0]: base}
+    stem = output.removesuffix(".json")
+    return {i: Path(f"{stem}.source-{i}.json") for i in indexes}
+
+
+def write_json(output: str, translated: Mapping[int, Positions]) -> list[Path]:
+    """Write each source's ``startingOffsets`` file; refuses a path that exists. Returns the files written."""
+    paths = json_outputs(output, sorted(translated))
+    for path in paths.values():
+        if path.exists():
+            raise SparkCheckpointError(str(path), "exists already: mm2ctl never writes over a file")
+    for index, path in paths.items():
+        _write_file_atomically(path, starting_offsets_json(translated[index]).encode())
+    return list(paths.values())
+
+
+def read_json_back(output: str, translated: Mapping[int, Positions]) -> list[str]:
+    """What differs between the files at ``output`` and ``translated`` (empty: they read back equal)."""
+    problems = []
+    for index, path in json_outputs(output, sorted(translated)).items():
+        try:
+            got = read_starting_offsets(path.read_text(encoding="utf-8"), where=str(path))
+        except (OSError, SparkCheckpointError) as exc:
+            problems.append(f"{path}: {exc}")
+            continue
+        want = {t: dict(parts) for t, parts in translated[index].items()}
+        if got != want:
+            problems.append(f"{path} does not hold the translated offsets of source {index}")
+    return problems
+
+
+def write_copy(source: Path, read: CheckpointRead, translated: Mapping[int, Positions], output: Path) -> None:
+    """Write the translated copy of the checkpoint at ``source`` (read as ``read``) to ``output``, which must not
+    exist; ``translated`` maps each Kafka source's index to its offsets on the target (same topic names)."""
+    if output.exists():
+        raise SparkCheckpointError(str(output), "exists already: mm2ctl never writes over a checkpoint")
+    n = read.batch_id
+    tmp = output.with_name(f".{output.name}.mm2ctl-{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        tmp.mkdir(parents=True)
+        _copy_tree(source, tmp, n)
+        where = str(source / OFFSETS_DIR / str(n))
+        last = rewritten_offset_file((source / OFFSETS_DIR / str(n)).read_bytes(), translated, where=where)
+        _write_file(tmp / OFFSETS_DIR / str(n), last)
+        if n > 0:
+            previous = (source / OFFSETS_DIR / str(n - 1)).read_bytes().decode("utf-8").split("\n")
+            lines = last.decode("utf-8").split("\n")
+            _write_file(tmp / OFFSETS_DIR / str(n - 1), "\n".join([*previous[:2], *lines[2:]]).encode())
+        for index, positions in translated.items():
+            _write_file(tmp / initial_offsets_path(index), initial_offsets_file(positions))
+        _fsync_tree(tmp)
+        os.rename(tmp, output)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise SparkCheckpointError(str(output), f"cannot be written ({exc})") from exc
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def read_copy_back(output: Path, batch_id: int, translated: Mapping[int, Positions]) -> list[str]:
+    """What differs between the copy at ``output`` and what was meant (empty: it reads back right): its last
+    committed batch, and each Kafka source's offsets there and in its initial offsets file."""
+    try:
+        read = read_checkpoint(LocalCheckpointFiles(output))
+    except SparkCheckpointError as exc:
+        return [str(exc)]
+    problems = []
+    if read.batch_id != batch_id or read.uncommitted_batch_id is not None:
+        problems.append(f"{output}: the last committed batch is {read.batch_id}, not {batch_id}")
+    got = {s.index: s for s in read.kafka_sources}
+    for index, positions in translated.items():
+        want = {t: dict(parts) for t, parts in positions.items()}
+        source = got.get(index)
+        if source is None or {t: dict(p) for t, p in source.positions.items()} != want:
+            problems.append(f"{output}: source {index} does not resume at the translated offsets")
+        elif source.initial_positions is None or {t: dict(p) for t, p in source.initial_positions.items()} != want:
+            problems.append(f"{output}: {initial_offsets_path(index)} does not hold the translated offsets")
+    return problems
+
+
+def remove_output(path: Path) -> bool:
+    """Delete a file or folder mm2ctl wrote (rollback). Returns whether something was there."""
+    if path.is_dir():
+        shutil.rmtree(path)
+        return True
+    if path.exists():
+        path.unlink()
+        return True
+    return False
+
+
+def _copy_tree(source: Path, dest: Path, n: int) -> None:
+    """Everything a resume of batch ``n`` reads, as it is; the files ``write_copy`` rewrites come after."""
+    metadata = source / METADATA_FILE
+    if metadata.is_file():
+        shutil.copy2(metadata, dest / METADATA_FILE)
+    for folder in (OFFSETS_DIR, COMMITS_DIR):
+        (dest / folder).mkdir()
+        for batch in range(max(0, n - 1), n + 1):
+            if (source / folder / str(batch)).is_file():
+                shutil.copy2(source / folder / str(batch), dest / folder / str(batch))
+    if (source / SOURCES_DIR).is_dir():
+        shutil.copytree(source / SOURCES_DIR, dest / SOURCES_DIR, ignore=_hadoop_checksums)
+    if (source / STATE_DIR).is_dir():
+        shutil.copytree(source / STATE_DIR, dest / STATE_DIR, ignore=lambda _d, names: _later_versions(names, n + 1))
+
+
+def _hadoop_checksums(_folder: str, names: list[str]) -> set[str]:
+    return {name for name in names if name.startswith(".") and name.endswith(".crc")}
+
+
+def _later_versions(names: list[str], newest: int) -> set[str]:
+    """The state store files of versions above ``newest`` (and their checksum files)."""
+    out = set()
+    for name in names:
+        m = _STATE_FILE.fullmatch(name.lstrip("."))
+        if m is not None and int(m.group(1)) > newest:
+            out.add(name)
+    return out
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    crc = path.with_name(f".{path.name}.crc")
+    if crc.exists():
+        crc.unlink()
+    path.write_bytes(data)
+
+
+def _write_file_atomically(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.mm2ctl-{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.link(tmp, path)  # fails if path appeared meanwhile: never over a file
+    except FileExistsError as exc:
+        raise SparkCheckpointError(str(path), "exists already: mm2ctl never writes over a file") from exc
+    except OSError as exc:
+        raise SparkCheckpointError(str(path), f"cannot be written ({exc.strerror})") from exc
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _fsync_tree(root: Path) -> None:
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            with open(os.path.join(folder, name), "rb") as fh:
+                os.fsync(fh.fileno())
