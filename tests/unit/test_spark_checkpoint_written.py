@@ -9,7 +9,6 @@ the Kafka source's reading of them is the lab test's to prove."""
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 
 from mm2ctl.core.errors import SparkCheckpointError
 from mm2ctl.core.spark_checkpoint import LocalCheckpointFiles, read_checkpoint
+from mm2ctl.core.spark_checkpoint_write import write_copy
 from mm2ctl.inspector.spark_checkpoint_hadoop import hadoop_checkpoint_files
 
 pytestmark = pytest.mark.spark
@@ -91,14 +91,11 @@ def test_the_same_checkpoint_read_through_hadoop(spark: Any, stateful_checkpoint
 def test_a_query_resumes_on_the_copy_with_its_state(
     spark: Any, stateful_checkpoint: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    """The copy of docs/spark_checkpoints.md ("3b"), the offset lines kept (a file source has nothing to
-    translate): offsets/N-1 holds batch N's lines under its own metadata, commits and state copied."""
+    """The copy apply writes (``write_copy``), the offset lines kept (a file source has nothing to translate):
+    offsets/N-1 holds batch N's lines under its own metadata, commits and state copied."""
     source, checkpoint = stateful_checkpoint
     copy = tmp_path / "copy"
-    shutil.copytree(checkpoint, copy, ignore=shutil.ignore_patterns("*.crc"))
-    previous = (checkpoint / "offsets" / "0").read_text().split("\n")
-    last = (checkpoint / "offsets" / "1").read_text().split("\n")
-    (copy / "offsets" / "0").write_text("\n".join([*previous[:2], *last[2:]]))
+    write_copy(checkpoint, read_checkpoint(LocalCheckpointFiles(checkpoint)), {}, copy)
 
     _write_input(source, "c.json", ["y", "w"])
     assert _run_counts(spark, source, copy, "counts_copy") == {"x": 3, "y": 2, "z": 1, "w": 1}
