@@ -32,6 +32,7 @@ from mm2ctl.cli.options import (
     Quiet,
     Secrets,
     SetupOptions,
+    SparkCheckpoints,
     SparkConf,
     SparkMaster,
     SparkRemote,
@@ -100,6 +101,7 @@ def inspect(
     spark_conf: SparkConf = None,
     remote: SparkRemote = None,
     exact: Exact = False,
+    spark_checkpoint: SparkCheckpoints = None,
     watch: float | None = typer.Option(
         None,
         "--watch",
@@ -116,6 +118,9 @@ def inspect(
     gives every (pair, group, topic, partition) a status: Aiven's six messages verbatim, plus target_ahead,
     stale_sync, no_offset_syncs, remote_topic_missing, target_group_active and not_yet_copied (MM2 has not
     copied up to the group's position; needs MM2's position, see below).
+
+    A Structured Streaming query reading Kafka keeps its position in its checkpoint, not in a group: each
+    --spark-checkpoint gives its Kafka sources rows like a group's, named spark:<query id>.
 
     Every replicated source partition gets a row too: MM2's next offset to copy (from the Connect worker's
     MirrorSourceConnector offsets, or dedicated-mode MM2's offsets topic), its lag, the records lost to
@@ -145,6 +150,7 @@ def inspect(
         only_problems=only_problems,
         exact=exact,
         lag_threshold=lag_threshold,
+        spark_checkpoints=tuple(spark_checkpoint or ()),
     )
     say = terminal_progress(quiet=quiet)
     with contextlib.ExitStack() as stack:

@@ -5,6 +5,8 @@ What is read, per pair (docs/design.md, "Inspect"):
   offsets, on topics MM2 replicates (MM2's topic filter and internal-topic rules, then the user's regex);
 - earliest/latest of those source partitions, and of their **remote** partitions on the target;
 - the same groups' committed offsets and state on the target, under the remote topic names.
+- the Structured Streaming queries' positions (``--spark-checkpoint``), as groups of type ``spark_query`` that
+  have nothing on the target (``inspector.spark_query_rows``).
 
 Source and target lookups run side by side; each fans out through the admin facade, which keeps many
 requests in flight. The committed offsets come as columns from ``core.committed_offsets``, read in the driver
@@ -29,8 +31,10 @@ from mm2ctl.core.authorization import AUTHORIZATION_CODES, denial_text, is_denia
 from mm2ctl.core.committed_offsets import JvmAdmin, read_columns
 from mm2ctl.core.config import MM2Config, PairConfig
 from mm2ctl.core.progress import Progress
+from mm2ctl.core.spark_queries import QuerySource
 from mm2ctl.inspector.group_offset_tables import kept_rows, offsets_table, partitions_of, target_rows
 from mm2ctl.inspector.selection import Selection
+from mm2ctl.inspector.spark_query_rows import no_columns, query_columns, query_groups_table
 from mm2ctl.inspector.statuses import ACTIVE_GROUP_STATES
 from mm2ctl.inspector.typed_groups import TypedGroups, appended
 
@@ -143,7 +147,10 @@ def collect_pair_state(
     progress: Progress | None = None,
     timeout_s: float = 60.0,
     driver_jvm: DriverJvm = this_process_jvm,
+    queries: Sequence[QuerySource] = (),
 ) -> PairState:
+    """The pair's admin state (module docstring). ``queries``: Structured Streaming queries' Kafka sources that
+    join the groups, after them (``inspector.spark_query_rows``)."""
     say = progress or (lambda _m: None)
     name = pair.name
     source = KafkaAdmin.connect(pair.source_kafka_config, name=pair.source, timeout_s=timeout_s)
@@ -171,11 +178,14 @@ def collect_pair_state(
             say(f"{name}: {len(unmirrored)} share or streams group(s) match; reading their positions")
             committed = appended(committed, typed.positions(pair.source, unmirrored))
             described.update(typed.describe(pair.source, list(unmirrored)))
+        # Structured Streaming queries come last: their checkpoints' positions, asked for by name.
+        query_names = frozenset(qs.name for qs in queries)
+        committed = appended(committed, query_columns(queries))
 
         # Per group and per topic, not per offset: which rows MM2 mirrors and the user asked for.
         wanted = [
-            not selection.active_only or (d is not None and d.state in ACTIVE_GROUP_STATES)
-            for d in (described.get(g) for g in committed.groups)
+            g in query_names or not selection.active_only or (d is not None and d.state in ACTIVE_GROUP_STATES)
+            for g, d in ((g, described.get(g)) for g in committed.groups)
         ]
         kept = kept_rows(committed.table, wanted, lambda t: pair.replicates_topic(t) and selection.topic_ok(t))
         with_rows = set(np.unique(kept.column("group_index").to_numpy()).tolist())
@@ -192,12 +202,14 @@ def collect_pair_state(
         )
         source_bounds_f = pool.submit(source.partition_bounds, partitions)
         target_bounds_f = pool.submit(target.partition_bounds, remote_partitions)
-        mirrored = [g for g in groups if g not in unmirrored]  # the unmirrored come last (``appended``)
+        # The unmirrored groups, then the queries, come last (``appended``).
+        mirrored = [g for g in groups if g not in unmirrored and g not in query_names]
         target_described_f = pool.submit(target.describe_groups, mirrored)
         target_committed = read_columns(target, mirrored, jvm=_jvm(config, pair, pair.target, gateway))
         target_committed = appended(
             target_committed, typed.positions(pair.target, {g: unmirrored[g] for g in groups if g in unmirrored})
         )
+        target_committed = appended(target_committed, no_columns([g for g in groups if g in query_names]))
         source_bounds = source_bounds_f.result()
         target_bounds = target_bounds_f.result()
         target_described = target_described_f.result()
@@ -221,6 +233,8 @@ def collect_pair_state(
     for i in failed:
         target_errors[i] = _err(target_committed.errors[i], target_side, "group", groups[i])
     target_group_offsets = offsets_table(name, target_found, groups, target_errors, written_by=True)
+    kafka_groups = [g for g in groups if g not in query_names]
+    inspected_queries = [g for g in groups if g in query_names]
     return PairState(
         pair=pair,
         read_at=read_at,
@@ -228,12 +242,21 @@ def collect_pair_state(
         source_partitions=source_partitions,
         target_partitions=target_partitions,
         target_group_offsets=target_group_offsets,
-        source_groups=_groups_table(name, described, groups, source_side, source_types),
+        source_groups=_with_queries(
+            _groups_table(name, described, kafka_groups, source_side, source_types), name, inspected_queries
+        ),
         # A group that does not exist on the target yet comes back Dead with no members: not an error.
-        target_groups=_groups_table(name, target_described, groups, target_side, target_types),
+        target_groups=_with_queries(
+            _groups_table(name, target_described, kafka_groups, target_side, target_types), name, inspected_queries
+        ),
         source_topics=frozenset(source_topics),
         target_topics=frozenset(target_topics),
     )
+
+
+def _with_queries(table: pa.Table, pair: str, queries: Sequence[str]) -> pa.Table:
+    """A group-states table with the queries' rows after the groups'."""
+    return pa.concat_tables([table, query_groups_table(pair, queries)]) if queries else table
 
 
 def _bounds_table(

@@ -16,6 +16,7 @@ from mm2ctl.core.config import PairConfig
 from mm2ctl.core.group_admin import UNMIRRORED_TYPES
 from mm2ctl.core.translation_methods import EXACT_METHODS
 from mm2ctl.inspector import statuses
+from mm2ctl.inspector.spark_query_rows import SPARK_QUERY_TYPE
 from mm2ctl.inspector.sql_text import Statement, moment
 from mm2ctl.inspector.statuses import Blocking, Status
 
@@ -162,6 +163,8 @@ def _explanation(q: Statement) -> str:
     untranslatable = "committed_offset IS NOT NULL AND translated_offset IS NULL"
     return (
         f"CASE WHEN status = '{Status.NOT_YET_COPIED.value}' THEN {_not_copied_explanation(q)} "
+        f"WHEN status = '{Status.NOT_CHECKPOINTED.value}' AND group_type = '{SPARK_QUERY_TYPE}' "
+        f"THEN {q.value(QUERY_EXPLANATION)} "
         f"WHEN status = '{Status.NOT_CHECKPOINTED.value}' THEN {_unmirrored_explanation(q)} "
         f"WHEN {untranslatable} AND status = '{Status.NO_OFFSET_SYNCS.value}' THEN {none} "
         f"WHEN {untranslatable} AND oldest_sync_upstream IS NOT NULL AND status = '{Status.NOT_SYNCED.value}' "
@@ -206,6 +209,15 @@ def _unmirrored_explanation(q: Statement) -> str:
     return f"concat({never}, group_type, {none_there}, {q.value(RUN_PLAN)}, {redelivers}, '.')"
 
 
+QUERY_EXPLANATION = (
+    "A Spark Structured Streaming query (--spark-checkpoint): its position is its checkpoint's last committed "
+    "batch, not a committed offset in Kafka, so MM2 never checkpoints it; mm2ctl translates its position "
+    "(translated_offset). Started on the target without it, the query starts at its startingOffsets (latest by "
+    "default: the log end), which the replay and skip columns count; plan failover with --spark-checkpoint moves "
+    "it to the translated position."
+)
+
+
 def _copy_position() -> tuple[str, str]:
     """SQL for ``P``, MM2's copy position (``inspector.statuses``; null when MM2's position is unknown), and
     for the records MM2 still has to copy up to the group's position ``c - P``, at least 0 (null without ``P``,
@@ -228,6 +240,16 @@ def _copy_position() -> tuple[str, str]:
 def _messages(q: Statement, others_synced: bool) -> str:
     return q.map_of(
         {code.value: statuses.aiven_message(code, others_synced) or statuses.OWN_MESSAGES[code] for code in Status}
+    )
+
+
+def _message(q: Statement) -> str:
+    """SQL: a row's message, by its status (Aiven's variant by whether other partitions are synced); a
+    Structured Streaming query's own when MM2 never checkpoints it."""
+    query = f"status = '{Status.NOT_CHECKPOINTED.value}' AND group_type = '{SPARK_QUERY_TYPE}'"
+    return (
+        f"CASE WHEN {query} THEN {q.value(statuses.NOT_CHECKPOINTED_QUERY_MESSAGE)} "
+        f"WHEN _others_synced THEN {_messages(q, True)}[status] ELSE {_messages(q, False)}[status] END"
     )
 
 
@@ -258,11 +280,11 @@ def classify(
     Output: ``schemas.CLASSIFIED_SCHEMA`` (Aiven's columns first, in its order).
     """
     q = Statement()
-    unmirrored = f"coalesce(group_type IN ({q.values(sorted(UNMIRRORED_TYPES))}), false)"
-    # MM2 never writes a share or streams group: it is judged by whatever the target holds, else by where the
-    # group starts without a position (``inspector.statuses``, ``not_checkpointed``).
+    unmirrored = f"coalesce(group_type IN ({q.values(sorted(UNMIRRORED_TYPES | {SPARK_QUERY_TYPE}))}), false)"
+    # MM2 never writes a share or streams group, nor a Structured Streaming query: it is judged by whatever the
+    # target holds, else by where it starts without a position (``inspector.statuses``, ``not_checkpointed``).
     mm2_judged = "target_offset" if sync_group_offsets_enabled else "checkpoint_offset"
-    reset = "CASE WHEN group_type = 'share' THEN target_latest ELSE target_earliest END"
+    reset = f"CASE WHEN group_type IN ('share', '{SPARK_QUERY_TYPE}') THEN target_latest ELSE target_earliest END"
     judged_sql = f"CASE WHEN {unmirrored} THEN coalesce(target_offset, {reset}) ELSE {mm2_judged} END"
     judged = "_judged"
     active_states = q.values(sorted(s.upper() for s in statuses.ACTIVE_GROUP_STATES))
@@ -332,7 +354,7 @@ def classify(
       target_earliest < target_latest AS target_has_data,
       status IN ({ok}) AS is_ok,
       {blocking} AS blocking_component,
-      CASE WHEN _others_synced THEN {_messages(q, True)}[status] ELSE {_messages(q, False)}[status] END AS message,
+      {_message(q)} AS message,
       status, remote_topic, translated_offset, translation_method, checkpoint_offset, checkpoint_timestamp,
       sync_count,
       CASE WHEN {both} AND {exact} THEN greatest({gap}, {zero}) END AS replay_if_failover_now,

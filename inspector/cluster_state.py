@@ -18,11 +18,13 @@ from mm2ctl.core.config import MM2Config, PairConfig
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.flow_conditions import FlowCondition
 from mm2ctl.core.progress import Progress, no_progress
+from mm2ctl.core.spark_queries import QuerySource
 from mm2ctl.inspector import flow_states
 from mm2ctl.inspector.admin_state import DriverJvm, PairState, collect_pair_state, this_process_jvm
 from mm2ctl.inspector.internal_topics import TopicSnapshot, Unreadable, snapshot
 from mm2ctl.inspector.replication_state import ReplicationState, collect_replication_state
 from mm2ctl.inspector.selection import Selection
+from mm2ctl.inspector.spark_query_rows import assign_queries
 
 
 def select_pairs(config: MM2Config, names: Sequence[str]) -> list[PairConfig]:
@@ -78,14 +80,16 @@ def read_pair(
     progress: Progress = no_progress,
     conditions: Sequence[FlowCondition] | None = None,
     driver_jvm: DriverJvm = this_process_jvm,
+    queries: Sequence[QuerySource] = (),
 ) -> PairRead:
     """The pair's admin state, MM2's position (read first: it only moves forward) and its internal topics'
     snapshots, taken after the group offsets so that no sync a group offset needs is missed; and the flow's
     conditions, unless the caller has them (``conditions``: they sample the source topics). The committed
-    offsets are read in the JVM ``driver_jvm`` gives, when it gives one."""
+    offsets are read in the JVM ``driver_jvm`` gives, when it gives one. ``queries``: the Structured Streaming
+    queries' Kafka sources inspected as groups of this pair."""
     progress(f"{pair.name}: reading admin state")
     replication = collect_replication_state(config, pair, selection, connect, progress=progress)
-    state = collect_pair_state(config, pair, selection, progress=progress, driver_jvm=driver_jvm)
+    state = collect_pair_state(config, pair, selection, progress=progress, driver_jvm=driver_jvm, queries=queries)
     with ThreadPoolExecutor(max_workers=3, thread_name_prefix=f"snapshot-{pair.name}") as pool:
         syncs = pool.submit(_snapshot, config, pair, pair.offset_syncs_cluster, pair.offset_syncs_topic)
         observed = None
@@ -112,9 +116,12 @@ def read_cluster_state(
     progress: Progress = no_progress,
     conditions: Mapping[str, Sequence[FlowCondition]] | None = None,
     driver_jvm: DriverJvm = this_process_jvm,
+    queries: Sequence[QuerySource] = (),
 ) -> ClusterState:
-    """Every pair as ``read_pair`` reads it; ``conditions`` per pair name when the caller has them."""
+    """Every pair as ``read_pair`` reads it; ``conditions`` per pair name when the caller has them. Each of
+    ``queries`` goes to every pair whose flow mirrors all its topics (``spark_query_rows.assign_queries``)."""
     known = conditions or {}
+    assigned = assign_queries(queries, pairs)
     return ClusterState(
         tuple(
             read_pair(
@@ -125,6 +132,7 @@ def read_cluster_state(
                 progress=progress,
                 conditions=known.get(pair.name),
                 driver_jvm=driver_jvm,
+                queries=assigned[pair.name],
             )
             for pair in pairs
         )

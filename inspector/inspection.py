@@ -40,6 +40,7 @@ from mm2ctl.inspector.pair_topics import Numbering, PairTopics, tasks_for
 from mm2ctl.inspector.result import ORDER, PARTITION_ORDER, InspectionResult, TopicNote, summarize
 from mm2ctl.inspector.selection import InspectOptions
 from mm2ctl.inspector.spark_compat import frame_from_arrow, to_arrow
+from mm2ctl.inspector.spark_query_rows import read_queries
 from mm2ctl.inspector.task_progress import counting_tasks
 from mm2ctl.inspector.translation import translate
 
@@ -133,8 +134,10 @@ class Inspector:
 
     def read_cluster_state(self, progress: Progress = no_progress) -> ClusterState:
         """What a run reads on the driver. The flows' conditions are observed again once they are
-        ``CONDITIONS_TTL_S`` old: finding them samples the source topics, and they change with the setup."""
+        ``CONDITIONS_TTL_S`` old: finding them samples the source topics, and they change with the setup. The
+        Structured Streaming checkpoints are read again: their queries move on."""
         fresh = time.monotonic() - self._conditions_at < CONDITIONS_TTL_S
+        queries = read_queries(self.options.spark_checkpoints, lambda: self.spark)
         state = read_cluster_state(
             self.config,
             self.pairs,
@@ -142,6 +145,7 @@ class Inspector:
             connect=self.connect,
             progress=progress,
             conditions=self._conditions if fresh else None,
+            queries=queries,
         )
         if not fresh:
             self._conditions = {read.pair.name: read.conditions for read in state.pairs}

@@ -25,6 +25,7 @@ def _parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--active-only", action="store_true")
     parser.add_argument("--only-problems", action="store_true")
     parser.add_argument("--exact", action="store_true")
+    parser.add_argument("--spark-checkpoint", action="append", default=[])
     parser.add_argument("--format", choices=["csv", "json", "parquet"], default="parquet")
     parser.add_argument("--output", required=True)
     return parser.parse_args(argv)
@@ -50,6 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             selection=Selection(groups=args.groups, topics=args.topics, active_only=args.active_only),
             only_problems=args.only_problems,
             exact=args.exact,
+            spark_checkpoints=tuple(args.spark_checkpoint),
         )
         source = ConfigSource(
             mm2_config=args.mm2_config,

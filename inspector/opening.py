@@ -9,7 +9,9 @@ spark-submit job), so each gets the same steps in the same order:
    compiler by a quick probe, and reads the state while Spark starts (``session.SessionStart``), its groups'
    committed offsets in that JVM once it is up;
 3. the session starts: embedded, on a cluster master, under ``spark-submit``, or on a Spark Connect server;
-4. the cluster state is read once and handed to the inspector's first run;
+4. the cluster state is read once and handed to the inspector's first run, with the Structured Streaming
+   queries' positions (``--spark-checkpoint``: a local checkpoint read before Spark starts, one on another file
+   system through the session's Hadoop file system);
 5. on the way out the inspector is always closed; a live session's JVM is stopped (the exporter's SIGTERM
    ends Spark too), and a one-shot run that made the class archive keeps it (``SessionStart.finish``).
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +28,7 @@ from mm2ctl.connect_client import ConnectClient
 from mm2ctl.core.config import MM2Config
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.progress import Progress, no_progress
+from mm2ctl.core.spark_queries import QuerySource
 from mm2ctl.inspector.cluster_state import ClusterState, read_cluster_state
 from mm2ctl.inspector.driver_sizing import driver_java_options_for, driver_memory_for, probe
 from mm2ctl.inspector.inspection import InspectOptions, Inspector, Preflight, preflight
@@ -39,6 +42,7 @@ from mm2ctl.inspector.session import (
     submitted_shuffle_partitions,
     under_spark_submit,
 )
+from mm2ctl.inspector.spark_query_rows import all_local, read_queries
 
 #: What an inspection on a Spark Connect server leaves to the server (``inspector.remote_session``).
 REMOTE_LIMITS = (
@@ -76,6 +80,7 @@ def _sized(
     *,
     live: bool,
     connect: ConnectClient | None,
+    queries: Sequence[QuerySource],
 ) -> tuple[dict[str, str], ClusterState | None]:
     """The Spark settings with the driver JVM's sizing added (the user's own win), and the cluster state when
     sizing had to read it first."""
@@ -85,7 +90,7 @@ def _sized(
     if live:
         if DRIVER_MEMORY in conf and DRIVER_JAVA_OPTIONS in conf:
             return conf, None
-        state = read_cluster_state(config, checked.pairs, options.selection, connect=connect)
+        state = read_cluster_state(config, checked.pairs, options.selection, connect=connect, queries=queries)
         conf.setdefault(DRIVER_MEMORY, driver_memory_for(state))
         conf.setdefault(DRIVER_JAVA_OPTIONS, driver_java_options_for(state))
         return conf, state
@@ -111,15 +116,27 @@ def open_inspection(
     checked = preflight(config, options)
     if SHUFFLE_PARTITIONS in place.conf:
         options = dataclasses.replace(options, size_shuffles=False)
-    conf, state = _sized(config, checked, options, place, live=live, connect=connect)
+    # Local checkpoints are read before Spark starts (a bad one fails at once); the others need the session.
+    early = all_local(options.spark_checkpoints)
+    queries = read_queries(options.spark_checkpoints) if early else ()
+    conf, state = _sized(config, checked, options, place, live=live, connect=connect, queries=queries)
     if place.remote is None:
         progress("starting Spark")
     else:
         progress(f"on the Spark Connect server at {place.remote}: {REMOTE_LIMITS}")
     start = SessionStart(place.master, conf, jvm_log=jvm_log, share_classes=not live, remote=place.remote)
+    if not early:
+        progress("reading the Structured Streaming checkpoints through Spark")
+        queries, state = read_queries(options.spark_checkpoints, start.result), None
     if state is None:
         state = read_cluster_state(
-            config, checked.pairs, options.selection, connect=connect, progress=progress, driver_jvm=start.gateway
+            config,
+            checked.pairs,
+            options.selection,
+            connect=connect,
+            progress=progress,
+            driver_jvm=start.gateway,
+            queries=queries,
         )
     spark = start.result()
     if under_spark_submit() and submitted_shuffle_partitions(spark):

@@ -47,3 +47,6 @@ class InspectOptions:
     lag_threshold: int = DEFAULT_LAG_THRESHOLD
     #: Set ``spark.sql.shuffle.partitions`` for each run from its size (off when the user chose it).
     size_shuffles: bool = True
+    #: Structured Streaming checkpoints whose Kafka sources get rows like a group's (``spark_query_rows``),
+    #: read again at every run.
+    spark_checkpoints: tuple[str, ...] = ()

@@ -61,6 +61,10 @@ Precedence (first match wins)
                              applies (MM2 writes no offset of theirs to be blocked). A share group's start
                              offset is not its position: records it acknowledged past it are delivered
                              again after any failover, so its replay is a bound (at least), never exact.
+                             A Structured Streaming query (``inspect --spark-checkpoint``, group type
+                             ``spark_query``) is too: its position is its checkpoint's, not a committed offset
+                             in Kafka. ``J`` is the target's log end, where a query started on the target
+                             without a translated position starts (``startingOffsets`` defaults to latest).
 5. ``target_ahead``          ``J > T``: resuming on the target skips messages (IdentityReplicationPolicy
                              "replication without translation", or a source group reset backwards).
 6. ``stale_sync``            ``T - J`` beyond the slack above: resuming replays more than MM2 should.
@@ -206,6 +210,11 @@ NOT_CHECKPOINTED_MESSAGE = (
     "Not translated by MirrorMaker 2: this is a share or streams group, which MM2 never checkpoints, so after a "
     "failover through MM2 alone the group starts from its reset policy; plan failover translates it, proven by "
     "content."
+)
+
+NOT_CHECKPOINTED_QUERY_MESSAGE = (
+    "Not translated by MirrorMaker 2: this is a Spark Structured Streaming query, whose position is in its "
+    "checkpoint, not in Kafka, so MM2 never checkpoints it; mm2ctl translates it (translated_offset)."
 )
 
 
