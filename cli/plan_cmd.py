@@ -382,6 +382,9 @@ def plan_failback_cmd(
         False, "--allow-rewind", help="Also write group partitions whose offset on A would move backwards."
     ),
     fallback: str = _FALLBACK,
+    spark_checkpoint: SparkCheckpoints = None,
+    spark_form: SparkForm = "auto",
+    spark_output: SparkOutput = None,
     export_csv: Path | None = _EXPORT_CSV,
     connect_url: ConnectUrls = None,
     connect_user: ConnectUser = None,
@@ -397,12 +400,14 @@ def plan_failback_cmd(
     through A->B's offset syncs read backwards (or a reverse flow B->A for records produced on B), written on A."""
     from mm2ctl.plans.failover_csv import write_failover_csv
     from mm2ctl.plans.planners.failback import FailbackOptions, plan_failback
+    from mm2ctl.plans.planners.spark_queries import SparkRequest
 
     c = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
     live = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).live_state(c)
     b = PlanBuilder(live, PlanKind.FAILBACK)
+    spark = SparkRequest(tuple(spark_checkpoint or ()), spark_form, None if spark_output is None else str(spark_output))
     options = FailbackOptions(
-        pair=pair, groups=groups, topics=topics, allow_rewind=allow_rewind, fallback=_fallback(fallback)
+        pair=pair, groups=groups, topics=topics, allow_rewind=allow_rewind, fallback=_fallback(fallback), spark=spark
     )
     with terminal_progress() as progress:
         plan, report = plan_failback(b, options, progress=progress)
@@ -411,12 +416,15 @@ def plan_failback_cmd(
     if as_json:
         doc = json.loads(dump_plan_json(plan))
         rewinds = [{"group": r.group, "topic": r.target_topic, "partition": r.partition} for r in report.rewinds]
+        rows = failover_rows_json(report)
+        queries = spark_queries_json(report.queries)
         typer.echo(
-            json.dumps({"plan": doc, "rows": failover_rows_json(report), "rewinds_not_written": rewinds}, indent=2)
+            json.dumps({"plan": doc, "rows": rows, "rewinds_not_written": rewinds, "spark_queries": queries}, indent=2)
         )
     else:
         header = "offset on the target -> offset on the source"
-        typer.echo(render_plan(plan) + "\n" + failover_rows(report, header=header) + f"\n  written to {out}")
+        rows_text = failover_rows(report, header=header) + spark_queries_table(report.queries)
+        typer.echo(render_plan(plan) + "\n" + rows_text + f"\n  written to {out}")
         if exported is not None:
             typer.echo(f"  {exported} row(s) exported to {export_csv}")
     _exit(plan, detailed)

@@ -1,5 +1,5 @@
 """A Spark Structured Streaming checkpoint as mm2ctl reads it: the last committed batch and its Kafka sources'
-offsets (docs/spark_checkpoints.md).
+offsets (docs/design.md, "Spark queries").
 
 A checkpoint written by Spark 3.5, 4.0 or 4.1 holds, under its root:
 
@@ -18,7 +18,7 @@ Batch files are the entries whose whole name is a decimal number (``HDFSMetadata
 temporary and checksum files (``.0.crc``, ``.0.<uuid>.tmp``) are not batches.
 
 Nothing here writes. The checkpoint is read through :class:`CheckpointFiles`, so the same reader serves a local
-folder (:class:`LocalCheckpointFiles`) and, later, any file system Spark's Hadoop configuration reaches.
+folder (:class:`LocalCheckpointFiles`) and any file system Spark's Hadoop configuration reaches (``inspector.spark_checkpoint_hadoop``).
 """
 
 from __future__ import annotations

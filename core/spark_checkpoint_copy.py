@@ -1,6 +1,5 @@
-"""The translated copy of a Structured Streaming checkpoint (form 3b of issue 37): whether a checkpoint allows
-one, and the bytes of the files the copy rewrites (docs/spark_checkpoints.md, "3b: a new checkpoint beside the
-old one").
+"""The translated copy of a Structured Streaming checkpoint (the checkpoint form): whether a checkpoint allows
+one, and the bytes of the files the copy rewrites (docs/design.md, "The checkpoint form").
 
 The conditions that need the flow (an exact translation of every partition, the identity policy, the same
 partitions on the target, MM2 having copied up to the translated offsets) are the planner's; the ones the

@@ -1,5 +1,5 @@
 """The ``startingOffsets`` JSON of Spark's Kafka source: where a new query on the target's topics starts
-(docs/spark_checkpoints.md, form 3a).
+(docs/design.md, "The JSON form").
 
 Spark reads it with ``JsonUtils.partitionOffsets``: ``{"topic":{"partition":offset}}``, partitions as JSON
 strings, offsets as numbers, ``-2`` meaning the partition's earliest offset and ``-1`` its latest. When a query

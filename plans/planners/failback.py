@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from mm2ctl.core.admin import TP
 from mm2ctl.core.config import PairConfig
@@ -43,6 +44,7 @@ from mm2ctl.core.positions import Fallback, Sides, locate
 from mm2ctl.core.progress import Progress, count, no_progress
 from mm2ctl.core.record_sources import KafkaRecords, OffsetsForTimes
 from mm2ctl.core.records import PartitionReader
+from mm2ctl.core.spark_queries import query_positions
 from mm2ctl.core.timestamp_lookup import by_timestamp
 from mm2ctl.core.translation import DEFAULT_WINDOW, Bounds, Sync, inverted, verified
 from mm2ctl.plans.document import Plan, PlanKind
@@ -55,6 +57,7 @@ from mm2ctl.plans.planners.failover_checks import note_share_groups, note_untran
 from mm2ctl.plans.planners.failover_reads import bounds_of, committed_positions
 from mm2ctl.plans.planners.failover_translation import FailoverRow
 from mm2ctl.plans.planners.failover_writes import needs_write, write_group_offsets
+from mm2ctl.plans.planners.spark_queries import SparkRequest, plan_queries, read_queries, split_rows
 
 #: The phase ``plan_failback`` counts (``core.progress.count``): partitions on B whose groups are translated.
 FAILBACK_PHASE = "partitions translated back"
@@ -75,6 +78,8 @@ class FailbackOptions:
     allow_rewind: bool = False
     #: What translates a position no offset sync lies at or below (A's and B's records must be readable).
     fallback: Fallback = Fallback.TIMESTAMP
+    #: The Spark queries reading B's remote topics to move back with the groups (``--spark-checkpoint``).
+    spark: SparkRequest = field(default_factory=SparkRequest)
 
 
 @dataclass
@@ -152,8 +157,9 @@ def plan_failback(
     b.kind = PlanKind.FAILBACK
     b.pair = opts.pair
 
+    queries = read_queries(opts.spark, partial(_remote_of, flow), flow) if opts.spark.checkpoints else []
     progress(f"reading the groups' committed offsets on {bb}")
-    positions = _positions_on_b(b, flow, selected_groups, selected_topics)
+    positions = {**_positions_on_b(b, flow, selected_groups, selected_topics), **query_positions(queries)}
     if not positions:
         raise PlanError(
             f"no committed offsets on {bb} of groups matching {opts.groups!r} on remote topics of {opts.pair} "
@@ -203,6 +209,7 @@ def plan_failback(
             report.rows.append(_translate_back(current, group, t, flow, rev, opts.fallback))
     count(progress, FAILBACK_PHASE, len(b_parts), len(b_parts))
     report.rows.sort(key=lambda row: (row.group, row.source_topic, row.partition))
+    report.rows, query_rows = split_rows(report.rows)
 
     progress(f"reading the groups' state and offsets on {a}")
     report.rows = _with_state_on_a(b, a, report, a_bounds, opts.allow_rewind)
@@ -229,13 +236,21 @@ def plan_failback(
         if row.method is not None:
             methods[row.method.value] = methods.get(row.method.value, 0) + 1
     b.notes.append("translation methods: " + (", ".join(f"{m}={n}" for m, n in sorted(methods.items())) or "none"))
-    if not writes:
+    report.queries = plan_queries(b, a, opts.spark, queries, query_rows)
+    if not writes and not report.queries:
         b.notes.append("nothing to write")
-    return b.build(f"fail {len(writes)} group(s) back from {bb} to {a}"), report
+    what = f"{len(writes)} group(s)" + (f" and {len(report.queries)} Spark query(ies)" if report.queries else "")
+    return b.build(f"fail {what} back from {bb} to {a}"), report
 
 
 def _upstream_name(flow: PairConfig, remote: str) -> str:
     return flow.upstream_topic(remote) or remote
+
+
+def _remote_of(flow: PairConfig, remote: str) -> bool:
+    """Is ``remote`` a topic of B that ``flow`` (A->B) mirrored from A?"""
+    upstream = flow.upstream_topic(remote)
+    return upstream is not None and flow.remote_topic(upstream) == remote and flow.replicates_topic(upstream)
 
 
 def _positions_on_b(
@@ -244,13 +259,7 @@ def _positions_on_b(
     """group -> {(remote topic on B, partition): committed offset on B}, for the remote topics of the flow."""
 
     def wanted_topic(remote: str) -> bool:
-        upstream = flow.upstream_topic(remote)
-        return (
-            upstream is not None
-            and flow.remote_topic(upstream) == remote
-            and flow.replicates_topic(upstream)
-            and selected_topics.matches(upstream)
-        )
+        return _remote_of(flow, remote) and selected_topics.matches(_upstream_name(flow, remote))
 
     def wanted_group(group: str) -> bool:
         return flow.group_filter.matches(group) and selected_groups.matches(group)

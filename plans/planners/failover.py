@@ -149,7 +149,7 @@ def plan_failover(
     live = builder.live
     flow = live.mm2.pair(opts.pair)
     _begin(builder, flow, opts)
-    queries = read_queries(opts.spark, flow) if opts.spark.checkpoints else []
+    queries = read_queries(opts.spark, flow.replicates_topic, flow) if opts.spark.checkpoints else []
     syncs = _offset_syncs(builder, flow, opts, progress)
     checkpoints: dict[str, dict[TP, tuple[int, int]]] = {}
     if opts.source is Source.CHECKPOINTS or opts.source_unavailable:
@@ -184,7 +184,7 @@ def plan_failover(
     progress(f"reading the groups' state and offsets on {flow.target}")
     report.rows = with_target_state(builder, flow.target, report.rows, state.target_bounds, opts.allow_rewind)
     writes = _write_steps(builder, flow, opts, committed, report, state)
-    report.queries = plan_queries(builder, flow, opts.spark, queries, query_rows)
+    report.queries = plan_queries(builder, flow.target, opts.spark, queries, query_rows)
     what = f"{len(writes)} group(s)" + (f" and {len(report.queries)} Spark query(ies)" if report.queries else "")
     return builder.build(f"fail {what} over from {flow.source} to {flow.target}"), report
 

@@ -17,7 +17,7 @@ partitions are not all translated gets no step: it cannot start on the target wi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,11 +76,12 @@ class PlannedQuery:
     source_indexes: dict[str, int] = field(default_factory=dict)
 
 
-def read_queries(request: SparkRequest, flow: PairConfig) -> list[QuerySource]:
-    """Each checkpoint's Kafka sources (local folders or ``file:`` URIs), every topic mirrored by ``flow``."""
+def read_queries(request: SparkRequest, moves: Callable[[str], bool], flow: PairConfig) -> list[QuerySource]:
+    """Each checkpoint's Kafka sources (local folders or ``file:`` URIs), every topic one the plan ``moves``
+    across ``flow`` (a topic it mirrors on a failover, a remote topic of it on a failback)."""
     reads = [read_checkpoint(local_files(location)) for location in request.checkpoints]
     sources = query_sources(reads)
-    require_mirrored(sources, flow.replicates_topic, flow.name)
+    require_mirrored(sources, moves, flow.name)
     return sources
 
 
@@ -91,25 +92,26 @@ def split_rows(rows: Sequence[FailoverRow]) -> tuple[list[FailoverRow], list[Fai
 
 def plan_queries(
     b: PlanBuilder,
-    flow: PairConfig,
+    destination: str,
     request: SparkRequest,
     sources: Sequence[QuerySource],
     rows: Sequence[FailoverRow],
 ) -> list[PlannedQuery]:
-    """A ``spark_query_write`` step per checkpoint, from its sources' translated ``rows``, and its notes."""
+    """A ``spark_query_write`` step per checkpoint, from its sources' ``rows`` translated to ``destination`` (the
+    cluster the queries move to), and its notes."""
     by_name = {qs.name: qs for qs in sources}
-    target_topics = b.live.admin(flow.target).list_topics()
+    topics = b.live.admin(destination).list_topics() if sources else {}
     planned = []
     for location in dict.fromkeys(qs.read.location for qs in sources):
         mine = [qs for qs in sources if qs.read.location == location]
         query_rows = [r for r in rows if by_name[r.group].read.location == location]
-        planned.append(_plan_one(b, flow, request, mine, query_rows, target_topics))
+        planned.append(_plan_one(b, destination, request, mine, query_rows, topics))
     return planned
 
 
 def _plan_one(
     b: PlanBuilder,
-    flow: PairConfig,
+    destination: str,
     request: SparkRequest,
     sources: Sequence[QuerySource],
     rows: Sequence[FailoverRow],
@@ -130,9 +132,9 @@ def _plan_one(
             f"the Spark query at {read.location} has {len(missing)} partition(s) with no translated position: "
             f"{shown}; the query cannot start on the target without an offset for each"
         )
-    refusals = copy_refusals(read, local_files(read.location)) + _flow_refusals(flow, rows, target_topics)
+    refusals = copy_refusals(read, local_files(read.location)) + _flow_refusals(destination, rows, target_topics)
     form = _form(request.form, refusals, read.location)
-    output = _output(request, read.location, flow.target, form)
+    output = _output(request, read.location, destination, form)
     paths = json_outputs(output, [qs.source.index for qs in sources]).values() if form == "json" else [Path(output)]
     for path in paths:
         if path.exists():
@@ -158,7 +160,7 @@ def _plan_one(
         SparkCheckpointAt(location=read.location, batch_id=read.batch_id, digest=digest),
         before={"batch_id": read.batch_id, "query_id": read.query_id},
         after={"form": form, "output": output},
-        description=f"write the Spark query's position on {flow.target} "
+        description=f"write the Spark query's position on {destination} "
         + ("as startingOffsets" if form == "json" else "as a copy of its checkpoint")
         + f" to {output}, and read it back",
     )
@@ -181,8 +183,9 @@ def _source_of(row: FailoverRow, sources: Sequence[QuerySource]) -> QuerySource:
     return next(qs for qs in sources if qs.name == row.group)
 
 
-def _flow_refusals(flow: PairConfig, rows: Sequence[FailoverRow], target_topics: Mapping[str, int]) -> list[str]:
-    """Why the flow does not allow the checkpoint form for these rows (the checkpoint's own reasons aside)."""
+def _flow_refusals(destination: str, rows: Sequence[FailoverRow], target_topics: Mapping[str, int]) -> list[str]:
+    """Why the move to ``destination`` does not allow the checkpoint form for these rows (the checkpoint's own
+    reasons aside)."""
     reasons = []
     inexact = sorted({r.method.value for r in rows if r.method is not None and r.method.value not in EXACT_METHODS})
     if inexact:
@@ -193,7 +196,7 @@ def _flow_refusals(flow: PairConfig, rows: Sequence[FailoverRow], target_topics:
     renamed = sorted({r.source_topic for r in rows if r.target_topic != r.source_topic})
     if renamed:
         reasons.append(
-            f"the replication policy renames {', '.join(renamed)} on {flow.target}: a copy would need the query "
+            f"the replication policy renames {', '.join(renamed)} on {destination}: a copy would need the query "
             "changed, and state keyed on the topic would split"
         )
     named: dict[str, set[int]] = {}
@@ -202,7 +205,7 @@ def _flow_refusals(flow: PairConfig, rows: Sequence[FailoverRow], target_topics:
     for topic, parts in sorted(named.items()):
         if target_topics.get(topic) != len(parts) or parts != set(range(len(parts))):
             reasons.append(
-                f"{topic} has {target_topics.get(topic, 0)} partition(s) on {flow.target}, the checkpoint names "
+                f"{topic} has {target_topics.get(topic, 0)} partition(s) on {destination}, the checkpoint names "
                 f"{len(parts)}"
             )
     return reasons

@@ -1,6 +1,6 @@
 """A Structured Streaming checkpoint read by ``core.spark_checkpoint``: hand-made checkpoint folders written byte
 for byte as Spark 3.5-4.1 writes them (``OffsetSeqLog``, ``CommitLog``, ``StreamMetadata``,
-``KafkaSourceInitialOffsetWriter``; docs/spark_checkpoints.md), the last committed batch and its Kafka sources
+``KafkaSourceInitialOffsetWriter``; docs/design.md, "Spark queries"), the last committed batch and its Kafka sources
 found, and each malformed file refused with the file named."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The translated copy of a checkpoint (``core.spark_checkpoint_copy``, form 3b): which checkpoints allow one,
+"""The translated copy of a checkpoint (``core.spark_checkpoint_copy``): which checkpoints allow one,
 and the rewritten offset and initial-offset files, byte for byte as Spark writes them and read back by the
 reader."""
 

@@ -1,6 +1,6 @@
 """Checkpoints written by the installed Spark itself, read by ``core.spark_checkpoint``: a stateful query (a
 count per value over a file source, two batches), and the same on RocksDB with state store checkpoint format 2
-(Spark 4.0+). Then the copy the translated-checkpoint form makes (docs/spark_checkpoints.md, "3b"): the query
+(Spark 4.0+). Then the copy the translated-checkpoint form makes (docs/design.md, "The checkpoint form"): the query
 resumed on the copy runs the next batch only, with its state.
 
 The file source stands in for Kafka, which needs a broker: the offset lines are the only part that differs, and
