@@ -18,7 +18,8 @@ Batch files are the entries whose whole name is a decimal number (``HDFSMetadata
 temporary and checksum files (``.0.crc``, ``.0.<uuid>.tmp``) are not batches.
 
 Nothing here writes. The checkpoint is read through :class:`CheckpointFiles`, so the same reader serves a local
-folder (:class:`LocalCheckpointFiles`) and any file system Spark's Hadoop configuration reaches (``inspector.spark_checkpoint_hadoop``).
+folder (:class:`LocalCheckpointFiles`) and any file system Spark's Hadoop configuration reaches
+(``inspector.spark_checkpoint_hadoop``).
 """
 
 from __future__ import annotations
