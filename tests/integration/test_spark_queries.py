@@ -1,0 +1,209 @@
+"""``plan failover --spark-checkpoint`` + ``apply`` move a Structured Streaming query across a real MirrorMaker 2
+flow, proven by content (docs/spark_checkpoints.md, "The two forms of the result").
+
+Each case runs a real query on the embedded Spark session against a topic of the lab's source cluster, with
+``Trigger.AvailableNow`` and ``maxOffsetsPerTrigger`` (a few batches), stops it, produces more, waits until MM2
+has copied everything, plans and applies the failover, runs the query on the target from what mm2ctl wrote, and
+compares what both runs processed with what was produced: nothing lost, nothing processed twice. The topic's
+source offsets are ahead of its copy's by a different amount per partition (``spark_queries.SHIFT``), so a
+position that crossed untranslated would name other records.
+
+- (a) default replication policy: a stateless query; ``auto`` gives the ``startingOffsets`` JSON (the checkpoint
+  form needs the identity policy), and a new query on the remote topic starts from it.
+- (b) identity policy: a stateful query (per key a running count and the values counted); ``auto`` gives the
+  translated copy of the checkpoint, and the query resumes from it on the target with its state: its final
+  counts are the produced counts.
+- (c) a flow with offset syncs disabled: every position comes from the timestamp fallback, proven by content
+  (``timestamp_verified``); the JSON form, and still nothing lost or processed twice.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.lab.lab import LabInfo
+from tests.integration.spark_queries import (
+    PARTITIONS,
+    SHIFT,
+    Mirrored,
+    apply,
+    checkpoint_read,
+    compare,
+    final_counts,
+    mirrored_topic,
+    next_offsets,
+    plan_failover,
+    run_counting_query,
+    run_records_query,
+    sink_rows,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+FIRST, LATER = 60, 40  # records per partition before the query stops, and after
+#: Methods whose target offset is the copy of the record at the source position, proven by content.
+EXACT = {"verified_delta", "verified_search", "offset_sync_exact"}
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "state"
+    d.mkdir()
+    return d
+
+
+def _first_run_stops_mid_stream(m: Mirrored, values: list[str], checkpoint: Path, batches: int) -> None:
+    """The source run processed the first records, each once, in several batches, and its checkpoint's last
+    committed batch resumes right after them; then more records arrive."""
+    assert batches >= 2, batches
+    first = compare(Counter(v for p in PARTITIONS for _k, v in m.produced[p][:FIRST]), values)
+    assert first.exact, first
+    (source,) = checkpoint_read(checkpoint).kafka_sources
+    assert source.positions == {m.topic: {p: SHIFT[p] + FIRST for p in PARTITIONS}}, source.positions
+    m.produce(LATER)
+
+
+def _query_rows(m: Mirrored, query: dict[str, Any], target_topic: str, methods: set[str]) -> None:
+    """One row per partition: the query's source position, translated to the copy of the same record."""
+    rows = {r["partition"]: r for r in query["rows"]}
+    assert set(rows) == set(PARTITIONS), query["rows"]
+    for p, r in rows.items():
+        assert (r["source_topic"], r["target_topic"]) == (m.topic, target_topic), r
+        assert (r["source_offset"], r["target_offset"]) == (SHIFT[p] + FIRST, FIRST), r
+        assert r["method"] in methods, r
+
+
+def test_a_stateless_query_fails_over_by_starting_offsets_under_the_default_policy(
+    lab: LabInfo, spark: Any, tmp_path: Path, state_dir: Path
+) -> None:
+    m = mirrored_topic(lab, "sqa" + uuid.uuid4().hex[:6])
+    m.produce(FIRST)
+    checkpoint = tmp_path / "orders-query"
+    first = run_records_query(spark, lab.source.bootstrap, m.topic, checkpoint, tmp_path / "source.jsonl")
+    rows = sink_rows(first.sink)
+    assert next_offsets(rows, m.topic) == {p: SHIFT[p] + FIRST for p in PARTITIONS}
+    _first_run_stops_mid_stream(m, [r["value"] for r in rows], checkpoint, len(first.batches))
+    read = checkpoint_read(checkpoint)
+    m.wait_copied()
+
+    missing = tmp_path / "no-such-query"
+    code, doc, err = plan_failover(m, state_dir, missing)
+    assert code == ExitCode.SPARK_CHECKPOINT, (code, doc, err)
+    assert doc is None and str(missing) in err, (doc, err)
+
+    plan = state_dir / "plan.yaml"
+    code, doc, err = plan_failover(m, state_dir, checkpoint, plan=plan)
+    assert code == ExitCode.OK, err
+    assert doc is not None
+    (query,) = doc["spark_queries"]
+    assert (query["query_id"], query["batch_id"], query["form"]) == (read.query_id, read.batch_id, "json"), query
+    assert query["refusals"], query  # the checkpoint form needs the identity policy
+    output = tmp_path / f"orders-query.{m.flow.target_alias}.starting-offsets.json"
+    assert Path(query["output"]) == output, query
+    _query_rows(m, query, m.remote, EXACT)
+    assert not output.exists()  # a plan writes nothing
+
+    apply(plan, state_dir)
+    text = output.read_text(encoding="utf-8")
+    assert json.loads(text) == {m.remote: {str(p): FIRST for p in PARTITIONS}}
+    assert checkpoint_read(checkpoint) == read  # the old checkpoint is never touched
+
+    second = run_records_query(
+        spark, lab.target.bootstrap, m.remote, tmp_path / "orders-query-target", tmp_path / "target.jsonl",
+        starting_offsets=text,
+    )  # fmt: skip
+    assert second.batches, "the query on the target processed nothing"
+    on_target = sink_rows(second.sink)
+    assert {r["topic"] for r in on_target} == {m.remote}
+    result = compare(m.values(), (r["value"] for r in sink_rows(first.sink, second.sink)))
+    assert result.exact, result
+
+
+@pytest.mark.lab(policy="identity")
+def test_a_stateful_query_resumes_with_its_state_from_a_translated_checkpoint_under_the_identity_policy(
+    lab: LabInfo, spark: Any, tmp_path: Path, state_dir: Path
+) -> None:
+    m = mirrored_topic(lab, "sqb" + uuid.uuid4().hex[:6])
+    assert m.remote == m.topic
+    m.produce(FIRST)
+    checkpoint = tmp_path / "counts-query"
+    first = run_counting_query(spark, lab.source.bootstrap, m.topic, checkpoint, tmp_path / "source.jsonl")
+    counted = final_counts(first.sink)
+    assert {k: r["count"] for k, r in counted.items()} == m.counts(), counted
+    _first_run_stops_mid_stream(m, [v for r in counted.values() for v in r["values"]], checkpoint, len(first.batches))
+    read = checkpoint_read(checkpoint)
+    assert read.state_operators, read  # the count's state
+    m.wait_copied()
+
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    plan = state_dir / "plan.yaml"
+    code, doc, err = plan_failover(m, state_dir, checkpoint, "--spark-output", str(moved), plan=plan)
+    assert code == ExitCode.OK, err
+    assert doc is not None
+    (query,) = doc["spark_queries"]
+    assert (query["query_id"], query["batch_id"]) == (read.query_id, read.batch_id), query
+    assert (query["form"], query["refusals"]) == ("checkpoint", []), query
+    copy = moved / f"counts-query.{m.flow.target_alias}"
+    assert Path(query["output"]) == copy, query
+    _query_rows(m, query, m.topic, EXACT)
+    assert not copy.exists()  # a plan writes nothing
+
+    apply(plan, state_dir)
+    assert checkpoint_read(checkpoint) == read  # the old checkpoint is never touched
+    copied = checkpoint_read(copy)
+    assert (copied.query_id, copied.batch_id, copied.state_operators) == (
+        read.query_id,
+        read.batch_id,
+        read.state_operators,
+    )
+    assert [s.positions for s in copied.kafka_sources] == [{m.topic: {p: FIRST for p in PARTITIONS}}]
+
+    second = run_counting_query(spark, lab.target.bootstrap, m.topic, copy, tmp_path / "target.jsonl")
+    assert second.batches and min(second.batches) == read.batch_id + 1, second  # it resumed, not restarted
+    # The target run's own rows hold the totals: its state started from the source run's.
+    final = final_counts(second.sink)
+    assert {k: r["count"] for k, r in final.items()} == m.counts(), final
+    result = compare(m.values(), (v for r in final.values() for v in r["values"]))
+    assert result.exact, result
+
+
+def test_a_query_fails_over_by_timestamp_on_a_flow_with_offset_syncs_disabled(
+    lab: LabInfo, spark: Any, tmp_path: Path, state_dir: Path
+) -> None:
+    m = mirrored_topic(lab, "sqc" + uuid.uuid4().hex[:6], source_settings={"emit.offset-syncs.enabled": "false"})
+    assert m.flow.setup.offset_syncs_disabled
+    m.produce(FIRST)
+    checkpoint = tmp_path / "events-query"
+    first = run_records_query(spark, lab.source.bootstrap, m.topic, checkpoint, tmp_path / "source.jsonl")
+    rows = sink_rows(first.sink)
+    assert next_offsets(rows, m.topic) == {p: SHIFT[p] + FIRST for p in PARTITIONS}
+    _first_run_stops_mid_stream(m, [r["value"] for r in rows], checkpoint, len(first.batches))
+    m.wait_copied(syncs=False)
+
+    plan = state_dir / "plan.yaml"
+    code, doc, err = plan_failover(m, state_dir, checkpoint, "--spark-form", "json", plan=plan)
+    assert code == ExitCode.OK, err
+    assert doc is not None
+    (query,) = doc["spark_queries"]
+    assert query["form"] == "json", query
+    output = tmp_path / f"events-query.{m.flow.target_alias}.starting-offsets.json"
+    assert Path(query["output"]) == output, query
+    _query_rows(m, query, m.remote, {"timestamp_verified"})
+
+    apply(plan, state_dir)
+    text = output.read_text(encoding="utf-8")
+    assert json.loads(text) == {m.remote: {str(p): FIRST for p in PARTITIONS}}
+    second = run_records_query(
+        spark, lab.target.bootstrap, m.remote, tmp_path / "events-query-target", tmp_path / "target.jsonl",
+        starting_offsets=text,
+    )  # fmt: skip
+    result = compare(m.values(), (r["value"] for r in sink_rows(first.sink, second.sink)))
+    assert result.exact, result
