@@ -71,6 +71,20 @@ def test_a_missing_checkpoint_or_one_on_another_file_system_without_a_session_is
         read_queries(["s3a://bucket/ckpt"])
 
 
+def test_a_checkpoint_on_another_file_system_is_read_through_the_session_only_then(tmp_path: Path) -> None:
+    asked: list[str] = []
+
+    def connect_session() -> object:
+        asked.append("session")
+        return object()  # no driver JVM in this process, as a Spark Connect session
+
+    read_queries([_checkpoint(tmp_path / "q", [{"orders": {0: 1}}], "q")], connect_session)
+    assert asked == []
+    with pytest.raises(SparkCheckpointError, match="a Spark Connect session cannot read a checkpoint"):
+        read_queries(["hdfs://nn/ckpt"], connect_session)
+    assert asked == ["session"]
+
+
 def test_each_source_goes_to_every_pair_that_mirrors_all_its_topics(tmp_path: Path) -> None:
     config = mm2_config_from_text(MM2, path="mm2.properties")
     ab, ac = config.pair("a->b"), config.pair("a->c")
