@@ -34,6 +34,8 @@ from mm2ctl.plans.payloads import (
     GroupOffsetsWrite,
     OffsetSyncsBackup,
     OffsetSyncsTruncate,
+    SparkOffsetRow,
+    SparkQueryWrite,
     TranslateAfterCatchUp,
     TranslationMethod,
     WaitForCatchUp,
@@ -51,12 +53,13 @@ from mm2ctl.plans.preconditions import (
     NoPrecondition,
     OffsetsRecordsUnchanged,
     Precondition,
+    SparkCheckpointAt,
     TopicEndOffsetEquals,
     WorkerGroupHasNoMembers,
     iter_preconditions,
 )
 from mm2ctl.plans.steps import PAYLOAD_TYPES, Step, StepKind
-from mm2ctl.plans.targets import ConnectorTarget, GroupTarget, TopicPartitionsTarget
+from mm2ctl.plans.targets import ConnectorTarget, GroupTarget, SparkQueryTarget, TopicPartitionsTarget
 
 PLAN_ID = "0b6f7a3e-5a7c-4d43-9a43-6f1f1d2e9c10"
 CLUSTERS = {"A": "aaaaAAAAaaaaAAAAaaaaAA", "B": "bbbbBBBBbbbbBBBBbbbbBB"}
@@ -334,6 +337,31 @@ def every_step() -> list[Step]:
             NoPrecondition(),
             None,
             None,
+            True,
+            None,
+        ),
+        (
+            StepKind.SPARK_QUERY_WRITE,
+            SparkQueryTarget(location="/data/checkpoints/orders"),
+            SparkQueryWrite(
+                form="json",
+                output="/data/checkpoints/orders.B.starting-offsets.json",
+                batch_id=7,
+                rows=(
+                    SparkOffsetRow(
+                        source_index=0,
+                        source_topic="orders",
+                        target_topic="A.orders",
+                        partition=0,
+                        source_offset=1000,
+                        target_offset=998,
+                        method=TranslationMethod.VERIFIED_DELTA,
+                    ),
+                ),
+            ),
+            SparkCheckpointAt(location="/data/checkpoints/orders", batch_id=7, digest="0" * 64),
+            {"batch_id": 7, "query_id": "q"},
+            {"form": "json", "output": "/data/checkpoints/orders.B.starting-offsets.json"},
             True,
             None,
         ),
