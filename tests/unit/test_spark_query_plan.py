@@ -1,0 +1,69 @@
+"""What ``plan failover``/``failback`` decide for a Spark query's rows without a cluster
+(``plans.planners.spark_queries``): when the checkpoint form is offered, which form ``auto`` takes, and where the
+output goes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mm2ctl.core.errors import PlanError, SparkCheckpointError
+from mm2ctl.plans.payloads import TranslationMethod
+from mm2ctl.plans.planners.failover_translation import FailoverRow
+from mm2ctl.plans.planners.spark_queries import SparkRequest, _flow_refusals, _form, _output, split_rows
+
+
+def _row(topic: str, remote: str, partition: int, method: TranslationMethod, group: str = "spark:q") -> FailoverRow:
+    return FailoverRow(
+        group=group,
+        source_topic=topic,
+        target_topic=remote,
+        partition=partition,
+        source_offset=10,
+        target_offset=9,
+        before_offset=None,
+        method=method,
+        detail="",
+    )
+
+
+EXACT = TranslationMethod.VERIFIED_DELTA
+
+
+def test_the_checkpoint_form_needs_exact_rows_the_same_names_and_the_same_partitions() -> None:
+    same = [_row("orders", "orders", p, EXACT) for p in (0, 1)]
+    assert _flow_refusals("backup", same, {"orders": 2}) == []
+    renamed = [_row("orders", "primary.orders", p, EXACT) for p in (0, 1)]
+    assert _flow_refusals("backup", renamed, {"primary.orders": 2}) == [
+        "the replication policy renames orders on backup: a copy would need the query changed, and state keyed on "
+        "the topic would split"
+    ]
+    fallback = [_row("orders", "orders", 0, EXACT), _row("orders", "orders", 1, TranslationMethod.TIMESTAMP)]
+    assert "not translated exactly (timestamp)" in _flow_refusals("backup", fallback, {"orders": 2})[0]
+    assert _flow_refusals("backup", same, {"orders": 3}) == [
+        "orders has 3 partition(s) on backup, the checkpoint names 2"
+    ]
+
+
+def test_auto_takes_the_checkpoint_form_only_where_it_is_safe() -> None:
+    assert _form("auto", [], "/c") == "checkpoint"
+    assert _form("auto", ["a reason"], "/c") == "json"
+    assert _form("json", [], "/c") == "json"
+    with pytest.raises(SparkCheckpointError, match="no checkpoint copy can be made safely: a reason"):
+        _form("checkpoint", ["a reason"], "/c")
+    with pytest.raises(PlanError, match="--spark-form 'copy'"):
+        SparkRequest(("/c",), "copy")
+
+
+def test_the_output_goes_beside_the_checkpoint_or_to_the_folder_asked(tmp_path: Path) -> None:
+    assert _output(SparkRequest(), "/data/q1/", "backup", "json") == "/data/q1.backup.starting-offsets.json"
+    assert _output(SparkRequest(), "/data/q1", "backup", "checkpoint") == "/data/q1.backup"
+    assert _output(SparkRequest(output_dir=str(tmp_path)), "/data/q1", "primary", "checkpoint") == str(
+        tmp_path / "q1.primary"
+    )
+
+
+def test_rows_split_into_groups_and_queries() -> None:
+    group, query = _row("t", "t", 0, EXACT, group="billing"), _row("t", "t", 0, EXACT)
+    assert split_rows([group, query, group]) == ([group, group], [query])
