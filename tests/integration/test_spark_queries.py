@@ -75,6 +75,7 @@ def _query_rows(m: Mirrored, query: dict[str, Any], target_topic: str, methods: 
     rows = {r["partition"]: r for r in query["rows"]}
     assert set(rows) == set(PARTITIONS), query["rows"]
     for p, r in rows.items():
+        assert (r["name"], r["source_index"]) == (f"spark:{query['query_id']}", 0), r
         assert (r["source_topic"], r["target_topic"]) == (m.topic, target_topic), r
         assert (r["source_offset"], r["target_offset"]) == (SHIFT[p] + FIRST, FIRST), r
         assert r["method"] in methods, r
