@@ -22,6 +22,8 @@
 # the lab each release already runs: the first RELEASE resumes a stateful query from the translated checkpoint
 # copy (identity policy), the others start a new query from the startingOffsets file (default policy); its
 # timestamp-fallback case (offset syncs disabled) is the translation's, not the release's: pinned release only.
+# test_spark_checkpoint_written.py reads checkpoints each release writes and resumes a query with its state
+# on the copy apply writes (every release).
 # The standalone cluster runs on the pinned release only, in the main suite: submitting to it is
 # spark-submit's path, which test_inspect.py's spark-submit run covers on each release. The exporter's reconnection across a Connect server's restart is the exporter's behaviour,
 # not the release's: it runs on the pinned release only. The Connect server of 3.5.3 is left out: its
@@ -102,7 +104,7 @@ for release in "${releases[@]}"; do
   set +e
   MM2CTL_TEST_LAB_DIR="${MM2CTL_TEST_LAB_DIR:-/tmp}/spark-$release" "$work/venv/bin/python" -m pytest \
     -p no:cacheprovider \
-    tests/unit/test_spark_compat.py tests/unit/test_spark_packages.py \
+    tests/unit/test_spark_compat.py tests/unit/test_spark_packages.py tests/unit/test_spark_checkpoint_written.py \
     tests/integration/test_inspect.py tests/integration/test_spark_read.py \
     tests/integration/test_spark_queries.py \
     $connect -k "$flow and not server_restart and not offset_syncs_disabled"

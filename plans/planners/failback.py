@@ -57,7 +57,7 @@ from mm2ctl.plans.planners.failover_checks import note_share_groups, note_untran
 from mm2ctl.plans.planners.failover_reads import bounds_of, committed_positions
 from mm2ctl.plans.planners.failover_translation import FailoverRow
 from mm2ctl.plans.planners.failover_writes import needs_write, write_group_offsets
-from mm2ctl.plans.planners.spark_queries import SparkRequest, plan_queries, read_queries, split_rows
+from mm2ctl.plans.planners.spark_queries import SparkRequest, methods_note, plan_queries, read_queries, split_rows
 
 #: The phase ``plan_failback`` counts (``core.progress.count``): partitions on B whose groups are translated.
 FAILBACK_PHASE = "partitions translated back"
@@ -231,12 +231,8 @@ def plan_failback(
             )
             + (" ..." if len(report.rewinds) > 20 else "")
         )
-    methods: dict[str, int] = {}
-    for row in report.rows:
-        if row.method is not None:
-            methods[row.method.value] = methods.get(row.method.value, 0) + 1
-    b.notes.append("translation methods: " + (", ".join(f"{m}={n}" for m, n in sorted(methods.items())) or "none"))
     report.queries = plan_queries(b, a, opts.spark, queries, query_rows)
+    b.notes.append(methods_note([*report.rows, *query_rows]))
     if not writes and not report.queries:
         b.notes.append("nothing to write")
     what = f"{len(writes)} group(s)" + (f" and {len(report.queries)} Spark query(ies)" if report.queries else "")

@@ -46,7 +46,6 @@ untranslatable rows, streams and share groups) and ``failover_writes`` (the writ
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -89,7 +88,7 @@ from mm2ctl.plans.planners.failover_writes import (
     settle_window,
     write_group_offsets,
 )
-from mm2ctl.plans.planners.spark_queries import PlannedQuery, plan_queries, read_queries, split_rows
+from mm2ctl.plans.planners.spark_queries import PlannedQuery, methods_note, plan_queries, read_queries, split_rows
 
 # The names other modules have imported from here, each now owned by the module named above.
 __all__ = [
@@ -185,6 +184,7 @@ def plan_failover(
     report.rows = with_target_state(builder, flow.target, report.rows, state.target_bounds, opts.allow_rewind)
     writes = _write_steps(builder, flow, opts, committed, report, state)
     report.queries = plan_queries(builder, flow.target, opts.spark, queries, query_rows)
+    builder.notes.append(methods_note([*report.rows, *query_rows]))
     what = f"{len(writes)} group(s)" + (f" and {len(report.queries)} Spark query(ies)" if report.queries else "")
     return builder.build(f"fail {what} over from {flow.source} to {flow.target}"), report
 
@@ -279,9 +279,6 @@ def _write_steps(
     unchanged = sum(1 for row in report.rows if row.target_offset is not None and not needs_write(live, target, row))
     if unchanged:
         builder.notes.append(f"{unchanged} group partition(s) are already at their translated position")
-    methods = Counter(row.method.value for row in report.rows if row.method is not None)
-    listed = ", ".join(f"{method}={n}" for method, n in sorted(methods.items())) or "none"
-    builder.notes.append(f"translation methods: {listed}")
     if not writes and not opts.spark.checkpoints:
         builder.notes.append("nothing to write")
     return writes

@@ -17,6 +17,7 @@ partitions are not all translated gets no step: it cannot start on the target wi
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +89,12 @@ def read_queries(request: SparkRequest, moves: Callable[[str], bool], flow: Pair
 def split_rows(rows: Sequence[FailoverRow]) -> tuple[list[FailoverRow], list[FailoverRow]]:
     """(the groups' rows, the queries' rows)."""
     return [r for r in rows if not is_query_name(r.group)], [r for r in rows if is_query_name(r.group)]
+
+
+def methods_note(rows: Sequence[FailoverRow]) -> str:
+    """The plan's note counting every row's translation method, the groups' and the queries' alike."""
+    methods = Counter(row.method.value for row in rows if row.method is not None)
+    return "translation methods: " + (", ".join(f"{m}={n}" for m, n in sorted(methods.items())) or "none")
 
 
 def plan_queries(
