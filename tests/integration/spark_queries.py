@@ -1,6 +1,6 @@
 """The harness of ``test_spark_queries.py``: a topic whose offsets differ between the clusters, records whose
 values say which source record they are, Structured Streaming queries on the embedded session whose
-``foreachBatch`` sinks record what they processed, and ``plan failover --spark-checkpoint`` + ``apply``.
+``foreachBatch`` sinks record what they processed, and ``plan failover|failback --spark-checkpoint`` + ``apply``.
 
 Facts the tests rely on:
 
@@ -285,9 +285,23 @@ def plan_failover(
     m: Mirrored, state: Path, checkpoint: Path, *extra: str, plan: Path | None = None
 ) -> tuple[int, dict[str, Any] | None, str]:
     """``plan failover --spark-checkpoint`` on the flow, no group wanted: (exit code, its JSON or None, stderr)."""
+    return _plan("failover", m, state, checkpoint, *extra, plan=plan)
+
+
+def plan_failback(
+    m: Mirrored, state: Path, checkpoint: Path, *extra: str, plan: Path | None = None
+) -> tuple[int, dict[str, Any] | None, str]:
+    """``plan failback --spark-checkpoint`` on the flow (a query reading the remote topic on the target), no group
+    wanted: (exit code, its JSON or None, stderr)."""
+    return _plan("failback", m, state, checkpoint, *extra, plan=plan)
+
+
+def _plan(
+    direction: str, m: Mirrored, state: Path, checkpoint: Path, *extra: str, plan: Path | None
+) -> tuple[int, dict[str, Any] | None, str]:
     out = plan or state / "plan.yaml"
     proc = mm2ctl(
-        "plan", "failover", "--pair", m.pair, "--mm2-config", m.flow.mm2_config, "--groups", m.no_group,
+        "plan", direction, "--pair", m.pair, "--mm2-config", m.flow.mm2_config, "--groups", m.no_group,
         "--spark-checkpoint", str(checkpoint), *extra, "--out", str(out), "--json", state=state,
     )  # fmt: skip
     doc = json.loads(proc.stdout) if proc.stdout.strip() else None

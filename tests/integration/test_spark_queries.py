@@ -9,7 +9,10 @@ source offsets are ahead of its copy's by a different amount per partition (``sp
 position that crossed untranslated would name other records.
 
 - (a) default replication policy: a stateless query; ``auto`` gives the ``startingOffsets`` JSON (the checkpoint
-  form needs the identity policy), and a new query on the remote topic starts from it.
+  form needs the identity policy), and a new query on the remote topic starts from it. Then back: more records
+  arrive on the source (MM2 copies them), ``plan failback --spark-checkpoint`` of the target query's checkpoint
+  translates its position on the remote topic back to the source topic (the copy's offset plus ``SHIFT``), and a
+  new query on the source topic starts from it: across the three runs, nothing lost, nothing processed twice.
 - (b) identity policy: a stateful query (per key a running count and the values counted); ``auto`` gives the
   translated copy of the checkpoint, and the query resumes from it on the target with its state: its final
   counts are the produced counts.
@@ -33,12 +36,14 @@ from tests.integration.spark_queries import (
     PARTITIONS,
     SHIFT,
     Mirrored,
+    Run,
     apply,
     checkpoint_read,
     compare,
     final_counts,
     mirrored_topic,
     next_offsets,
+    plan_failback,
     plan_failover,
     run_counting_query,
     run_records_query,
@@ -48,8 +53,11 @@ from tests.integration.spark_queries import (
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 FIRST, LATER = 60, 40  # records per partition before the query stops, and after
+BACK = 15  # records per partition produced after the query ran on the target, read after the failback
 #: Methods whose target offset is the copy of the record at the source position, proven by content.
 EXACT = {"verified_delta", "verified_search", "offset_sync_exact"}
+#: Methods a failback proves a position with by content (``plans.planners.failback.PROVEN``).
+PROVEN = {"verified_delta", "verified_search", "timestamp_verified"}
 
 
 @pytest.fixture
@@ -81,7 +89,7 @@ def _query_rows(m: Mirrored, query: dict[str, Any], target_topic: str, methods: 
         assert r["method"] in methods, r
 
 
-def test_a_stateless_query_fails_over_by_starting_offsets_under_the_default_policy(
+def test_a_stateless_query_fails_over_and_back_by_starting_offsets_under_the_default_policy(
     lab: LabInfo, spark: Any, tmp_path: Path, state_dir: Path
 ) -> None:
     m = mirrored_topic(lab, "sqa" + uuid.uuid4().hex[:6])
@@ -124,6 +132,50 @@ def test_a_stateless_query_fails_over_by_starting_offsets_under_the_default_poli
     on_target = sink_rows(second.sink)
     assert {r["topic"] for r in on_target} == {m.remote}
     result = compare(m.values(), (r["value"] for r in sink_rows(first.sink, second.sink)))
+    assert result.exact, result
+    _fails_back(m, spark, tmp_path, state_dir, first, second)
+
+
+def _fails_back(m: Mirrored, spark: Any, tmp_path: Path, state_dir: Path, first: Run, second: Run) -> None:
+    """The query that ran on the target (from the failover's startingOffsets, on the remote topic) stopped at
+    the target's log end; more records arrive on the source and are copied, so its position is mid-stream on the
+    target. ``plan failback`` translates it back to the source topic, and a new query there resumes from it."""
+    (on_target,) = checkpoint_read(second.checkpoint).kafka_sources
+    assert on_target.positions == {m.remote: {p: FIRST + LATER for p in PARTITIONS}}, on_target.positions
+    m.produce(BACK)
+    m.wait_copied()
+    read = checkpoint_read(second.checkpoint)
+
+    plan = state_dir / "failback.yaml"
+    code, doc, err = plan_failback(m, state_dir, second.checkpoint, plan=plan)
+    assert code == ExitCode.OK, err
+    assert doc is not None
+    (query,) = doc["spark_queries"]
+    assert (query["query_id"], query["batch_id"], query["form"]) == (read.query_id, read.batch_id, "json"), query
+    assert any("renames" in r for r in query["refusals"]), query  # the default policy renames the topic
+    output = tmp_path / f"{second.checkpoint.name}.{m.flow.source_alias}.starting-offsets.json"
+    assert Path(query["output"]) == output, query
+    rows = {r["partition"]: r for r in query["rows"]}
+    assert set(rows) == set(PARTITIONS), query["rows"]
+    for p, r in rows.items():
+        assert (r["name"], r["source_index"]) == (f"spark:{query['query_id']}", 0), r
+        assert (r["source_topic"], r["target_topic"]) == (m.remote, m.topic), r
+        assert (r["source_offset"], r["target_offset"]) == (FIRST + LATER, SHIFT[p] + FIRST + LATER), r
+        assert r["method"] in PROVEN, r
+    assert not output.exists()  # a plan writes nothing
+
+    apply(plan, state_dir)
+    text = output.read_text(encoding="utf-8")
+    assert json.loads(text) == {m.topic: {str(p): SHIFT[p] + FIRST + LATER for p in PARTITIONS}}
+    assert checkpoint_read(second.checkpoint) == read  # the target query's checkpoint is never touched
+
+    third = run_records_query(
+        spark, m.lab.source.bootstrap, m.topic, tmp_path / "orders-query-back", tmp_path / "back.jsonl",
+        starting_offsets=text,
+    )  # fmt: skip
+    back = sink_rows(third.sink)
+    assert back and {r["topic"] for r in back} == {m.topic}, back
+    result = compare(m.values(), (r["value"] for r in sink_rows(first.sink, second.sink, third.sink)))
     assert result.exact, result
 
 
