@@ -188,12 +188,14 @@ def read_checkpoint(files: CheckpointFiles) -> CheckpointRead:
     where = files.location
     if not files.exists():
         raise SparkCheckpointError(where, "no checkpoint folder here")
+    # The commit log first: a query running meanwhile writes offsets/<b> before commits/<b>, so a commit listed
+    # before the offset log always has its offsets in that listing.
+    commits = _batch_ids(files, COMMITS_DIR) or []
     offsets = _batch_ids(files, OFFSETS_DIR)
     if offsets is None:
         raise SparkCheckpointError(where, f"not a Structured Streaming checkpoint: no {OFFSETS_DIR}/ folder")
     if not offsets:
         raise SparkCheckpointError(where, "the query has planned no batch yet: nothing to translate")
-    commits = _batch_ids(files, COMMITS_DIR) or []
     if not commits:
         raise SparkCheckpointError(
             where, f"no committed batch (batch {max(offsets)} was planned but never committed): nothing to translate"

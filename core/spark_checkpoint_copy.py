@@ -36,6 +36,12 @@ def copy_refusals(read: CheckpointRead, files: CheckpointFiles) -> list[str]:
             reasons.append(f"source {other.index} is not a Kafka source; mm2ctl does not translate its offset")
     if not read.kafka_sources:
         reasons.append("the query has no Kafka source")
+    if read.uncommitted_batch_id is not None:
+        reasons.append(
+            f"batch {read.uncommitted_batch_id} was planned but never committed: on a copy Spark would plan it "
+            "again over another range, which a sink that skips the batch ids it committed (file sink, Delta, an "
+            "idempotent foreachBatch) would skip"
+        )
     if read.batch_id > 0 and files.read(f"{OFFSETS_DIR}/{read.batch_id - 1}") is None:
         reasons.append(
             f"{OFFSETS_DIR}/{read.batch_id - 1} is gone, and Spark resumes batch {read.batch_id} only with it"

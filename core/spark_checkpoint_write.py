@@ -52,15 +52,30 @@ def json_outputs(output: str, indexes: list[int]) -> dict[int, Path]:
     return {i: Path(f"{stem}.source-{i}.json") for i in indexes}
 
 
-def write_json(output: str, translated: Mapping[int, Positions]) -> list[Path]:
-    """Write each source's ``startingOffsets`` file; refuses a path that exists. Returns the files written."""
+def json_files(output: str, translated: Mapping[int, Positions]) -> dict[Path, bytes]:
+    """Each ``startingOffsets`` file the JSON form writes, with its bytes."""
     paths = json_outputs(output, sorted(translated))
-    for path in paths.values():
-        if path.exists():
+    return {path: starting_offsets_json(translated[index]).encode() for index, path in paths.items()}
+
+
+def write_json(output: str, translated: Mapping[int, Positions]) -> list[Path]:
+    """Write each source's ``startingOffsets`` file, all or none: a file already there with exactly these bytes
+    (an earlier, interrupted run) is kept, any other refuses the write. Returns the files."""
+    files = json_files(output, translated)
+    for path, data in files.items():
+        if path.exists() and path.read_bytes() != data:
             raise SparkCheckpointError(str(path), "exists already: mm2ctl never writes over a file")
-    for index, path in paths.items():
-        _write_file_atomically(path, starting_offsets_json(translated[index]).encode())
-    return list(paths.values())
+    linked: list[Path] = []
+    try:
+        for path, data in files.items():
+            if not path.exists():
+                _write_file_atomically(path, data)
+                linked.append(path)
+    except BaseException:
+        for path in linked:
+            path.unlink(missing_ok=True)
+        raise
+    return list(files)
 
 
 def read_json_back(output: str, translated: Mapping[int, Positions]) -> list[str]:
@@ -84,7 +99,8 @@ def write_copy(source: Path, read: CheckpointRead, translated: Mapping[int, Posi
     if output.exists():
         raise SparkCheckpointError(str(output), "exists already: mm2ctl never writes over a checkpoint")
     n = read.batch_id
-    tmp = output.with_name(f".{output.name}.mm2ctl-{os.getpid()}.tmp")
+    # One temporary name per output: an interrupted run's leftover is removed by the next (apply holds a lock).
+    tmp = output.with_name(f".{output.name}.mm2ctl.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         tmp.mkdir(parents=True)
@@ -99,7 +115,10 @@ def write_copy(source: Path, read: CheckpointRead, translated: Mapping[int, Posi
         for index, positions in translated.items():
             _write_file(tmp / initial_offsets_path(index), initial_offsets_file(positions))
         _fsync_tree(tmp)
+        if output.exists():
+            raise SparkCheckpointError(str(output), "appeared while the copy was written: left as it is")
         os.rename(tmp, output)
+        _fsync_folder(output.parent)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise SparkCheckpointError(str(output), f"cannot be written ({exc})") from exc
@@ -186,12 +205,21 @@ def _write_file_atomically(path: Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.link(tmp, path)  # fails if path appeared meanwhile: never over a file
+        _fsync_folder(path.parent)
     except FileExistsError as exc:
         raise SparkCheckpointError(str(path), "exists already: mm2ctl never writes over a file") from exc
     except OSError as exc:
         raise SparkCheckpointError(str(path), f"cannot be written ({exc.strerror})") from exc
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _fsync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _fsync_tree(root: Path) -> None:

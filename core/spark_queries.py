@@ -103,6 +103,16 @@ def require_mirrored(sources: Iterable[QuerySource], mirrored: Callable[[str], b
             )
 
 
+def refuse_named_like_queries(sources: Iterable[QuerySource], groups: Iterable[str], cluster: str) -> None:
+    """A Kafka group named as a query (``spark:<query id>``) would be taken for it: refuse rather than guess."""
+    names = {qs.name: qs for qs in sources}
+    for group in groups:
+        if group in names:
+            raise SparkCheckpointError(
+                names[group].read.location, f"a consumer group on {cluster} has the query's name {group}"
+            )
+
+
 def query_positions(sources: Iterable[QuerySource]) -> dict[str, dict[TP, int]]:
     """name -> {(topic, partition): next offset to read}: the queries' positions, shaped as groups' are."""
     return {qs.name: qs.positions for qs in sources}
@@ -113,12 +123,15 @@ def by_name(sources: Iterable[QuerySource]) -> Mapping[str, QuerySource]:
 
 
 def batch_digest(files: CheckpointFiles, batch_id: int) -> str:
-    """A digest of ``offsets/<batch_id>`` and ``commits/<batch_id>``: a plan records it, and apply refuses a
-    checkpoint whose last committed batch is another or was rewritten (the query ran since)."""
+    """A digest of ``offsets/<batch_id>``, ``commits/<batch_id>`` and the batches planned after it: a plan records
+    it, and apply refuses a checkpoint whose last committed batch is another, was rewritten, or was followed by a
+    newly planned batch (the query ran since)."""
     h = hashlib.sha256()
     for folder in (OFFSETS_DIR, COMMITS_DIR):
         data = files.read(f"{folder}/{batch_id}")
         h.update(b"-" if data is None else str(len(data)).encode() + b":" + data)
+    later = sorted(int(n) for n in files.list_dir(OFFSETS_DIR) or [] if n.isdigit() and int(n) > batch_id)
+    h.update(f"planned after: {later}".encode())
     return h.hexdigest()
 
 
@@ -129,5 +142,5 @@ def checkpoint_moved(location: str, batch_id: int, digest: str) -> str | None:
     if read.batch_id != batch_id:
         return f"the query at {location} has committed batch {read.batch_id} since the plan read batch {batch_id}"
     if batch_digest(files, batch_id) != digest:
-        return f"batch {batch_id} of the query at {location} was rewritten since the plan read it"
+        return f"the query at {location} ran since the plan read batch {batch_id}: a batch was rewritten or planned"
     return None

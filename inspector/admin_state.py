@@ -31,7 +31,7 @@ from mm2ctl.core.authorization import AUTHORIZATION_CODES, denial_text, is_denia
 from mm2ctl.core.committed_offsets import JvmAdmin, read_columns
 from mm2ctl.core.config import MM2Config, PairConfig
 from mm2ctl.core.progress import Progress
-from mm2ctl.core.spark_queries import QuerySource
+from mm2ctl.core.spark_queries import QuerySource, refuse_named_like_queries
 from mm2ctl.inspector.group_offset_tables import kept_rows, offsets_table, partitions_of, target_rows
 from mm2ctl.inspector.selection import Selection
 from mm2ctl.inspector.spark_query_rows import no_columns, query_columns, query_groups_table
@@ -171,6 +171,8 @@ def collect_pair_state(
         # Share and streams groups, read through the Java client after the others (``appended``).
         unmirrored = typed.unmirrored(pair.source, lambda g: pair.group_filter.matches(g) and selection.group_ok(g))
         candidates = [g for g in candidates if g not in unmirrored]
+        query_names = frozenset(qs.name for qs in queries)
+        refuse_named_like_queries(queries, [*candidates, *unmirrored], pair.source)
         committed = read_columns(source, candidates, jvm=_jvm(config, pair, pair.source, gateway))
         described = described_f.result()
         say(f"{name}: committed offsets read through {committed.read_through}")
@@ -179,7 +181,6 @@ def collect_pair_state(
             committed = appended(committed, typed.positions(pair.source, unmirrored))
             described.update(typed.describe(pair.source, list(unmirrored)))
         # Structured Streaming queries come last: their checkpoints' positions, asked for by name.
-        query_names = frozenset(qs.name for qs in queries)
         committed = appended(committed, query_columns(queries))
 
         # Per group and per topic, not per offset: which rows MM2 mirrors and the user asked for.

@@ -335,6 +335,22 @@ class SparkOffsetRow:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SparkNewPartition:
+    """A partition of a translated topic on the target that the checkpoint does not name: the JSON form starts
+    it at its earliest offset (``-2``), as Spark starts a partition it discovers, since Spark wants an offset for
+    every partition of a topic it subscribes to."""
+
+    source_index: int
+    target_topic: str
+    partition: int
+
+    def __post_init__(self) -> None:
+        check_int(self.source_index, "source_index")
+        check_str(self.target_topic, "target_topic")
+        check_int(self.partition, "partition")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SparkQueryWrite:
     """Write a query's translated position to ``output``, never over anything: ``json``, the ``startingOffsets``
     of a new query on the target (every partition of each translated topic); ``checkpoint``, a copy of the
@@ -345,6 +361,7 @@ class SparkQueryWrite:
     output: str
     batch_id: int
     rows: tuple[SparkOffsetRow, ...]
+    new_partitions: tuple[SparkNewPartition, ...] = ()
 
     def __post_init__(self) -> None:
         if self.form not in SPARK_FORMS:
@@ -355,6 +372,16 @@ class SparkQueryWrite:
         if not self.rows:
             raise PlanError("rows: must list at least one partition")
         check_unique(((r.source_index, r.source_topic, r.partition) for r in self.rows), "rows")
+        freeze_tuple(self, "new_partitions")
+        check_unique(
+            [
+                *((r.source_index, r.target_topic, r.partition) for r in self.rows),
+                *((n.source_index, n.target_topic, n.partition) for n in self.new_partitions),
+            ],
+            "new_partitions",
+        )
+        if self.new_partitions and self.form != "json":
+            raise PlanError("new_partitions: only the json form starts partitions the checkpoint does not name")
 
 
 Payload: TypeAlias = (

@@ -44,7 +44,7 @@ from mm2ctl.core.positions import Fallback, Sides, locate
 from mm2ctl.core.progress import Progress, count, no_progress
 from mm2ctl.core.record_sources import KafkaRecords, OffsetsForTimes
 from mm2ctl.core.records import PartitionReader
-from mm2ctl.core.spark_queries import query_positions
+from mm2ctl.core.spark_queries import query_positions, refuse_named_like_queries
 from mm2ctl.core.timestamp_lookup import by_timestamp
 from mm2ctl.core.translation import DEFAULT_WINDOW, Bounds, Sync, inverted, verified
 from mm2ctl.plans.document import Plan, PlanKind
@@ -159,7 +159,9 @@ def plan_failback(
 
     queries = read_queries(opts.spark, partial(_remote_of, flow), flow) if opts.spark.checkpoints else []
     progress(f"reading the groups' committed offsets on {bb}")
-    positions = {**_positions_on_b(b, flow, selected_groups, selected_topics), **query_positions(queries)}
+    groups_on_b = _positions_on_b(b, flow, selected_groups, selected_topics)
+    refuse_named_like_queries(queries, groups_on_b, bb)
+    positions = {**groups_on_b, **query_positions(queries)}
     if not positions:
         raise PlanError(
             f"no committed offsets on {bb} of groups matching {opts.groups!r} on remote topics of {opts.pair} "
@@ -209,7 +211,7 @@ def plan_failback(
             report.rows.append(_translate_back(current, group, t, flow, rev, opts.fallback))
     count(progress, FAILBACK_PHASE, len(b_parts), len(b_parts))
     report.rows.sort(key=lambda row: (row.group, row.source_topic, row.partition))
-    report.rows, query_rows = split_rows(report.rows)
+    report.rows, query_rows = split_rows(report.rows, queries)
 
     progress(f"reading the groups' state and offsets on {a}")
     report.rows = _with_state_on_a(b, a, report, a_bounds, opts.allow_rewind)

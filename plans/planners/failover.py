@@ -55,7 +55,7 @@ from mm2ctl.core.errors import PlanError
 from mm2ctl.core.patterns import NameFilter
 from mm2ctl.core.positions import Fallback
 from mm2ctl.core.progress import Progress, no_progress
-from mm2ctl.core.spark_queries import query_positions
+from mm2ctl.core.spark_queries import query_positions, refuse_named_like_queries
 from mm2ctl.core.translation import Sync
 from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.kafka_records import read_syncs, syncs_disabled_note
@@ -148,6 +148,8 @@ def plan_failover(
     live = builder.live
     flow = live.mm2.pair(opts.pair)
     _begin(builder, flow, opts)
+    if opts.spark.checkpoints and opts.source is Source.CHECKPOINTS:
+        raise PlanError("--spark-checkpoint: MM2 keeps no checkpoint of a Spark query; translate it --from syncs")
     queries = read_queries(opts.spark, flow.replicates_topic, flow) if opts.spark.checkpoints else []
     syncs = _offset_syncs(builder, flow, opts, progress)
     checkpoints: dict[str, dict[TP, tuple[int, int]]] = {}
@@ -156,9 +158,10 @@ def plan_failover(
         checkpoints = read_checkpoints(live, flow)
     progress("reading the groups' committed offsets" + ("" if opts.source_unavailable else f" on {flow.source}"))
     selected = NameFilter(opts.groups, "--groups"), NameFilter(opts.topics, "--topics")
-    committed = source_positions(builder, flow, opts, *selected, checkpoints)
+    committed = source_positions(builder, flow, opts, *selected, checkpoints, required=not queries)
     if not opts.source_unavailable:
         committed = streams_internal_topics(builder, flow, committed)
+    refuse_named_like_queries(queries, committed, flow.source)
     committed = {**committed, **query_positions(queries)}
     state = _partition_state(builder, flow, opts, committed, syncs, progress)
     report = FailoverReport()
@@ -173,7 +176,7 @@ def plan_failover(
     ):
         report.rows.append(defer_if_not_copied(row, state.target_bounds, opts))
     report.rows.sort(key=lambda row: (row.group, row.source_topic, row.partition))
-    report.rows, query_rows = split_rows(report.rows)
+    report.rows, query_rows = split_rows(report.rows, queries)
     if not report.rows and not query_rows:
         raise PlanError(
             f"no committed offsets of groups matching {opts.groups or '.*'!r} on replicated topics matching "

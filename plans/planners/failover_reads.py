@@ -80,8 +80,11 @@ def source_positions(
     selected_groups: NameFilter,
     selected_topics: NameFilter,
     checkpoints: Mapping[str, Mapping[TP, tuple[int, int]]],
+    *,
+    required: bool = True,
 ) -> dict[str, dict[TP, int]]:
-    """group -> {(source topic, partition): committed source offset} for the selected groups and topics."""
+    """group -> {(source topic, partition): committed source offset} for the selected groups and topics. With the
+    source unavailable and ``required`` (no Spark query moves with them), finding none is an error."""
 
     def wanted_topic(topic: str) -> bool:
         return flow.replicates_topic(topic) and selected_topics.matches(topic)
@@ -98,7 +101,7 @@ def source_positions(
                 topic = flow.upstream_topic(remote) or remote
                 if flow.remote_topic(topic) == remote and wanted_topic(topic):
                     out.setdefault(group, {})[(topic, p)] = upstream
-        if not out:
+        if not out and required:
             raise PlanError(
                 f"no checkpoint of a group matching {opts.groups!r} in {flow.checkpoints_topic}: "
                 "without the source, checkpoints are the only record of where groups were"

@@ -30,12 +30,11 @@ from mm2ctl.core.spark_checkpoint_write import json_outputs
 from mm2ctl.core.spark_queries import (
     QuerySource,
     batch_digest,
-    is_query_name,
     local_files,
     query_sources,
     require_mirrored,
 )
-from mm2ctl.plans.payloads import EXACT_METHODS, SparkOffsetRow, SparkQueryWrite
+from mm2ctl.plans.payloads import EXACT_METHODS, SparkNewPartition, SparkOffsetRow, SparkQueryWrite
 from mm2ctl.plans.planners.context import PlanBuilder
 from mm2ctl.plans.planners.failover_translation import FailoverRow
 from mm2ctl.plans.preconditions import SparkCheckpointAt
@@ -86,9 +85,12 @@ def read_queries(request: SparkRequest, moves: Callable[[str], bool], flow: Pair
     return sources
 
 
-def split_rows(rows: Sequence[FailoverRow]) -> tuple[list[FailoverRow], list[FailoverRow]]:
-    """(the groups' rows, the queries' rows)."""
-    return [r for r in rows if not is_query_name(r.group)], [r for r in rows if is_query_name(r.group)]
+def split_rows(
+    rows: Sequence[FailoverRow], sources: Sequence[QuerySource]
+) -> tuple[list[FailoverRow], list[FailoverRow]]:
+    """(the groups' rows, the queries' rows), told apart by the names of the queries read."""
+    names = {qs.name for qs in sources}
+    return [r for r in rows if r.group not in names], [r for r in rows if r.group in names]
 
 
 def methods_note(rows: Sequence[FailoverRow]) -> str:
@@ -108,11 +110,12 @@ def plan_queries(
     cluster the queries move to), and its notes."""
     by_name = {qs.name: qs for qs in sources}
     topics = b.live.admin(destination).list_topics() if sources else {}
-    planned = []
+    planned: list[PlannedQuery] = []
+    claimed: set[Path] = set()
     for location in dict.fromkeys(qs.read.location for qs in sources):
         mine = [qs for qs in sources if qs.read.location == location]
         query_rows = [r for r in rows if by_name[r.group].read.location == location]
-        planned.append(_plan_one(b, destination, request, mine, query_rows, topics))
+        planned.append(_plan_one(b, destination, request, mine, query_rows, topics, claimed))
     return planned
 
 
@@ -123,6 +126,7 @@ def _plan_one(
     sources: Sequence[QuerySource],
     rows: Sequence[FailoverRow],
     target_topics: Mapping[str, int],
+    claimed: set[Path],
 ) -> PlannedQuery:
     read = sources[0].read
     deferred = [r for r in rows if r.deferred]
@@ -142,13 +146,10 @@ def _plan_one(
     refusals = copy_refusals(read, local_files(read.location)) + _flow_refusals(destination, rows, target_topics)
     form = _form(request.form, refusals, read.location)
     output = _output(request, read.location, destination, form)
-    paths = json_outputs(output, [qs.source.index for qs in sources]).values() if form == "json" else [Path(output)]
-    for path in paths:
-        if path.exists():
-            raise SparkCheckpointError(str(path), "exists already: mm2ctl never writes over it (choose --spark-output)")
+    _claim(output, form, [qs.source.index for qs in sources], claimed)
     payload_rows = tuple(
         SparkOffsetRow(
-            source_index=int(_source_of(r, sources).source.index),
+            source_index=_source_of(r, sources).source.index,
             source_topic=r.source_topic,
             target_topic=r.target_topic,
             partition=r.partition,
@@ -159,11 +160,20 @@ def _plan_one(
         for r in rows
         if r.target_offset is not None and r.method is not None
     )
+    new_partitions = _new_partitions(payload_rows, target_topics) if form == "json" else ()
+    if new_partitions:
+        b.notes.append(
+            f"Spark query at {read.location}: {len(new_partitions)} partition(s) on {destination} are not in its "
+            "checkpoint; startingOffsets starts them at their earliest offset (-2), as Spark starts a partition "
+            "it discovers (a query that assigns partitions drops them)"
+        )
     digest = batch_digest(local_files(read.location), read.batch_id)
     b.add(
         StepKind.SPARK_QUERY_WRITE,
         SparkQueryTarget(location=read.location),
-        SparkQueryWrite(form=form, output=output, batch_id=read.batch_id, rows=payload_rows),
+        SparkQueryWrite(
+            form=form, output=output, batch_id=read.batch_id, rows=payload_rows, new_partitions=new_partitions
+        ),
         SparkCheckpointAt(location=read.location, batch_id=read.batch_id, digest=digest),
         before={"batch_id": read.batch_id, "query_id": read.query_id},
         after={"form": form, "output": output},
@@ -183,6 +193,30 @@ def _plan_one(
         rows=list(rows),
         untranslated_sources=[o.index for o in read.other_sources],
         source_indexes={qs.name: qs.source.index for qs in sources},
+    )
+
+
+def _claim(output: str, form: str, indexes: list[int], claimed: set[Path]) -> None:
+    """Refuse an output that exists, or that another checkpoint of the same plan writes."""
+    paths = list(json_outputs(output, indexes).values()) if form == "json" else [Path(output)]
+    for path in paths:
+        if path.exists():
+            raise SparkCheckpointError(str(path), "exists already: mm2ctl never writes over it (choose --spark-output)")
+        if path in claimed:
+            raise SparkCheckpointError(str(path), "two checkpoints of this plan would write here: name them apart")
+        claimed.add(path)
+
+
+def _new_partitions(rows: Sequence[SparkOffsetRow], target_topics: Mapping[str, int]) -> tuple[SparkNewPartition, ...]:
+    """The partitions of each translated topic on the target that the rows do not name, per source."""
+    named: dict[tuple[int, str], set[int]] = {}
+    for r in rows:
+        named.setdefault((r.source_index, r.target_topic), set()).add(r.partition)
+    return tuple(
+        SparkNewPartition(source_index=index, target_topic=topic, partition=p)
+        for (index, topic), parts in sorted(named.items())
+        for p in range(target_topics.get(topic, 0))
+        if p not in parts
     )
 
 

@@ -74,7 +74,7 @@ def test_a_checkpoint_of_kafka_sources_allows_a_copy(tmp_path: Path) -> None:
 
 
 def test_what_the_checkpoint_alone_refuses(tmp_path: Path) -> None:
-    batches = {b: [kafka_json({"t": {0: b}}), '{"logOffset":1}', "-"] for b in range(3)}
+    batches = {b: [kafka_json({"t": {0: b}}), '{"logOffset":1}', "-"] for b in range(4)}
     files = make_checkpoint(tmp_path, batches, committed=[0, 1, 2])
     (tmp_path / "offsets" / "1").unlink()
     (tmp_path / "state" / "0" / "_metadata" / "v2").mkdir(parents=True)
@@ -82,6 +82,8 @@ def test_what_the_checkpoint_alone_refuses(tmp_path: Path) -> None:
     assert copy_refusals(read_checkpoint(files), files) == [
         "source 1 is not a Kafka source; mm2ctl does not translate its offset",
         "source 2 has no offset yet, so mm2ctl cannot tell whether it reads Kafka",
+        "batch 3 was planned but never committed: on a copy Spark would plan it again over another range, which a "
+        "sink that skips the batch ids it committed (file sink, Delta, an idempotent foreachBatch) would skip",
         "offsets/1 is gone, and Spark resumes batch 2 only with it",
         "stateful operator 0 is a transformWithState (operator metadata v2), whose metadata names its schema files "
         "by the original checkpoint's path",

@@ -9,9 +9,21 @@ from pathlib import Path
 import pytest
 
 from mm2ctl.core.errors import PlanError, SparkCheckpointError
-from mm2ctl.plans.payloads import TranslationMethod
+from mm2ctl.core.spark_checkpoint import read_checkpoint
+from mm2ctl.core.spark_queries import local_files, query_sources, refuse_named_like_queries
+from mm2ctl.plans.payloads import SparkNewPartition, SparkOffsetRow, SparkQueryWrite, TranslationMethod
 from mm2ctl.plans.planners.failover_translation import FailoverRow
-from mm2ctl.plans.planners.spark_queries import SparkRequest, _flow_refusals, _form, _output, split_rows
+from mm2ctl.plans.planners.spark_queries import (
+    SparkRequest,
+    _claim,
+    _flow_refusals,
+    _form,
+    _new_partitions,
+    _output,
+    split_rows,
+)
+from mm2ctl.remediate.executors.spark_query import translated_positions
+from tests.unit.test_spark_checkpoint import kafka_json, make_checkpoint
 
 
 def _row(topic: str, remote: str, partition: int, method: TranslationMethod, group: str = "spark:q") -> FailoverRow:
@@ -64,6 +76,39 @@ def test_the_output_goes_beside_the_checkpoint_or_to_the_folder_asked(tmp_path: 
     )
 
 
-def test_rows_split_into_groups_and_queries() -> None:
-    group, query = _row("t", "t", 0, EXACT, group="billing"), _row("t", "t", 0, EXACT)
-    assert split_rows([group, query, group]) == ([group, group], [query])
+def test_rows_split_into_groups_and_queries_by_the_queries_read(tmp_path: Path) -> None:
+    make_checkpoint(tmp_path / "q", {0: [kafka_json({"t": {0: 5}})]}, [0])
+    sources = query_sources([read_checkpoint(local_files(str(tmp_path / "q")))])
+    query = _row("t", "t", 0, EXACT, group=sources[0].name)
+    group, named_alike = _row("t", "t", 0, EXACT, group="billing"), _row("t", "t", 0, EXACT, group="spark:etl")
+    assert split_rows([group, query, named_alike], sources) == ([group, named_alike], [query])
+    with pytest.raises(SparkCheckpointError, match=f"a consumer group on primary has the query's name {query.group}"):
+        refuse_named_like_queries(sources, ["billing", query.group], "primary")
+
+
+def test_the_json_form_starts_the_partitions_the_checkpoint_does_not_name_at_their_earliest() -> None:
+    rows = [
+        SparkOffsetRow(
+            source_index=0, source_topic="t", target_topic="a.t", partition=p, source_offset=5, target_offset=4,
+            method=EXACT,
+        )
+        for p in (0, 2)
+    ]  # fmt: skip
+    assert _new_partitions(rows, {"a.t": 4}) == (
+        SparkNewPartition(source_index=0, target_topic="a.t", partition=1),
+        SparkNewPartition(source_index=0, target_topic="a.t", partition=3),
+    )
+    payload = SparkQueryWrite(
+        form="json", output="/o.json", batch_id=0, rows=tuple(rows), new_partitions=_new_partitions(rows, {"a.t": 4})
+    )
+    assert translated_positions(payload) == {0: {"a.t": {0: 4, 1: -2, 2: 4, 3: -2}}}
+
+
+def test_two_checkpoints_never_write_to_one_path(tmp_path: Path) -> None:
+    claimed: set[Path] = set()
+    _claim(str(tmp_path / "q.backup"), "checkpoint", [0], claimed)
+    with pytest.raises(SparkCheckpointError, match="two checkpoints of this plan would write here"):
+        _claim(str(tmp_path / "q.backup"), "checkpoint", [0], claimed)
+    (tmp_path / "r.json").write_text("{}")
+    with pytest.raises(SparkCheckpointError, match="exists already"):
+        _claim(str(tmp_path / "r.json"), "json", [0], claimed)
