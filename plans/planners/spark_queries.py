@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mm2ctl.core.config import PairConfig
-from mm2ctl.core.errors import NotCopiedError, PlanError, SparkCheckpointError
+from mm2ctl.core.errors import ConfigError, NotCopiedError, PlanError, SparkCheckpointError
 from mm2ctl.core.spark_checkpoint import read_checkpoint
 from mm2ctl.core.spark_checkpoint_copy import copy_refusals
 from mm2ctl.core.spark_checkpoint_write import json_outputs
@@ -56,7 +56,7 @@ class SparkRequest:
 
     def __post_init__(self) -> None:
         if self.form not in FORMS:
-            raise PlanError(f"--spark-form {self.form!r}: choose {', '.join(FORMS)}")
+            raise ConfigError(f"--spark-form {self.form!r}: choose {', '.join(FORMS)}")
 
 
 @dataclass

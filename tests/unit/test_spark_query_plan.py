@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mm2ctl.core.errors import PlanError, SparkCheckpointError
+from mm2ctl.core.errors import ConfigError, SparkCheckpointError
 from mm2ctl.core.spark_checkpoint import read_checkpoint
 from mm2ctl.core.spark_queries import local_files, query_sources, refuse_named_like_queries
 from mm2ctl.plans.payloads import SparkNewPartition, SparkOffsetRow, SparkQueryWrite, TranslationMethod
@@ -64,7 +64,7 @@ def test_auto_takes_the_checkpoint_form_only_where_it_is_safe() -> None:
     assert _form("json", [], "/c") == "json"
     with pytest.raises(SparkCheckpointError, match="no checkpoint copy can be made safely: a reason"):
         _form("checkpoint", ["a reason"], "/c")
-    with pytest.raises(PlanError, match="--spark-form 'copy'"):
+    with pytest.raises(ConfigError, match="--spark-form 'copy'"):
         SparkRequest(("/c",), "copy")
 
 
