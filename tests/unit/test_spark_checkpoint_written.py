@@ -8,6 +8,7 @@ the Kafka source's reading of them is the lab test's to prove."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,8 @@ from mm2ctl.core.spark_checkpoint_write import write_copy
 from mm2ctl.inspector.spark_checkpoint_hadoop import hadoop_checkpoint_files
 
 pytestmark = pytest.mark.spark
+
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 
 
 def _write_input(folder: Path, name: str, values: list[str]) -> None:
@@ -49,13 +52,30 @@ def _run_counts(spark: Any, source: Path, checkpoint: Path, table: str) -> dict[
     return {row["v"]: row["count"] for row in spark.table(table).collect()}
 
 
+@contextlib.contextmanager
+def _confs(spark: Any, confs: dict[str, str]) -> Iterator[None]:
+    """The session shared by the test run with ``confs`` set, as they were afterwards (other tests set some)."""
+    saved = {key: spark.conf.get(key, None) for key in confs}
+    for key, value in confs.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
 @pytest.fixture
 def stateful_checkpoint(spark: Any, tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     source = tmp_path / "in"
     _write_input(source, "a.json", ["x", "y", "x"])
     _write_input(source, "b.json", ["x", "z"])
     checkpoint = tmp_path / "checkpoint"
-    assert _run_counts(spark, source, checkpoint, "counts_first") == {"x": 3, "y": 1, "z": 1}
+    with _confs(spark, {SHUFFLE_PARTITIONS: "2"}):
+        assert _run_counts(spark, source, checkpoint, "counts_first") == {"x": 3, "y": 1, "z": 1}
     yield source, checkpoint
 
 
@@ -113,21 +133,13 @@ def test_state_store_checkpoint_format_2(spark: Any, tmp_path: Path) -> None:
             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
         ),
         "spark.sql.streaming.stateStore.checkpointFormatVersion": "2",
+        SHUFFLE_PARTITIONS: "2",
     }
-    saved = {key: spark.conf.get(key, None) for key in confs}
-    for key, value in confs.items():
-        spark.conf.set(key, value)
-    try:
-        source = tmp_path / "in"
-        _write_input(source, "a.json", ["x"])
-        checkpoint = tmp_path / "checkpoint"
+    source = tmp_path / "in"
+    _write_input(source, "a.json", ["x"])
+    checkpoint = tmp_path / "checkpoint"
+    with _confs(spark, confs):
         assert _run_counts(spark, source, checkpoint, "counts_v2") == {"x": 1}
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
     read = read_checkpoint(LocalCheckpointFiles(checkpoint))
     assert read.commit.version == 2
     assert read.commit.state_unique_ids is not None
