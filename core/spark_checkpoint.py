@@ -287,8 +287,8 @@ def kafka_positions(offset_json: str, *, where: str) -> Positions | None:
     that is not a non-negative integer) is an error, not another source.
     """
     try:
-        value = json.loads(offset_json, object_pairs_hook=_no_duplicates)
-    except _DuplicateKey as exc:
+        value = json.loads(offset_json, object_pairs_hook=no_duplicate_keys)
+    except DuplicateKeyError as exc:
         raise SparkCheckpointError(where, f"offset JSON repeats the key {exc.key!r}") from exc
     except ValueError:
         return None
@@ -394,25 +394,28 @@ def _version(line: str, *, where: str) -> int:
     return int(match.group(1))
 
 
-class _DuplicateKey(ValueError):
+class DuplicateKeyError(ValueError):
+    """A JSON object names a key twice: Spark's Jackson reader keeps one of them, so mm2ctl refuses it."""
+
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``' ``object_pairs_hook`` that raises :class:`DuplicateKeyError` for a repeated key."""
     result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
-            raise _DuplicateKey(key)
+            raise DuplicateKeyError(key)
         result[key] = value
     return result
 
 
 def _json_object(text: str, *, where: str, what: str) -> dict[str, Any]:
     try:
-        value = json.loads(text, object_pairs_hook=_no_duplicates)
-    except _DuplicateKey as exc:
+        value = json.loads(text, object_pairs_hook=no_duplicate_keys)
+    except DuplicateKeyError as exc:
         raise SparkCheckpointError(where, f"{what} repeats the key {exc.key!r}") from exc
     except ValueError as exc:
         raise SparkCheckpointError(where, f"{what} is not JSON ({exc})") from exc

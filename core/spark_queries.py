@@ -11,7 +11,7 @@ of queries that read the flow's source cluster.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -31,10 +31,6 @@ from mm2ctl.core.spark_checkpoint import (
 QUERY_PREFIX = "spark:"
 
 TP = tuple[str, int]
-
-
-def is_query_name(name: str) -> bool:
-    return name.startswith(QUERY_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,10 +112,6 @@ def refuse_named_like_queries(sources: Iterable[QuerySource], groups: Iterable[s
 def query_positions(sources: Iterable[QuerySource]) -> dict[str, dict[TP, int]]:
     """name -> {(topic, partition): next offset to read}: the queries' positions, shaped as groups' are."""
     return {qs.name: qs.positions for qs in sources}
-
-
-def by_name(sources: Iterable[QuerySource]) -> Mapping[str, QuerySource]:
-    return {qs.name: qs for qs in sources}
 
 
 def batch_digest(files: CheckpointFiles, batch_id: int) -> str:

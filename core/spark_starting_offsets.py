@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping
 
 from mm2ctl.core.errors import PlanError, SparkCheckpointError
+from mm2ctl.core.spark_checkpoint import DuplicateKeyError, no_duplicate_keys
 
 #: ``KafkaOffsetRangeLimit.EARLIEST``: start the partition at its earliest offset.
 EARLIEST = -2
@@ -59,8 +60,8 @@ def read_starting_offsets(text: str, *, where: str) -> dict[str, dict[int, int]]
     not a decimal number, an offset that is not an integer, a negative offset other than :data:`EARLIEST` and
     :data:`LATEST`. Raises :class:`SparkCheckpointError`."""
     try:
-        value = json.loads(text, object_pairs_hook=_no_duplicates)
-    except _DuplicateKey as exc:
+        value = json.loads(text, object_pairs_hook=no_duplicate_keys)
+    except DuplicateKeyError as exc:
         raise SparkCheckpointError(where, f"the key {exc.key!r} is given twice") from exc
     except ValueError as exc:
         raise SparkCheckpointError(where, f"not JSON ({exc})") from exc
@@ -91,18 +92,3 @@ def _as_offset(offset: object) -> int:
     if offset > _LONG_MAX:
         raise ValueError(f"offset {offset} is out of range")
     return offset
-
-
-class _DuplicateKey(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    result: dict[str, object] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _DuplicateKey(key)
-        result[key] = value
-    return result
