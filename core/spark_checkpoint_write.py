@@ -52,6 +52,12 @@ def json_outputs(output: str, indexes: list[int]) -> dict[int, Path]:
     return {i: Path(f"{stem}.source-{i}.json") for i in indexes}
 
 
+def output_paths(output: str, form: str, indexes: list[int]) -> list[Path]:
+    """Every path a query's result takes in ``form``: the JSON files of its Kafka sources (``indexes``), or the
+    checkpoint copy's folder."""
+    return list(json_outputs(output, indexes).values()) if form == "json" else [Path(output)]
+
+
 def json_files(output: str, translated: Mapping[int, Positions]) -> dict[Path, bytes]:
     """Each ``startingOffsets`` file the JSON form writes, with its bytes."""
     paths = json_outputs(output, sorted(translated))

@@ -26,7 +26,7 @@ from mm2ctl.core.config import PairConfig
 from mm2ctl.core.errors import ConfigError, NotCopiedError, PlanError, SparkCheckpointError
 from mm2ctl.core.spark_checkpoint import read_checkpoint
 from mm2ctl.core.spark_checkpoint_copy import copy_refusals
-from mm2ctl.core.spark_checkpoint_write import json_outputs
+from mm2ctl.core.spark_checkpoint_write import output_paths
 from mm2ctl.core.spark_queries import (
     QuerySource,
     batch_digest,
@@ -198,8 +198,7 @@ def _plan_one(
 
 def _claim(output: str, form: str, indexes: list[int], claimed: set[Path]) -> None:
     """Refuse an output that exists, or that another checkpoint of the same plan writes."""
-    paths = list(json_outputs(output, indexes).values()) if form == "json" else [Path(output)]
-    for path in paths:
+    for path in output_paths(output, form, indexes):
         if path.exists():
             raise SparkCheckpointError(str(path), "exists already: mm2ctl never writes over it (choose --spark-output)")
         if path in claimed:

@@ -18,6 +18,7 @@ from mm2ctl.core.errors import ApplyError
 from mm2ctl.core.spark_checkpoint import Positions, read_checkpoint
 from mm2ctl.core.spark_checkpoint_write import (
     json_files,
+    output_paths,
     read_copy_back,
     remove_output,
     write_copy,
@@ -67,7 +68,7 @@ def _problems(payload: SparkQueryWrite, translated: Mapping[int, Positions], *, 
 
 
 def _outputs(payload: SparkQueryWrite, translated: Mapping[int, Positions]) -> list[Path]:
-    return list(json_files(payload.output, translated)) if payload.form == "json" else [Path(payload.output)]
+    return output_paths(payload.output, payload.form, sorted(translated))
 
 
 class WriteSparkQuery:
