@@ -20,7 +20,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 
 from mm2ctl.core.authorization import is_denial, principal_of, raise_for
 from mm2ctl.core.client_log import librdkafka_log
@@ -38,6 +47,9 @@ class RawRecord:
     headers: tuple[tuple[str, bytes | None], ...] = ()
     #: The record belongs to an aborted transaction: a ``read_committed`` consumer never reads it.
     aborted: bool = False
+    #: What ``timestamp_ms`` is, as Kafka's Java client numbers it (``TimestampType.id``): 0 the producer's
+    #: create time, 1 the broker's log-append time, -1 none.
+    timestamp_type: int = 0
 
 
 def _consumer(config: Mapping[str, str], *, isolation: str = "read_committed") -> Consumer:
@@ -118,7 +130,7 @@ def read_partitions(
             if off >= ends[p]:
                 pending.discard(p)
                 continue
-            _ts_type, ts = msg.timestamp()
+            ts_type, ts = msg.timestamp()
             yield RawRecord(
                 topic=topic,
                 partition=p,
@@ -127,6 +139,7 @@ def read_partitions(
                 key=_as_bytes(msg.key()),
                 value=_as_bytes(msg.value()),
                 headers=_headers(msg.headers()),
+                timestamp_type=java_timestamp_type(ts_type),
             )
             if off + 1 >= ends[p]:
                 pending.discard(p)
@@ -173,9 +186,16 @@ def read_ranges(
             if off >= end:
                 pending.discard((topic, p))
                 continue
-            _ts_type, ts = msg.timestamp()
+            ts_type, ts = msg.timestamp()
             yield RawRecord(
-                topic, p, off, int(ts), _as_bytes(msg.key()), _as_bytes(msg.value()), _headers(msg.headers())
+                topic,
+                p,
+                off,
+                int(ts),
+                _as_bytes(msg.key()),
+                _as_bytes(msg.value()),
+                _headers(msg.headers()),
+                timestamp_type=java_timestamp_type(ts_type),
             )
             if off + 1 >= end:
                 pending.discard((topic, p))
@@ -257,7 +277,7 @@ class PartitionReader:
                 continue
             if off >= end:
                 return
-            _ts_type, ts = msg.timestamp()
+            ts_type, ts = msg.timestamp()
             yield RawRecord(
                 topic=topic,
                 partition=partition,
@@ -266,6 +286,7 @@ class PartitionReader:
                 key=_as_bytes(msg.key()),
                 value=_as_bytes(msg.value()),
                 headers=_headers(msg.headers()),
+                timestamp_type=java_timestamp_type(ts_type),
             )
             if off + 1 >= end:
                 return
@@ -356,6 +377,16 @@ def _denied(config: Mapping[str, str], operation: str, topic: str, code: str) ->
 def _code(exc: KafkaException) -> str | None:
     err = exc.args[0] if exc.args else None
     return str(err.name()) if err is not None and hasattr(err, "name") else None
+
+
+def java_timestamp_type(librdkafka_type: int) -> int:
+    """librdkafka's timestamp type (``TIMESTAMP_*``: 0 none, 1 create, 2 log-append) as Java's ``TimestampType.id``
+    (-1 none, 0 create, 1 log-append), which Spark's Kafka source gives as ``timestampType``."""
+    if librdkafka_type == TIMESTAMP_CREATE_TIME:
+        return 0
+    if librdkafka_type == TIMESTAMP_LOG_APPEND_TIME:
+        return 1
+    return -1
 
 
 def _headers(raw: object) -> tuple[tuple[str, bytes | None], ...]:
