@@ -36,7 +36,7 @@ from mm2ctl.inspector.group_offset_tables import kept_rows, offsets_table, parti
 from mm2ctl.inspector.selection import Selection
 from mm2ctl.inspector.spark_query_rows import no_columns, query_columns, query_groups_table
 from mm2ctl.inspector.statuses import ACTIVE_GROUP_STATES
-from mm2ctl.inspector.typed_groups import TypedGroups, appended
+from mm2ctl.inspector.typed_groups import GroupListings, TypedGroups, appended
 
 log = logging.getLogger("mm2ctl.inspect")
 
@@ -148,9 +148,11 @@ def collect_pair_state(
     timeout_s: float = 60.0,
     driver_jvm: DriverJvm = this_process_jvm,
     queries: Sequence[QuerySource] = (),
+    listings: GroupListings | None = None,
 ) -> PairState:
     """The pair's admin state (module docstring). ``queries``: Structured Streaming queries' Kafka sources that
-    join the groups, after them (``inspector.spark_query_rows``)."""
+    join the groups, after them (``inspector.spark_query_rows``). ``listings``: a live session's kept group
+    listings (``typed_groups.GroupListings``)."""
     say = progress or (lambda _m: None)
     name = pair.name
     source = KafkaAdmin.connect(pair.source_kafka_config, name=pair.source, timeout_s=timeout_s)
@@ -160,7 +162,7 @@ def collect_pair_state(
     read_at = dt.datetime.now(dt.UTC)
 
     with ThreadPoolExecutor(max_workers=6, thread_name_prefix=f"admin-{name}") as pool:
-        typed = TypedGroups(config, pair, pool, timeout_s=timeout_s)  # every group type, in the background
+        typed = TypedGroups(config, pair, pool, timeout_s=timeout_s, listings=listings)  # every type, in the background
         target_topics_f = pool.submit(target.list_topics)
         source_topics = source.list_topics()
         listed = source.list_groups()
@@ -215,10 +217,10 @@ def collect_pair_state(
         target_bounds = target_bounds_f.result()
         target_described = target_described_f.result()
         target_described.update(typed.describe(pair.target, [g for g in groups if g in unmirrored]))
-        # librdkafka names the classic and consumer groups' type itself, so a Java client that cannot run (an
-        # OAuth library only MM2's JVM has) changes no row of theirs.
-        source_types = {g.group: g.type for g in listed if g.type}
-        source_types.update({g: t.type for g, t in typed.listed(pair.source).items()})
+        # librdkafka names the classic and consumer groups' type itself, read this run, so a Java client that
+        # cannot run (an OAuth library only MM2's JVM has) or a kept listing changes no row of theirs.
+        source_types = {g: t.type for g, t in typed.listed(pair.source).items()}
+        source_types.update({g.group: g.type for g in listed if g.type})
         # The target's listing costs a JVM's start: only for the share and streams groups' state there.
         target_types = {g: t.type for g, t in typed.listed(pair.target).items()} if unmirrored else {}
     for note in typed.notes:  # the other groups are still right: say what is missing

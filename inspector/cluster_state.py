@@ -25,6 +25,7 @@ from mm2ctl.inspector.internal_topics import TopicSnapshot, Unreadable, snapshot
 from mm2ctl.inspector.replication_state import ReplicationState, collect_replication_state
 from mm2ctl.inspector.selection import Selection
 from mm2ctl.inspector.spark_query_rows import assign_queries
+from mm2ctl.inspector.typed_groups import GroupListings
 
 
 def select_pairs(config: MM2Config, names: Sequence[str]) -> list[PairConfig]:
@@ -81,15 +82,19 @@ def read_pair(
     conditions: Sequence[FlowCondition] | None = None,
     driver_jvm: DriverJvm = this_process_jvm,
     queries: Sequence[QuerySource] = (),
+    listings: GroupListings | None = None,
 ) -> PairRead:
     """The pair's admin state, MM2's position (read first: it only moves forward) and its internal topics'
     snapshots, taken after the group offsets so that no sync a group offset needs is missed; and the flow's
     conditions, unless the caller has them (``conditions``: they sample the source topics). The committed
     offsets are read in the JVM ``driver_jvm`` gives, when it gives one. ``queries``: the Structured Streaming
-    queries' Kafka sources inspected as groups of this pair."""
+    queries' Kafka sources inspected as groups of this pair. ``listings``: a live session's kept group listings
+    (``typed_groups.GroupListings``)."""
     progress(f"{pair.name}: reading admin state")
     replication = collect_replication_state(config, pair, selection, connect, progress=progress)
-    state = collect_pair_state(config, pair, selection, progress=progress, driver_jvm=driver_jvm, queries=queries)
+    state = collect_pair_state(
+        config, pair, selection, progress=progress, driver_jvm=driver_jvm, queries=queries, listings=listings
+    )
     with ThreadPoolExecutor(max_workers=3, thread_name_prefix=f"snapshot-{pair.name}") as pool:
         syncs = pool.submit(_snapshot, config, pair, pair.offset_syncs_cluster, pair.offset_syncs_topic)
         observed = None
@@ -117,6 +122,7 @@ def read_cluster_state(
     conditions: Mapping[str, Sequence[FlowCondition]] | None = None,
     driver_jvm: DriverJvm = this_process_jvm,
     queries: Sequence[QuerySource] = (),
+    listings: GroupListings | None = None,
 ) -> ClusterState:
     """Every pair as ``read_pair`` reads it; ``conditions`` per pair name when the caller has them. Each of
     ``queries`` goes to every pair whose flow mirrors all its topics (``spark_query_rows.assign_queries``)."""
@@ -133,6 +139,7 @@ def read_cluster_state(
                 conditions=known.get(pair.name),
                 driver_jvm=driver_jvm,
                 queries=assigned[pair.name],
+                listings=listings,
             )
             for pair in pairs
         )

@@ -43,6 +43,7 @@ from mm2ctl.inspector.spark_compat import frame_from_arrow, to_arrow
 from mm2ctl.inspector.spark_query_rows import read_queries
 from mm2ctl.inspector.task_progress import counting_tasks
 from mm2ctl.inspector.translation import translate
+from mm2ctl.inspector.typed_groups import GroupListings
 
 #: How long a live session keeps the flows' observed conditions (``inspector.flow_states.observe``).
 CONDITIONS_TTL_S = 900.0
@@ -121,6 +122,7 @@ class Inspector:
         #: Reads the checkpoints topic while the calling thread reads the offset syncs: two small reads are
         #: each one task, and each waits on its own Kafka consumer. One thread for the inspector's life.
         self._beside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mm2ctl-checkpoints")
+        self._listings = GroupListings()  # the group types' listings, reused for typed_groups.LISTING_TTL_S
 
     def rebind(self, spark: SparkSession) -> None:
         """Run on a new session from now on (a Spark Connect server restarted): what the old session kept went
@@ -135,7 +137,8 @@ class Inspector:
     def read_cluster_state(self, progress: Progress = no_progress) -> ClusterState:
         """What a run reads on the driver. The flows' conditions are observed again once they are
         ``CONDITIONS_TTL_S`` old: finding them samples the source topics, and they change with the setup. The
-        Structured Streaming checkpoints are read again: their queries move on."""
+        group types' listings are reused as ``typed_groups.GroupListings`` says. The Structured Streaming
+        checkpoints are read again: their queries move on."""
         fresh = time.monotonic() - self._conditions_at < CONDITIONS_TTL_S
         queries = read_queries(self.options.spark_checkpoints, lambda: self.spark)
         state = read_cluster_state(
@@ -146,6 +149,7 @@ class Inspector:
             progress=progress,
             conditions=self._conditions if fresh else None,
             queries=queries,
+            listings=self._listings,
         )
         if not fresh:
             self._conditions = {read.pair.name: read.conditions for read in state.pairs}

@@ -8,6 +8,14 @@ read, and reads the share groups' start offsets and the streams groups' committe
 cluster. A share group's position becomes its row's ``committed_offset``: the classification then translates it
 like any group's and gives it the ``not_checkpointed`` status (``inspector.statuses``).
 
+A live session (the exporter, ``inspect --watch``) keeps each cluster's listing in a ``GroupListings`` and
+reuses it for ``LISTING_TTL_S`` when it held no share or streams group: the listing's JVM is then off the
+run's critical path. Only the share and streams groups' names, types and states come from the listing alone;
+the classic and consumer groups' types come from librdkafka's own listing, read every run, wherever it names
+them. So a reused listing changes no row of theirs, and a share or streams group created since shows up at most
+``LISTING_TTL_S`` (plus one interval) later. A listing that held a share or streams group is never reused, as
+their rows take their state from it.
+
 When that client cannot run (no JDK, no Maven or no reach to Maven Central on its first run) the inspection
 goes on without share and streams groups and says so (``note``); on a cluster too old for a type the type is
 simply absent.
@@ -15,6 +23,8 @@ simply absent.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -28,6 +38,41 @@ from mm2ctl.core.group_admin import UNMIRRORED_TYPES, GroupAdmin, TypedGroup
 
 #: ``GroupOffsetColumns.read_through`` of the share and streams groups' positions.
 JAVA_ADMIN = "java-admin"
+#: How long a live session reuses a cluster's listing that held no share or streams group (module docstring).
+LISTING_TTL_S = 60.0
+
+
+class GroupListings:
+    """The Java client's listings a live session keeps between runs, per cluster (its alias and client
+    settings): each reused for ``ttl_s`` from when it was read, if it held no share or streams group."""
+
+    def __init__(self, ttl_s: float = LISTING_TTL_S, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._ttl_s = ttl_s
+        self._clock = clock
+        self._kept: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[float, list[TypedGroup]]] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(alias: str, settings: Mapping[str, str]) -> tuple[str, tuple[tuple[str, str], ...]]:
+        return alias, tuple(sorted(settings.items()))
+
+    def now(self) -> float:
+        return self._clock()
+
+    def fresh(self, alias: str, settings: Mapping[str, str]) -> list[TypedGroup] | None:
+        """The kept listing of the cluster while it is younger than the TTL, else None."""
+        with self._lock:
+            kept = self._kept.get(self._key(alias, settings))
+        if kept is None or self._clock() - kept[0] >= self._ttl_s:
+            return None
+        return kept[1]
+
+    def keep(self, alias: str, settings: Mapping[str, str], read_at: float, listing: list[TypedGroup]) -> None:
+        """Keep ``listing``, read at ``read_at`` (the clock's), unless it holds a share or streams group."""
+        if any(g.type in UNMIRRORED_TYPES for g in listing):
+            return
+        with self._lock:
+            self._kept[self._key(alias, settings)] = (read_at, listing)
 
 
 class TypedGroups:
@@ -35,22 +80,43 @@ class TypedGroups:
     target's only when asked for (an inspection needs it only when the source has share or streams groups)."""
 
     def __init__(
-        self, config: MM2Config, pair: PairConfig, pool: ThreadPoolExecutor, *, timeout_s: float = 60.0
+        self,
+        config: MM2Config,
+        pair: PairConfig,
+        pool: ThreadPoolExecutor,
+        *,
+        timeout_s: float = 60.0,
+        listings: GroupListings | None = None,
     ) -> None:
+        self._settings = {alias: config.client_settings(alias, pair.name) for alias in (pair.source, pair.target)}
         self._admins = {
-            alias: GroupAdmin(config.client_settings(alias, pair.name), alias, timeout_s=timeout_s)
-            for alias in (pair.source, pair.target)
+            alias: GroupAdmin(settings, alias, timeout_s=timeout_s) for alias, settings in self._settings.items()
         }
         self._pool = pool
-        self._listed: dict[str, Future[list[TypedGroup]]] = {
-            pair.source: pool.submit(self._admins[pair.source].list_groups)
-        }
+        self._listings = listings
+        self._listed: dict[str, Future[list[TypedGroup]]] = {pair.source: self._list(pair.source)}
         self._notes: list[str] = []
+
+    def _list(self, alias: str) -> Future[list[TypedGroup]]:
+        """The listing of ``alias``: the kept one while it is fresh, else read in the background (and kept)."""
+        kept = self._listings.fresh(alias, self._settings[alias]) if self._listings is not None else None
+        if kept is not None:
+            done: Future[list[TypedGroup]] = Future()
+            done.set_result(kept)
+            return done
+        return self._pool.submit(self._read_listing, alias)
+
+    def _read_listing(self, alias: str) -> list[TypedGroup]:
+        read_at = self._listings.now() if self._listings is not None else 0.0
+        listing = self._admins[alias].list_groups()
+        if self._listings is not None:
+            self._listings.keep(alias, self._settings[alias], read_at, listing)
+        return listing
 
     def listed(self, alias: str) -> dict[str, TypedGroup]:
         """Every group on ``alias`` by name, with its type and state (empty when the listing failed)."""
         if alias not in self._listed:
-            self._listed[alias] = self._pool.submit(self._admins[alias].list_groups)
+            self._listed[alias] = self._list(alias)
         try:
             return {g.group: g for g in self._listed[alias].result()}
         except Mm2ctlError as exc:

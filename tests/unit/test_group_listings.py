@@ -1,0 +1,96 @@
+"""A live session's reuse of the group types' listings (``inspector.typed_groups.GroupListings``)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
+from typing import Any, ClassVar
+
+import pytest
+
+from mm2ctl.core.group_admin import TypedGroup
+from mm2ctl.inspector import typed_groups
+from mm2ctl.inspector.typed_groups import GroupListings, TypedGroups
+
+PLAIN = [TypedGroup("a", "classic", "Empty"), TypedGroup("b", "consumer", "Stable")]
+WITH_SHARE = [*PLAIN, TypedGroup("s", "share", "Stable")]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_a_listing_is_reused_until_the_ttl_and_not_after() -> None:
+    clock = Clock()
+    listings = GroupListings(60.0, clock=clock)
+    listings.keep("src", {"bootstrap.servers": "x:1"}, clock(), PLAIN)
+    clock.t += 59.9
+    assert listings.fresh("src", {"bootstrap.servers": "x:1"}) == PLAIN
+    assert listings.fresh("src", {"bootstrap.servers": "y:1"}) is None  # another cluster's settings
+    assert listings.fresh("dst", {"bootstrap.servers": "x:1"}) is None
+    clock.t += 0.1
+    assert listings.fresh("src", {"bootstrap.servers": "x:1"}) is None
+
+
+def test_a_listing_with_a_share_or_streams_group_is_never_kept() -> None:
+    clock = Clock()
+    listings = GroupListings(60.0, clock=clock)
+    listings.keep("src", {}, clock(), WITH_SHARE)
+    listings.keep("dst", {}, clock(), [TypedGroup("k", "streams", "Empty")])
+    assert listings.fresh("src", {}) is None
+    assert listings.fresh("dst", {}) is None
+
+
+class FakeAdmin:
+    calls: ClassVar[list[str]] = []
+    answers: ClassVar[dict[str, list[TypedGroup]]] = {}
+
+    def __init__(self, settings: Any, name: str, *, timeout_s: float = 30.0) -> None:
+        self.name = name
+
+    def list_groups(self) -> list[TypedGroup]:
+        FakeAdmin.calls.append(self.name)
+        return FakeAdmin.answers[self.name]
+
+
+@pytest.fixture()
+def fake_admin(monkeypatch: pytest.MonkeyPatch) -> type[FakeAdmin]:
+    monkeypatch.setattr(typed_groups, "GroupAdmin", FakeAdmin)
+    FakeAdmin.calls = []
+    FakeAdmin.answers = {"src": PLAIN, "dst": PLAIN}
+    return FakeAdmin
+
+
+CONFIG: Any = SimpleNamespace(client_settings=lambda alias, pair: {"bootstrap.servers": f"{alias}:9092"})
+PAIR: Any = SimpleNamespace(source="src", target="dst", name="src->dst")
+
+
+def _types(listings: GroupListings | None, pool: ThreadPoolExecutor) -> dict[str, str]:
+    typed = TypedGroups(CONFIG, PAIR, pool, listings=listings)
+    return typed.unmirrored("src", lambda _g: True)
+
+
+def test_a_live_session_lists_once_within_the_ttl(fake_admin: type[FakeAdmin]) -> None:
+    clock = Clock()
+    listings = GroupListings(60.0, clock=clock)
+    with ThreadPoolExecutor(2) as pool:
+        assert _types(listings, pool) == {}
+        assert _types(listings, pool) == {}
+        assert fake_admin.calls == ["src"]
+        fake_admin.answers["src"] = WITH_SHARE  # a share group appears
+        assert _types(listings, pool) == {}  # not yet: the kept listing is reused
+        clock.t += 60.0
+        assert _types(listings, pool) == {"s": "share"}  # within the TTL
+        assert _types(listings, pool) == {"s": "share"}  # that listing is not kept: read again
+        assert fake_admin.calls == ["src", "src", "src"]
+
+
+def test_without_listings_every_inspection_lists(fake_admin: type[FakeAdmin]) -> None:
+    with ThreadPoolExecutor(2) as pool:
+        _types(None, pool)
+        _types(None, pool)
+    assert fake_admin.calls == ["src", "src"]
