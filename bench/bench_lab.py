@@ -62,6 +62,45 @@ def open_lab(args: argparse.Namespace) -> tuple[LabInfo, Path | None]:
     return lab.up(lab_dir, progress=lambda m: say(f"lab: {m}"), **kwargs), lab_dir
 
 
+class CommitTrickle:
+    """New committed offsets for a bench pair's source groups, as their consumers commit between two inspections:
+    each moves one group partition's committed offset one record on (never past the partition's end), round robin
+    over the groups ``group_regex`` matches in full (every group of the pair without one). The committed offsets
+    and the partitions' ends are read once."""
+
+    def __init__(self, mm2_file: Path, group_regex: str | None) -> None:
+        import re
+
+        from mm2ctl.core.config import load_mm2_config
+
+        config = load_mm2_config(mm2_file)
+        pair = config.pairs()[0]
+        self.admin = KafkaAdmin.connect(dict(config.kafka_config(pair.source, pair.name)), name=pair.source)
+        groups = sorted(
+            g.group
+            for g in self.admin.list_groups()
+            if pair.group_filter.matches(g.group) and (group_regex is None or re.fullmatch(group_regex, g.group))
+        )
+        committed = self.admin.committed_offsets(groups)
+        self.positions = {(g, tp): off for g in groups for tp, off in sorted(committed[g].offsets.items())}
+        partitions = {tp for _g, tp in self.positions}
+        self.ends = {tp: int(b.latest or 0) for tp, b in self.admin.partition_bounds(partitions).items()}
+        self._order = sorted(self.positions)
+        self._turn = 0
+
+    def write(self, count: int) -> None:
+        offsets: dict[str, dict[tuple[str, int], int]] = {}
+        for i in range(count):
+            group, tp = self._order[(self._turn + i) % len(self._order)]
+            self.positions[(group, tp)] = min(self.positions[(group, tp)] + 1, self.ends[tp])
+            offsets.setdefault(group, {})[tp] = self.positions[(group, tp)]
+        self._turn += count
+        for results in self.admin.alter_group_offsets(offsets, concurrency=16).values():
+            failed = [r for r in results if r.error is not None]
+            if failed:
+                raise SystemExit(f"committing bench offsets failed: {failed[0]}")
+
+
 class SyncTrickle:
     """New offset syncs for a bench pair whose MM2 does not run: each continues its partition's newest sync by
     one record on both sides, as MM2 writes them while it copies. The newest syncs are read once, from the

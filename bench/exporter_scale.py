@@ -11,7 +11,9 @@ With ``--trickle K``, K new offset syncs are written after each completed inspec
 partitions, each continuing its partition's newest sync (``bench_lab.SyncTrickle``): the exporter's later
 runs then fold new records in, as they do beside a running MM2. From ``--from-run`` on (10), it reports the
 cores the exporter kept busy on average (CPU seconds of both processes over wall time) and how the resident
-memory of both, together, moved between that run and the last (``rss_change_percent``).
+memory of both, together, moved between that run and the last (``rss_change_percent``). With ``--commits M``,
+M group partitions of the inspected groups get a new committed offset after each run too (``bench_lab.CommitTrickle``),
+as the consumers of a live setup commit between two inspections.
 
 It starts ``mm2ctl exporter`` on the bench pair (MM2's position from the dedicated-mode offsets topic the load
 wrote), waits for ``--runs`` complete inspections (watching ``mm2ctl_inspection_last_success_timestamp_seconds``
@@ -37,7 +39,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from bench_lab import SyncTrickle, loadavg, say
+from bench_lab import CommitTrickle, SyncTrickle, loadavg, say
 from prometheus_client.parser import text_string_to_metric_families
 
 from mm2ctl.lab.process import free_port
@@ -96,6 +98,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         *(["--groups", args.groups] if args.groups else []),
     ]  # fmt: skip
     trickle = SyncTrickle(mm2) if args.trickle else None
+    commits = CommitTrickle(mm2, args.groups) if args.commits else None
     say(" ".join(command))
     started = time.monotonic()
     proc = subprocess.Popen(command, env={**os.environ, "MM2CTL_STATE_DIR": state}, stderr=subprocess.PIPE, text=True)
@@ -134,6 +137,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 say(f"run {len(runs)}: {runs[-1]}")
                 if trickle is not None:
                     trickle.write(args.trickle)
+                if commits is not None:
+                    commits.write(args.commits)
             time.sleep(1.0)
         peaks = {"py_hwm_mib": (_status_kib(proc.pid, "VmHWM") or 0) / 1024}
         if jvm:
@@ -154,6 +159,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "interval_s": args.interval,
         "trickle_syncs_per_run": args.trickle,
+        "commits_per_run": args.commits,
         "from_run": args.from_run,
         "cores_busy_average": round((end["cpu_s_total"] - start["cpu_s_total"]) / window_s, 3) if window_s else None,
         "rss_total_mib_from_run": round(rss_start, 1),
@@ -183,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="complete inspections to wait for (default 3)")
     parser.add_argument("--interval", type=float, default=60.0, help="the exporter's --interval (default 60)")
     parser.add_argument("--trickle", type=int, default=0, help="offset syncs written after each run (0)")
+    parser.add_argument("--commits", type=int, default=0, help="group offsets committed after each run (0)")
     parser.add_argument("--from-run", type=int, default=10, help="the run the averages start at (10)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
