@@ -31,6 +31,7 @@ from mm2ctl.cli.options import (
     InspectPairs,
     LagThreshold,
     MM2Config,
+    NoCache,
     PolicyNaming,
     Secrets,
     SetupOptions,
@@ -66,6 +67,7 @@ def exporter(
     groups: Groups = None,
     topics: Topics = None,
     lag_threshold: LagThreshold = DEFAULT_LAG_THRESHOLD,
+    no_cache: NoCache = False,
     spark_master: SparkMaster = None,
     spark_conf: SparkConf = None,
     remote: SparkRemote = None,
@@ -89,7 +91,10 @@ def exporter(
     connect = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
     config = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).resolve(connect)
     options = InspectOptions(
-        pairs=tuple(pair or ()), selection=Selection(groups=groups, topics=topics), lag_threshold=lag_threshold
+        pairs=tuple(pair or ()),
+        selection=Selection(groups=groups, topics=topics),
+        lag_threshold=lag_threshold,
+        state_cache=not no_cache,
     )
     stopping = threading.Event()
 

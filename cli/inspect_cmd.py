@@ -28,6 +28,7 @@ from mm2ctl.cli.options import (
     InspectPairs,
     LagThreshold,
     MM2Config,
+    NoCache,
     PolicyNaming,
     Quiet,
     Secrets,
@@ -101,6 +102,7 @@ def inspect(
     spark_conf: SparkConf = None,
     remote: SparkRemote = None,
     exact: Exact = False,
+    no_cache: NoCache = False,
     spark_checkpoint: SparkCheckpoints = None,
     watch: float | None = typer.Option(
         None,
@@ -150,6 +152,7 @@ def inspect(
         only_problems=only_problems,
         exact=exact,
         lag_threshold=lag_threshold,
+        state_cache=not no_cache,
         spark_checkpoints=tuple(spark_checkpoint or ()),
     )
     say = terminal_progress(quiet=quiet)

@@ -151,6 +151,14 @@ Exact = Annotated[
         "replay_if_failover_now and skip_if_failover_now are true counts (slower: it reads per partition).",
     ),
 ]
+NoCache = Annotated[
+    bool,
+    typer.Option(
+        "--no-cache",
+        help="Read MM2's internal topics in full and save nothing (by default a run starts from what the last run "
+        "decoded of them, saved under $MM2CTL_CACHE/inspect-state, and reads only the records written since).",
+    ),
+]
 LagThreshold = Annotated[
     int,
     typer.Option(

@@ -28,6 +28,7 @@ from mm2ctl.cli.options import (
     InspectPairs,
     JsonOutput,
     MM2Config,
+    NoCache,
     PolicyNaming,
     Quiet,
     Secrets,
@@ -76,6 +77,7 @@ def report(
     topics: Topics = None,
     active_only: ActiveOnly = False,
     exact: Exact = False,
+    no_cache: NoCache = False,
     lag_threshold: int = typer.Option(
         DEFAULT_LAG_THRESHOLD,
         "--lag-threshold",
@@ -117,6 +119,7 @@ def report(
         selection=Selection(groups=groups, topics=topics, active_only=active_only),  # checks the regexes
         exact=exact,
         lag_threshold=lag_threshold,
+        state_cache=not no_cache,
     )
     conf = parse_spark_conf(spark_conf)
     if saved:

@@ -38,6 +38,7 @@ from mm2ctl.inspector.frames import release
 from mm2ctl.inspector.internal_topics import TopicSnapshot, Unreadable
 from mm2ctl.inspector.pair_topics import Numbering, PairTopics, tasks_for
 from mm2ctl.inspector.result import ORDER, PARTITION_ORDER, InspectionResult, TopicNote, summarize
+from mm2ctl.inspector.saved_topics import SavedTopics
 from mm2ctl.inspector.selection import InspectOptions
 from mm2ctl.inspector.spark_compat import frame_from_arrow, to_arrow
 from mm2ctl.inspector.spark_query_rows import read_queries
@@ -123,6 +124,7 @@ class Inspector:
         #: each one task, and each waits on its own Kafka consumer. One thread for the inspector's life.
         self._beside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mm2ctl-checkpoints")
         self._listings = GroupListings()  # the group types' listings, reused for typed_groups.LISTING_TTL_S
+        self._saved = SavedTopics()
 
     def rebind(self, spark: SparkSession) -> None:
         """Run on a new session from now on (a Spark Connect server restarted): what the old session kept went
@@ -175,6 +177,11 @@ class Inspector:
         cached: list[DataFrame] = []
         for read in state.pairs:
             notes += self._refresh(read, progress)
+        saving = (
+            [self._saved.save_soon(self._kept[r.pair.name], self._beside) for r in state.pairs]
+            if self.options.state_cache
+            else []
+        )
         frames = [self._pair_rows(read, progress, cached) for read in state.pairs]
         rows = functools.reduce(DataFrame.unionByName, frames)
         if self.options.only_problems:
@@ -190,6 +197,8 @@ class Inspector:
                 figures = [r.asDict(recursive=True) for r in summary.group_figures(rows).collect()]
             progress("replication health")
             partitions = self._replicated_partitions(state)
+            for done in saving:
+                notes += done.result()
         except BaseException:
             for frame in cached:
                 release(frame)
@@ -216,10 +225,12 @@ class Inspector:
         notes += [TopicNote(*n) for n in flow_states.condition_notes(read.conditions)]
         progress(f"{pair.name}: reading {pair.offset_syncs_topic} and {pair.checkpoints_topic} with Spark")
         checkpoints = read.checkpoints if isinstance(read.checkpoints, TopicSnapshot) else None
+        syncs = read.syncs if isinstance(read.syncs, TopicSnapshot) else None
+        if self.options.state_cache:
+            notes += self._saved.restore(self.spark, kept, syncs, checkpoints)
         settings = self.config.client_settings(pair.target, pair.name)
         checkpoints_read = self._beside.submit(kept.refresh_checkpoints, self.spark, settings, checkpoints)
         try:
-            syncs = read.syncs if isinstance(read.syncs, TopicSnapshot) else None
             settings = self.config.client_settings(pair.offset_syncs_cluster, pair.name)
             reason = kept.refresh_syncs(self.spark, settings, syncs, read.source_partitions(), progress)
         except BaseException:

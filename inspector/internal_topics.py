@@ -21,12 +21,14 @@ _UNKNOWN_TOPIC = "UNKNOWN_TOPIC_OR_PART"
 
 @dataclass(frozen=True, slots=True)
 class TopicSnapshot:
-    """An internal topic at one instant: where it lives, its id, and each partition's ``[earliest, end)``."""
+    """An internal topic at one instant: where it lives (the cluster's alias and Kafka cluster id), its id, and
+    each partition's ``[earliest, end)``."""
 
     cluster: str
     topic: str
     topic_id: str | None
     bounds: Mapping[int, tuple[int, int]]
+    cluster_id: str | None = None
 
     @property
     def records_span(self) -> int:
@@ -66,7 +68,11 @@ def snapshot(admin: KafkaAdmin, *, cluster: str, topic: str, principal: str) -> 
         return Unreadable(cluster, topic, f"{failed.code}: {failed.message}", denied=is_denial(failed.code))
     spans = {p: (b.earliest, b.latest) for (_t, p), b in bounds.items()}
     return TopicSnapshot(
-        cluster, topic, access.topic_id, {p: (int(s or 0), int(e or 0)) for p, (s, e) in spans.items()}
+        cluster,
+        topic,
+        access.topic_id,
+        {p: (int(s or 0), int(e or 0)) for p, (s, e) in spans.items()},
+        cluster_id=admin.cluster_id(),
     )
 
 

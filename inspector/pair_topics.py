@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from mm2ctl.core.admin import TP
 from mm2ctl.core.progress import Progress
@@ -33,7 +34,8 @@ from mm2ctl.inspector import checkpoint_state, decode, schemas, sync_state
 from mm2ctl.inspector.frames import release
 from mm2ctl.inspector.internal_topics import ReadPlan, TopicSnapshot, plan_read
 from mm2ctl.inspector.kafka_read import read_ranges
-from mm2ctl.inspector.spark_compat import frame_from_arrow
+from mm2ctl.inspector.spark_compat import frame_from_arrow, to_arrow
+from mm2ctl.inspector.state_cache import CHECKPOINTS, SYNCS, SavedState, StateKey
 
 #: Records per Spark task of a full read, and the same rows per shuffle partition of the records' sort.
 RECORDS_PER_TASK = 500_000
@@ -41,6 +43,11 @@ RECORDS_PER_TASK = 500_000
 #: is read in full again.
 RUNS_GROWTH = 2
 RUNS_SLACK = 10_000
+#: ``sync_state.RUN_COLUMNS`` as a schema.
+RUNS_SCHEMA = StructType(
+    [StructField(sync_state.PART, IntegerType())]
+    + [StructField(c, LongType()) for c in (sync_state.U0, sync_state.D0, sync_state.N, sync_state.RECORDS)]
+)
 
 
 def tasks_for(records: int, *, per_task: int = RECORDS_PER_TASK) -> int:
@@ -166,6 +173,7 @@ class PairTopics:
         try:
             facts = sync_state.partition_facts(records).collect()
             self._syncs_malformed = Counter()
+            self.newest = {}  # a partition with no record left has no newest one
             self._take_facts(facts)
             tangled = sync_state.tangled(facts)
             if tangled:
@@ -276,13 +284,84 @@ class PairTopics:
     def empty_runs(self, spark: SparkSession) -> DataFrame:
         if self.runs is not None:
             return self.runs
-        return spark.createDataFrame([], "_part int, _u0 long, _d0 long, _n long, _records long")
+        return spark.createDataFrame([], RUNS_SCHEMA)
 
     def malformed(self) -> tuple[Mapping[str, int], Mapping[str, int]]:
         """The malformed records skipped, per reason, in the kept offset syncs and checkpoints."""
         return dict(self._syncs_malformed), dict(self._checkpoints_malformed)
 
+    # --- saved between processes (``inspector.state_cache``) ---
+
+    @property
+    def syncs_read(self) -> TopicSnapshot | None:
+        """The snapshot the kept syncs were read up to."""
+        return self._syncs_read
+
+    @property
+    def checkpoints_read(self) -> TopicSnapshot | None:
+        """The snapshot the kept checkpoints were read up to."""
+        return self._checkpoints_read
+
+    def saved_syncs(self) -> SavedState | None:
+        """The kept syncs as a file holds them (a Spark job collects the runs); None when there are none, or
+        the topic's snapshot lacks the ids that key a file."""
+        key = state_key(SYNCS, self.pair, self._syncs_read)
+        if key is None or self.runs is None or self.numbering is None or self._syncs_read is None:
+            return None
+        extra = {
+            "numbering": [[t, p, n] for (t, p), n in sorted(self.numbering.parts.items())],
+            "newest": [
+                [t, p, s.is_sync, s.upstream, s.downstream, s.timestamp.isoformat() if s.timestamp else None]
+                for (t, p), s in sorted(self.newest.items())
+            ],
+            "malformed": dict(self._syncs_malformed),
+            "runs_at_full": self._runs_at_full,
+        }
+        read = self._syncs_read
+        return SavedState(key, str(read.topic_id), dict(read.bounds), to_arrow(self.runs), extra)
+
+    def restore_syncs(self, spark: SparkSession, saved: SavedState, now: TopicSnapshot) -> None:
+        """Keep ``saved`` as if this session had read it; ``refresh_syncs`` then reads only past it (or the
+        topic in full again, when ``now`` shows it no longer describes the topic)."""
+        self._drop_syncs()
+        extra = saved.extra
+        self.numbering = Numbering({(str(t), int(p)): int(n) for t, p, n in extra["numbering"]})
+        self.newest = {
+            (str(t), int(p)): NewestSync(bool(s), u, d, dt.datetime.fromisoformat(ts) if ts else None)
+            for t, p, s, u, d, ts in extra["newest"]
+        }
+        self._syncs_malformed = Counter({str(r): int(n) for r, n in extra["malformed"].items()})
+        self._runs_at_full = int(extra["runs_at_full"])
+        self.runs = frame_from_arrow(spark, saved.table, RUNS_SCHEMA).localCheckpoint(eager=False)
+        self._runs = saved.table.num_rows
+        self._syncs_read = TopicSnapshot(now.cluster, now.topic, saved.topic_id, saved.bounds, now.cluster_id)
+
+    def saved_checkpoints(self) -> SavedState | None:
+        """The kept live checkpoints as a file holds them (a Spark job collects them); None as for syncs."""
+        key = state_key(CHECKPOINTS, self.pair, self._checkpoints_read)
+        if key is None or self.checkpoints is None or self._checkpoints_read is None:
+            return None
+        read = self._checkpoints_read
+        extra = {"malformed": dict(self._checkpoints_malformed)}
+        return SavedState(key, str(read.topic_id), dict(read.bounds), to_arrow(self.checkpoints), extra)
+
+    def restore_checkpoints(self, spark: SparkSession, saved: SavedState, now: TopicSnapshot) -> None:
+        """Keep ``saved`` as if this session had read it (``refresh_checkpoints`` reads past it)."""
+        if self.checkpoints is not None:
+            release(self.checkpoints)
+        table = saved.table
+        self.checkpoints = frame_from_arrow(spark, table, schemas.CHECKPOINTS_SCHEMA).localCheckpoint(eager=False)
+        self._checkpoints_malformed = Counter({str(r): int(n) for r, n in saved.extra["malformed"].items()})
+        self._checkpoints_read = TopicSnapshot(now.cluster, now.topic, saved.topic_id, saved.bounds, now.cluster_id)
+
     def release(self) -> None:
         """Drop everything kept (the session may go on without this pair)."""
         self._drop_syncs()
         self.refresh_checkpoints(None, {}, None)  # type: ignore[arg-type]
+
+
+def state_key(kind: str, pair: str, snapshot: TopicSnapshot | None) -> StateKey | None:
+    """The file a pair's decoding of an internal topic is saved in; None without the ids that key it."""
+    if snapshot is None or snapshot.cluster_id is None or snapshot.topic_id is None:
+        return None
+    return StateKey(kind, pair, snapshot.cluster_id, snapshot.topic)

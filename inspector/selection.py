@@ -50,3 +50,5 @@ class InspectOptions:
     #: Structured Streaming checkpoints whose Kafka sources get rows like a group's (``spark_query_rows``),
     #: read again at every run.
     spark_checkpoints: tuple[str, ...] = ()
+    #: Start from the decoded internal topics the last process saved, and save them (``state_cache``).
+    state_cache: bool = True

@@ -33,6 +33,7 @@ from mm2ctl.core import records
 from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.codecs import encode_offset_sync_key
 from mm2ctl.core.config import PairConfig, load_mm2_config
+from mm2ctl.inspector import pair_topics
 from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import Flow, LabInfo
@@ -116,9 +117,11 @@ def setup(lab_pool: Any) -> Iterator[Setup]:
         connect.close()
 
 
-def _inspector(spark: Any, setup: Setup) -> Inspector:
+def _inspector(spark: Any, setup: Setup, *, cache: bool = False) -> Inspector:
+    """An inspector of the setup's pair; without ``cache`` it neither starts from saved files nor saves any,
+    so each new one is a cold run."""
     config = load_mm2_config(setup.flow.mm2_config)
-    options = InspectOptions(pairs=(setup.pair.name,))
+    options = InspectOptions(pairs=(setup.pair.name,), state_cache=cache)
     return Inspector(spark, config, options, preflight(config, options))
 
 
@@ -237,6 +240,68 @@ def test_a_tombstone_makes_the_session_read_the_syncs_in_full_again(spark: Any, 
     assert len(warm) == 3 * PARTITIONS
     assert all(r["translated_offset"] is None for r in warm if r["partition"] == 0), warm
     assert all(r["translated_offset"] is not None for r in warm if r["partition"] == 1), warm
+
+
+def test_a_new_process_starts_from_the_saved_state_and_reads_only_what_is_new(
+    spark: Any, setup: Setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An inspector that starts from the files the last one saved asks Kafka only for the records past them,
+    and its rows equal an uncached cold run's; a damaged file is thrown away, with a note, and the topic read
+    in full."""
+    monkeypatch.setenv("MM2CTL_CACHE", str(tmp_path))
+    asked: list[tuple[str, dict[int, tuple[int, int]]]] = []
+    real = pair_topics.read_ranges
+
+    def spy(spark: Any, settings: Any, topic: str, ranges: Any, **kwargs: Any) -> Any:
+        asked.append((topic, {p: r for p, r in ranges.items() if r[0] < r[1]}))
+        return real(spark, settings, topic, ranges, **kwargs)
+
+    monkeypatch.setattr(pair_topics, "read_ranges", spy)
+    first = _inspector(spark, setup, cache=True)
+    try:
+        first.run().close()
+    finally:
+        first.close()
+    files = sorted((tmp_path / "inspect-state").iterdir())
+    assert [f.name.split("-")[0] for f in files] == ["checkpoints", "offset"], files
+    saved_ends = {
+        setup.pair.offset_syncs_topic: setup.syncs_end(),
+        setup.pair.checkpoints_topic: setup.checkpoints_end(),
+    }
+
+    before = setup.syncs_end()
+    setup.resume_mirroring()
+    setup.produce(100, 10_000)
+    eventually(lambda: setup.syncs_end() > before, timeout_s=120, what="new offset syncs")
+    setup.stop_mirroring()
+    asked.clear()
+    second = _inspector(spark, setup, cache=True)
+    try:
+        warm = _rows(second)
+    finally:
+        second.close()
+    syncs_asked = [r for t, r in asked if t == setup.pair.offset_syncs_topic]
+    assert syncs_asked == [{0: (saved_ends[setup.pair.offset_syncs_topic], setup.syncs_end())}], asked
+    for topic, ranges in asked:
+        assert all(start == saved_ends[topic] for start, _end in ranges.values()), asked
+    cold = _inspector(spark, setup)
+    try:
+        assert warm == _rows(cold)
+    finally:
+        cold.close()
+
+    syncs_file = next(f for f in (tmp_path / "inspect-state").iterdir() if f.name.startswith("offset"))
+    syncs_file.write_bytes(syncs_file.read_bytes()[:100])
+    asked.clear()
+    third = _inspector(spark, setup, cache=True)
+    try:
+        again = _rows(third)
+    finally:
+        third.close()
+    notes = [r["note"] for r in again if "note" in r]
+    assert notes == ["read again in full: its saved state is unreadable (ArrowInvalid)"], notes
+    assert [r for t, r in asked if t == setup.pair.offset_syncs_topic] == [{0: (0, setup.syncs_end())}], asked
+    assert [r for r in again if "note" not in r] == [r for r in warm if "note" not in r]
 
 
 def _table(result: Any) -> list[dict[str, Any]]:

@@ -1,0 +1,247 @@
+"""The decoded internal topics saved between processes (``inspector.state_cache``, ``inspector.saved_topics``):
+the files themselves, and a property test that a chain of processes each starting from the last one's files
+keeps exactly what a process reading the topic in full keeps, over random histories of the topic."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import stat
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mm2ctl.core import codecs
+from mm2ctl.core.translation import Sync
+from mm2ctl.inspector import pair_topics, state_cache
+from mm2ctl.inspector.internal_topics import TopicSnapshot
+from mm2ctl.inspector.pair_topics import PairTopics
+from mm2ctl.inspector.saved_topics import SavedTopics
+from mm2ctl.inspector.schemas import KAFKA_RECORD_SCHEMA
+from mm2ctl.inspector.state_cache import SYNCS, SavedState, StateKey, Unusable
+
+PAIR = "a->b"
+T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+KEY = StateKey(SYNCS, PAIR, "cluster-1", "mm2-offset-syncs.b.internal")
+
+
+def _state(rows: int = 3, key: StateKey = KEY) -> SavedState:
+    table = pa.table({"_part": pa.array([1] * rows, pa.int32()), "_u0": pa.array(range(rows), pa.int64())})
+    return SavedState(key, "topic-id-1", {0: (0, 10)}, table, {"malformed": {"short key": 2}})
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("MM2CTL_CACHE", str(tmp_path))
+    return state_cache.cache_dir()
+
+
+# --- the files ---
+
+
+def test_a_saved_state_reads_back_whole(folder: Path) -> None:
+    path = state_cache.save(_state())
+    got = state_cache.load(KEY)
+    assert isinstance(got, SavedState)
+    assert got.table.equals(_state().table)
+    assert (got.topic_id, dict(got.bounds), dict(got.extra)) == (
+        "topic-id-1",
+        {0: (0, 10)},
+        {"malformed": {"short key": 2}},
+    )
+    assert path.parent == folder and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert [p.name for p in folder.iterdir()] == [path.name]  # no temporary file left
+
+
+def test_no_file_is_no_state(folder: Path) -> None:
+    assert state_cache.load(KEY) is None
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]),  # truncated
+        lambda p: p.write_bytes(b"ARROW1" + os.urandom(200)),  # corrupt
+        lambda p: p.write_bytes(b""),
+    ],
+    ids=["truncated", "corrupt", "empty"],
+)
+def test_a_damaged_file_is_thrown_away_with_the_reason(folder: Path, damage: Any) -> None:
+    path = state_cache.save(_state())
+    damage(path)
+    got = state_cache.load(KEY)
+    assert isinstance(got, Unusable) and "unreadable" in got.reason
+    assert not path.exists()
+
+
+def test_a_file_of_another_version_or_topic_is_thrown_away(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    state_cache.save(_state())
+    monkeypatch.setattr(state_cache, "_version", lambda: "9.9.9")
+    got = state_cache.load(KEY)
+    assert isinstance(got, Unusable) and "another version" in got.reason
+    monkeypatch.undo()
+    monkeypatch.setenv("MM2CTL_CACHE", str(folder.parent))
+    other = StateKey(SYNCS, PAIR, "cluster-2", KEY.topic)
+    path = state_cache.save(_state())
+    path.rename(folder / other.file_name())  # a file under another key's name
+    got = state_cache.load(other)
+    assert isinstance(got, Unusable) and "does not describe" in got.reason
+
+
+def test_the_folder_keeps_to_its_bound_least_recently_used_first(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    keys = [StateKey(SYNCS, f"p{i}", "c", "t") for i in range(4)]
+    big = 20_000
+    for i, key in enumerate(keys):
+        path = state_cache.save(_state(big, key))
+        os.utime(path, (1_000 + i, 1_000 + i))
+    size = (folder / keys[0].file_name()).stat().st_size
+    assert isinstance(state_cache.load(keys[0]), SavedState)  # used now: the most recent
+    monkeypatch.setenv("MM2CTL_INSPECT_CACHE_MB", str(2.5 * size / (1 << 20)))
+    newest = state_cache.save(_state(big, StateKey(SYNCS, "p9", "c", "t")))
+    left = {p.name for p in folder.iterdir()}
+    assert left == {newest.name, keys[0].file_name()}
+
+
+def test_a_dead_writers_temporary_file_goes(folder: Path) -> None:
+    folder.mkdir(parents=True)
+    stale, fresh = folder / ".tmp-dead.arrow", folder / ".tmp-writing.arrow"
+    for p in (stale, fresh):
+        p.write_bytes(b"half")
+    os.utime(stale, (0, 0))
+    state_cache.save(_state())
+    assert not stale.exists() and fresh.exists()
+
+
+# --- a chain of processes against a full read ---
+
+PARTS = 3
+
+
+class FakeTopic:
+    """An offset-syncs topic's history on one partition: records by offset, its log start and its id."""
+
+    def __init__(self) -> None:
+        self.topic_id = "id-0"
+        self.records: list[tuple[int, int, Sync | str | None]] = []  # (offset, source partition, record)
+        self.start = 0
+        self.end = 0
+
+    def apply(self, op: tuple[Any, ...]) -> None:
+        kind = op[0]
+        if kind == "syncs":
+            _, part, count, step_up, step_down = op
+            last = next((r for _o, p, r in reversed(self.records) if p == part and isinstance(r, Sync)), None)
+            up, down = (last.upstream, last.downstream) if last else (0, 0)
+            for _ in range(count):
+                up, down = up + 1 + step_up, down + 1 + step_down
+                self._append(part, Sync(up, down))
+        elif kind == "arbitrary":
+            self._append(op[1], Sync(op[2], op[3]))
+        elif kind == "tombstone":
+            self._append(op[1], None)
+        elif kind == "malformed":
+            self._append(op[1], "malformed")
+        elif kind == "delete_below" and self.end > self.start:
+            self.start = self.start + (op[1] % (self.end - self.start + 1))
+            self.records = [r for r in self.records if r[0] >= self.start]
+        elif kind == "recreate":
+            self.topic_id = f"id-{int(self.topic_id[3:]) + 1}"
+            self.records, self.start, self.end = [], 0, 0
+
+    def _append(self, part: int, record: Sync | str | None) -> None:
+        self.records.append((self.end, part, record))
+        self.end += 1
+
+    def snapshot(self) -> TopicSnapshot:
+        return TopicSnapshot("b", "syncs", self.topic_id, {0: (self.start, self.end)}, cluster_id="cluster-b")
+
+    def read(self, spark: Any, ranges: Mapping[int, tuple[int, int]]) -> Any:
+        start, end = ranges.get(0, (0, 0))
+        raw = []
+        for offset, part, x in self.records:
+            if not start <= offset < end:
+                continue
+            key = codecs.encode_offset_sync_key("t", part)
+            if x == "malformed":
+                raw.append((PAIR, key[:3], None, "syncs", 0, offset, T0, 0))
+                continue
+            value = None if x is None else codecs.encode_offset_sync_value(x.upstream, x.downstream)  # type: ignore[union-attr]
+            raw.append((PAIR, key, value, "syncs", 0, offset, T0 + dt.timedelta(seconds=offset), 0))
+        return spark.createDataFrame(raw, KAFKA_RECORD_SCHEMA)
+
+
+def _kept(spark: Any, kept: PairTopics) -> tuple[Any, ...]:
+    """What a process keeps of the topic, as values: each partition's syncs expanded from its runs, the
+    records they stand for, the newest record of each partition and the malformed counts."""
+    assert kept.numbering is not None and kept.runs is not None
+    key_of = {n: tp for tp, n in kept.numbering.parts.items()}
+    syncs: dict[Any, list[tuple[int, int]]] = {}
+    records: dict[Any, int] = {}
+    for r in kept.runs.collect():
+        syncs.setdefault(key_of[r._part], []).extend((r._u0 + i, r._d0 + i) for i in range(r._n))
+        records[key_of[r._part]] = records.get(key_of[r._part], 0) + r._records
+    return ({k: sorted(v) for k, v in syncs.items()}, records, dict(kept.newest), kept.malformed()[0])
+
+
+def _process(spark: Any, topic: FakeTopic, *, cached: bool) -> tuple[tuple[Any, ...], str | None, list[Any]]:
+    """One process's read of the topic: from the saved files (``cached``) or in full; what it keeps, why it
+    read in full, and the notes about the files."""
+    kept, saved = PairTopics(PAIR), SavedTopics()
+    now = topic.snapshot()
+    notes = saved.restore(spark, kept, now, None) if cached else []
+    wanted = [("t", p) for p in range(PARTS)]
+    reason = kept.refresh_syncs(spark, {}, now, wanted, lambda _m: None)
+    if cached:
+        with ThreadPoolExecutor(1) as pool:
+            assert saved.save_soon(kept, pool).result() == []
+    return _kept(spark, kept), reason, notes
+
+
+OPS = st.one_of(
+    st.tuples(st.just("syncs"), st.integers(0, PARTS - 1), st.integers(1, 6), st.integers(0, 3), st.integers(0, 3)),
+    st.tuples(st.just("arbitrary"), st.integers(0, PARTS - 1), st.integers(0, 40), st.integers(0, 40)),
+    st.tuples(st.just("tombstone"), st.integers(0, PARTS - 1)),
+    st.tuples(st.just("malformed"), st.integers(0, PARTS - 1)),
+    st.tuples(st.just("delete_below"), st.integers(0, 50)),
+    st.tuples(st.just("recreate")),
+)
+
+
+@pytest.mark.spark
+@settings(
+    max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(steps=st.lists(st.lists(OPS, max_size=6), min_size=2, max_size=3))
+def test_property_a_chain_of_processes_keeps_what_a_full_read_keeps(
+    spark: Any, steps: list[list[tuple[Any, ...]]], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Between processes the topic gets syncs that continue their partition, arbitrary syncs (which may
+    contradict), tombstones, malformed records, records deleted below an offset, or a new topic under the
+    name. Each process after the first starts from the last one's files; what it keeps equals what a
+    process reading the whole topic keeps, and when it could not use the files it says why."""
+    topic = FakeTopic()
+    cache = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MM2CTL_CACHE", str(cache))
+        mp.setattr(pair_topics, "read_ranges", lambda spark, _s, _t, ranges, **_k: topic.read(spark, ranges))
+        for i, ops in enumerate(steps):
+            before = topic.snapshot()
+            for op in ops:
+                topic.apply(op)
+            if topic.end == topic.start:
+                topic.apply(("syncs", 0, 1, 0, 0))
+            cold, _, _ = _process(spark, topic, cached=False)
+            warm, reason, notes = _process(spark, topic, cached=True)
+            assert warm == cold, (i, ops)
+            assert notes == []
+            now = topic.snapshot()
+            if i and now.topic_id != before.topic_id:
+                assert reason is not None and "created again" in reason
+            elif i and now.bounds[0][0] > before.bounds[0][0]:
+                assert reason is not None and "deleted" in reason
