@@ -497,7 +497,7 @@ def measure(info: lab.LabInfo, args: argparse.Namespace, spec: LoadSpec, out_dir
     figures["spark_startup_seconds"] = round(time.monotonic() - t0, 2)
     say(f"Spark start-up: {figures['spark_startup_seconds']:.1f}s")
     jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[attr-defined]
-    options = InspectOptions(pairs=(PAIR,))
+    options = InspectOptions(pairs=(PAIR,), state_cache=False)  # a cold run: nothing saved by an earlier one
     checked = preflight(config, options)
 
     def end_to_end() -> Any:

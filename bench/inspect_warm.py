@@ -65,7 +65,7 @@ def write_new_syncs(config: MM2Config, inspector: Inspector, count: int) -> None
 
 def measure(mm2_config: Path, runs: int, groups: str | None, new_syncs: int) -> dict[str, Any]:
     config = load_mm2_config(mm2_config)
-    options = InspectOptions(selection=Selection(groups=groups))
+    options = InspectOptions(selection=Selection(groups=groups), state_cache=False)  # its first run is cold
     jvm_log = Path(tempfile.mkstemp(prefix="mm2ctl-warm-", suffix=".log")[1])
     with open_inspection(config, options, SparkPlace(), live=True, jvm_log=jvm_log) as inspector:
         steps: list[tuple[float, str]] = []
