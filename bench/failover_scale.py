@@ -1,7 +1,7 @@
 """Benchmark ``mm2ctl plan failover`` + ``apply`` at 1,000 groups x 100 partitions against the stock tool.
 
-Run it as ``.venv/bin/python bench/failover_scale.py [--scale 1.0] [--stock-groups 40|all] [--mm2-live]
-[--json]`` (see bench/README.md).
+Run it as ``.venv/bin/python bench/failover_scale.py [--scale 1.0 | --groups N --partitions P]
+[--stock-groups 40|all] [--mm2-live] [--stop-mirroring] [--alt-mm2ctl EXE] [--json]`` (see bench/README.md).
 
 It starts a lab (or reuses one) and creates an isolated MM2 flow ``<name>src-><name>dst`` (``lab.add_flow``,
 every role, offset syncs on the target so the ``--source-unavailable`` plan can read them) that mirrors only
@@ -21,6 +21,10 @@ with it, MM2 keeps mirroring and syncing the groups throughout, as in an inciden
   (their target groups deleted again first); the per-group mean is extrapolated to every group, and the
   sampled groups are read back and compared with the CSV.
 
+With ``--stop-mirroring`` the plans stop MM2 (apply waits for its catch-up first), so its connectors are
+resumed before each run. ``--alt-mm2ctl`` runs another ``mm2ctl`` (an older checkout's) in every round too,
+alternated. Each run's progress lines are stamped as they come, for the breakdown printed at the end.
+
 The comparison is end to end: mm2ctl's planning (which reads the syncs and the records it verifies) is on
 its side, as the median of its runs; the stock tool is given the already-translated CSV for free.
 """
@@ -36,6 +40,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 import uuid
@@ -79,13 +84,24 @@ class LoadSpec:
     positions: int
 
     @staticmethod
-    def for_scale(scale: float, name: str, records: int, positions: int) -> LoadSpec:
+    def for_scale(
+        scale: float,
+        name: str,
+        records: int,
+        positions: int,
+        *,
+        groups: int | None = None,
+        partitions: int | None = None,
+    ) -> LoadSpec:
+        """The shape at ``scale``, or the one ``groups`` x ``partitions`` (over the two topics) give."""
+        if partitions is not None and (partitions < 2 or partitions % 2):
+            raise SystemExit(f"--partitions {partitions}: an even number, split over the load's two topics")
         return LoadSpec(
             name=name,
             topics=2,
-            partitions_per_topic=max(1, round(50 * scale)),
+            partitions_per_topic=partitions // 2 if partitions else max(1, round(50 * scale)),
             records_per_partition=records,
-            groups=max(10, round(1_000 * scale)),
+            groups=groups if groups else max(10, round(1_000 * scale)),
             positions=positions,
         )
 
@@ -307,27 +323,57 @@ def clean_target(target: KafkaAdmin, groups: list[str], live: bool) -> None:
 # --- the measurements -----------------------------------------------------------------------------------
 
 
-def mm2ctl(args: list[str], state: Path, log: Path) -> float:
-    """Run the CLI as the user does; returns the wall time. A non-zero exit stops the bench."""
+def mm2ctl(
+    args: list[str], state: Path, log: Path, phases: list[tuple[float, str]] | None = None, exe: str | None = None
+) -> float:
+    """Run the CLI as the user does; returns the wall time. A non-zero exit stops the bench.
+
+    Its stderr is read as it comes: each progress line is stamped with the seconds since the process started
+    (in the log, and in ``phases`` when given), which is where the breakdown comes from."""
     env = {**os.environ, "MM2CTL_STATE_DIR": str(state)}
     env.pop("MM2CTL_CONNECT_URL", None)
-    cmd = [str(Path(sys.executable).with_name("mm2ctl")), *args]
+    cmd = [exe or str(Path(sys.executable).with_name("mm2ctl")), *args]
     profile_dir = os.environ.get("FOBENCH_PROFILE_DIR")  # cProfile each mm2ctl run (changes the timings)
     if profile_dir:
         out = Path(profile_dir) / f"{args[0]}-{Path(args[1]).name if len(args) > 1 else ''}-{time.time_ns()}.prof"
         cmd = [sys.executable, "-m", "cProfile", "-o", str(out), *cmd]
+    stamped: list[tuple[float, str]] = []
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=7200)
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, bufsize=1) as proc:
+        assert proc.stderr is not None and proc.stdout is not None
+        out_chunks: list[str] = []
+        reader = threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True)  # type: ignore[union-attr]
+        reader.start()  # stdout drained beside stderr: a full pipe would block the command
+        for line in proc.stderr:
+            stamped.append((time.monotonic() - t0, line.rstrip("\n")))
+        returncode = proc.wait(timeout=7200)
+        reader.join()
+        stdout = "".join(out_chunks)
     seconds = time.monotonic() - t0
+    if phases is not None:
+        phases.extend(stamped)
+    stderr = "\n".join(f"+{t:7.3f} {line}" for t, line in stamped)
     with open(log, "a", encoding="utf-8") as fh:
-        fh.write(f"$ mm2ctl {' '.join(args)}\n{proc.stdout}\n{proc.stderr}\nrc={proc.returncode} {seconds:.2f}s\n")
-    if proc.returncode != 0:
+        fh.write(f"$ mm2ctl {' '.join(args)}\n{stdout}\n{stderr}\nrc={returncode} {seconds:.2f}s\n")
+    if returncode != 0:
         raise SystemExit(
-            f"mm2ctl {args[0]} {args[1] if len(args) > 1 else ''} exited {proc.returncode} "
-            f"(log {log}):\n{proc.stderr[-2000:]}"
+            f"mm2ctl {args[0]} {args[1] if len(args) > 1 else ''} exited {returncode} (log {log}):\n{stderr[-2000:]}"
         )
     say(f"mm2ctl {' '.join(a for a in args[:2])}: {seconds:.1f}s")
     return seconds
+
+
+def breakdown(stamped: list[tuple[float, str]], end: float) -> list[tuple[float, str]]:
+    """Each progress line with the seconds until the next one (the last until ``end``): what the command spent
+    after saying it; the first row is the process start to its first line."""
+    stamped = [(t, line) for t, line in stamped if line.startswith("mm2ctl: ")]  # the progress lines only
+    out: list[tuple[float, str]] = []
+    if stamped:
+        out.append((round(stamped[0][0], 3), "(process start, imports, until the first line)"))
+    for i, (t, line) in enumerate(stamped):
+        nxt = stamped[i + 1][0] if i + 1 < len(stamped) else end
+        out.append((round(nxt - t, 3), line))
+    return out
 
 
 def read_csv(path: Path) -> Offsets:
@@ -363,25 +409,66 @@ def measure_conservative(flow: lab.Flow, spec: LoadSpec, work: Path) -> dict[str
     return {"plan_conservative_seconds": round(seconds, 2), "conservative_rows": rows}
 
 
+def resume_connectors(url: str, names: list[str]) -> None:
+    """Resume the flow's connectors a ``--stop-mirroring`` apply stopped, and wait until they and their tasks
+    run again (MM2 live for the next run)."""
+    for name in names:
+        req = urllib.request.Request(f"{url}/connectors/{name}/resume", method="PUT")
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            resp.read()
+
+    def running() -> bool:
+        with urllib.request.urlopen(f"{url}/connectors?expand=status", timeout=30) as resp:
+            states = json.loads(resp.read())
+        return all(
+            states[n]["status"]["connector"]["state"] == "RUNNING"
+            and states[n]["status"]["tasks"]
+            and all(t["state"] == "RUNNING" for t in states[n]["status"]["tasks"])
+            for n in names
+        )
+
+    wait_until(running, f"connectors {names} RUNNING", 120, 0.5)
+
+
 def measure_mm2ctl_run(
-    info: lab.LabInfo, flow: lab.Flow, spec: LoadSpec, work: Path, run: int, live: bool, extra: list[str]
+    info: lab.LabInfo,
+    flow: lab.Flow,
+    spec: LoadSpec,
+    work: Path,
+    run: int,
+    live: bool,
+    extra: list[str],
+    *,
+    stop_mirroring: bool = False,
+    exe: str | None = None,
 ) -> tuple[dict[str, Any], Offsets]:
-    """One end-to-end run: a clean target, ``plan failover`` (verified) + ``apply``, then the read-back."""
+    """One end-to-end run: a clean target, ``plan failover`` (verified) + ``apply``, then the read-back. With
+    ``stop_mirroring`` the plan stops MM2 (``--stop-mirroring``), so its connectors are resumed first. ``exe``:
+    another ``mm2ctl`` executable (``--alt-mm2ctl``) instead of this virtualenv's."""
     target = KafkaAdmin.connect({"bootstrap.servers": info.target.bootstrap}, name="backup", timeout_s=120)
+    if stop_mirroring and live:
+        resume_connectors(info.connect_url, sorted(flow.connectors.values()))
+        time.sleep(2 * LIVE_SYNC_INTERVAL_S)  # MM2 back at work: a sync round or two before the failover
     clean_target(target, spec.group_names, live)
     log = work / "mm2ctl.log"
-    plan, exported = work / f"verified-{run}.yaml", work / f"verified-{run}.csv"
-    fig: dict[str, Any] = {"run": run, "loadavg": loadavg()}
-    fig["plan_seconds"] = round(
-        mm2ctl([*plan_args(flow, spec), "--out", str(plan), "--export-csv", str(exported)], work, log), 2
-    )
+    stem = f"verified-{run}" + ("-alt" if exe else "")
+    plan, exported = work / f"{stem}.yaml", work / f"{stem}.csv"
+    fig: dict[str, Any] = {"run": run, "loadavg": loadavg(), "code": "alt" if exe else "this"}
+    plan_phases: list[tuple[float, str]] = []
+    stop = ["--stop-mirroring", "--connect-url", info.connect_url] if stop_mirroring else []
+    plan_cmd = [*plan_args(flow, spec), *stop, "--out", str(plan), "--export-csv", str(exported)]
+    fig["plan_seconds"] = round(mm2ctl(plan_cmd, work, log, plan_phases, exe), 2)
     planned = read_csv(exported)
     fig["planned_rows"] = sum(len(v) for v in planned.values())
     fig["write_steps"] = sum(1 for st in load_plan(plan).steps if st.kind is StepKind.GROUP_OFFSETS_WRITE)
-    journal = work / f"verified-{run}.jsonl"
+    journal = work / f"{stem}.jsonl"
+    apply_phases: list[tuple[float, str]] = []
     fig["apply_seconds"] = round(
-        mm2ctl(["apply", str(plan), "--auto-approve", "--journal", str(journal), *extra], work, log), 2
+        mm2ctl(["apply", str(plan), "--auto-approve", "--journal", str(journal), *extra], work, log, apply_phases, exe),
+        2,
     )
+    fig["plan_breakdown"] = breakdown(plan_phases, fig["plan_seconds"])
+    fig["apply_breakdown"] = breakdown(apply_phases, fig["apply_seconds"])
     fig["end_to_end_seconds"] = round(fig["plan_seconds"] + fig["apply_seconds"], 2)
     if live:
         time.sleep(2 * LIVE_SYNC_INTERVAL_S + 1)  # a late MM2 write over ours would show in the read-back
@@ -459,6 +546,24 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
         action="store_true",
         help="keep the flow's MM2 connectors mirroring and syncing the groups while mm2ctl plans and applies",
     )
+    parser.add_argument(
+        "--stop-mirroring",
+        action="store_true",
+        help="plan failover --stop-mirroring: apply waits for MM2's catch-up and stops the flow's connectors "
+        "(resumed before each run, so MM2 is live when each starts with --mm2-live)",
+    )
+    parser.add_argument("--groups", type=int, default=None, help="groups (instead of --scale's 1,000 x scale)")
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=None,
+        help="partitions in all, split over the two topics (instead of --scale's 100 x scale)",
+    )
+    parser.add_argument(
+        "--alt-mm2ctl",
+        metavar="EXE",
+        help="another mm2ctl executable (an older checkout's) run in every round too, alternated with this one",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="mm2ctl plan + apply runs; the median is reported (3)")
     parser.add_argument(
         "--apply-arg", action="append", default=[], help="an extra argument for every mm2ctl apply (repeatable)"
@@ -480,6 +585,8 @@ def _report(fig: dict[str, Any]) -> list[str]:
         "measured" if fig["stock_total_measured"] else f"EXTRAPOLATED from {n} measured runs x {groups:,} groups"
     )
     mode = "MM2 live (mirroring and syncing the groups)" if fig["mm2_live"] else "no connector running"
+    if fig["stop_mirroring"]:
+        mode += ", plan failover --stop-mirroring"
     lines = [
         f"mm2ctl failover benchmark  scale={fig['scale']}  flow {fig['pair']}  (Kafka {fig['kafka_version']}, "
         f"{os.cpu_count()} cores)  {mode}",
@@ -511,16 +618,33 @@ def _report(fig: dict[str, Any]) -> list[str]:
         f"  targets: >= {TARGET_RATIO:g} x faster end to end: {ok(fig['pass_ratio'])}; apply <= {TARGET_APPLY_S:g} s: "
         f"{ok(fig['pass_apply'])}; every group partition written as planned: {ok(fig['pass_correct'])}",
     ]
+    if fig["alt_runs"]:
+        for r in fig["alt_runs"]:
+            lines.append(
+                f"  alt run {r['run']}: plan {r['plan_seconds']:6.2f} s + apply {r['apply_seconds']:6.2f} s = "
+                f"{r['end_to_end_seconds']:6.2f} s  (load {r['loadavg'][0]}); read back: {r['mismatches']} mismatch(es)"
+            )
+        lines.append(
+            f"  alt ({fig['alt_mm2ctl']}) medians: plan {fig['alt_plan_seconds']:.2f} s, apply "
+            f"{fig['alt_apply_seconds']:.2f} s, end to end {fig['alt_end_to_end_seconds']:.2f} s"
+        )
+    median_run = sorted(fig["runs"], key=lambda r: r["end_to_end_seconds"])[len(fig["runs"]) // 2]
+    for what in ("plan", "apply"):
+        lines.append(f"  run {median_run['run']} (the median), {what}: seconds after each progress line")
+        lines += [f"    {sec:7.3f}  {line}" for sec, line in median_run[f"{what}_breakdown"]]
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(sys.argv[1:] if argv is None else argv)
     name = "fob" + uuid.uuid4().hex[:6]
-    spec = LoadSpec.for_scale(args.scale, name, args.records, args.positions)
+    spec = LoadSpec.for_scale(
+        args.scale, name, args.records, args.positions, groups=args.groups, partitions=args.partitions
+    )
     figures: dict[str, Any] = {
         "scale": args.scale,
         "mm2_live": args.mm2_live,
+        "stop_mirroring": args.stop_mirroring,
         "loadavg_start": loadavg(),
         "groups": spec.groups,
         "partitions": len(spec.partitions),
@@ -530,6 +654,7 @@ def main(argv: list[str] | None = None) -> int:
     started_lab: Path | None = None
     work = Path(tempfile.mkdtemp(prefix="mm2ctl-failover-bench-"))
     runs: list[dict[str, Any]] = []
+    alt_runs: list[dict[str, Any]] = []
     stock_times: list[float] = []
     stock_bad = stock_checked = 0
     flow: lab.Flow | None = None
@@ -550,8 +675,24 @@ def main(argv: list[str] | None = None) -> int:
         parts = [stock_groups[i :: args.repeat] for i in range(args.repeat)]
         planned: Offsets = {}
         for run in range(1, args.repeat + 1):
-            fig, planned = measure_mm2ctl_run(info, flow, spec, work, run, args.mm2_live, args.apply_arg)
-            runs.append(fig)
+            codes: list[str | None] = [None] if not args.alt_mm2ctl else [None, args.alt_mm2ctl]
+            for exe in codes if run % 2 else codes[::-1]:  # alternate which code goes first
+                fig, got = measure_mm2ctl_run(
+                    info,
+                    flow,
+                    spec,
+                    work,
+                    run,
+                    args.mm2_live,
+                    args.apply_arg,
+                    stop_mirroring=args.stop_mirroring,
+                    exe=exe,
+                )
+                if exe is None:
+                    runs.append(fig)
+                    planned = got
+                else:
+                    alt_runs.append(fig)
             if parts[run - 1]:
                 times, bad, checked = measure_stock(info, planned, parts[run - 1], work)
                 stock_times += times
@@ -560,16 +701,20 @@ def main(argv: list[str] | None = None) -> int:
         figures.update(measure_conservative(flow, spec, work))
         figures["loadavg_end"] = loadavg()
     finally:
-        if flow is not None and args.mm2_live and started_lab is None:
+        if flow is not None and args.mm2_live and (started_lab is None or args.keep_lab):
             stop_connectors(info.connect_url, sorted(flow.connectors.values()))  # leave a reused lab quiet
         if started_lab is not None and not args.keep_lab:
             say(f"stopping the lab in {started_lab}")
             lab.down(started_lab)
     figures["runs"] = runs
+    figures["alt_runs"] = alt_runs
+    figures["alt_mm2ctl"] = args.alt_mm2ctl
     for key in ("plan_seconds", "apply_seconds", "end_to_end_seconds"):
         figures[key] = round(statistics.median(r[key] for r in runs), 2)
+        if alt_runs:
+            figures[f"alt_{key}"] = round(statistics.median(r[key] for r in alt_runs), 2)
     figures["planned_rows"] = runs[-1]["planned_rows"]
-    figures["mm2ctl_mismatches"] = sum(r["mismatches"] for r in runs)
+    figures["mm2ctl_mismatches"] = sum(r["mismatches"] for r in runs + alt_runs)
     figures["stock_groups_measured"] = len(stock_times)
     figures["stock_mean_seconds"] = round(statistics.mean(stock_times), 3)
     figures["stock_median_seconds"] = round(statistics.median(stock_times), 3)

@@ -46,6 +46,7 @@ from mm2ctl.plans.payloads import ConnectorCreate, ConnectorDelete
 from mm2ctl.plans.permissions import check_permissions, plan_permissions
 from mm2ctl.plans.steps import Step, StepKind
 from mm2ctl.plans.targets import ConnectorTarget, GroupTarget
+from mm2ctl.remediate.connector_stops import StopFailed, run_stops, stop_run_end
 from mm2ctl.remediate.executors import EXECUTORS, ExecContext, Executor, UndoContext
 from mm2ctl.remediate.group_batches import (
     CONCURRENT_KINDS,
@@ -234,7 +235,7 @@ def _run_steps(
 ) -> RunResult:
     """Apply ``plan.steps[start:]``. ``uncertain``: steps whose effect is unknown (resume), of which
     ``in_progress`` were still in progress in the journal; ``completed``: steps an earlier attempt finished
-    (after the first one it did not, only in a run of group steps)."""
+    (after the first one it did not, only in a run of group steps or of connector stops)."""
     result = RunResult(journal=journal.path, dry_run=False)
     total = len(plan.steps)
     i = start
@@ -264,6 +265,27 @@ def _run_steps(
             result.changes += report.changes
             i = end
             continue
+        if i in completed:  # a stop of a concurrent run that finished while another of the run failed
+            result.steps.append(f"step {i} ({plan.steps[i].kind.value}): completed by an earlier attempt")
+            i += 1
+            continue
+        stops_end = stop_run_end(plan.steps, i, uncertain | completed)
+        if stops_end > i:  # the pair's connectors stopped side by side (``remediate.connector_stops``)
+            try:
+                lines = run_stops(
+                    journal,
+                    plan.steps[i:stops_end],
+                    ctx,
+                    before_send=lambda indices: hooks.before_send(journal.path, indices),
+                    journaled=lambda indices: hooks.journaled(journal.path, indices),
+                )
+            except StopFailed as exc:
+                raise _failed(journal, exc.index, str(exc), exc, started=False) from exc
+            if lines is not None:
+                result.steps += lines
+                result.changes += sum(int(s.writes) for s in plan.steps[i:stops_end])
+                i = stops_end
+                continue
         step = plan.steps[i]
         ex = _executor(step)
         what = f"step {step.index} ({step.kind.value})"

@@ -23,7 +23,8 @@ be in progress together. ``steps_started`` appends a batch of ``step_started`` e
 one ``fsync``, and returns only then: every write of the batch has its before-state on disk before any of
 them is sent. ``steps_finished`` records the batch's outcomes the same way, one entry per step. A process
 killed in between leaves every step of the batch in progress; resume and rollback check each one's effect.
-A version 1 journal (one step at a time) reads the same way.
+Format version 3 journals a run of connector stops (``remediate.connector_stops``) the same way. A version 1
+journal (one step at a time) and a version 2 one read the same way.
 
 Reading: a torn *last* line (the process died mid-write) is ignored and reported (``JournalState.torn_tail``);
 ``Journal.open`` cuts it off, fsyncs, and records a ``torn_tail_discarded`` entry before appending. Any other

@@ -12,9 +12,10 @@ from typing import Any
 from mm2ctl.plans.fingerprint import JSONable, canonical_json
 
 JOURNAL_FORMAT = "mm2ctl-journal"
-JOURNAL_FORMAT_VERSION = 2
-#: Versions this reader understands: 1 had one step in progress at a time; 2 adds concurrent batches.
-READABLE_FORMAT_VERSIONS = frozenset({1, 2})
+JOURNAL_FORMAT_VERSION = 3
+#: Versions this reader understands: 1 had one step in progress at a time; 2 adds concurrent batches of group
+#: steps; 3 adds a run of connector stops in progress together (``remediate.connector_stops``).
+READABLE_FORMAT_VERSIONS = frozenset({1, 2, 3})
 
 
 class EntryType(StrEnum):

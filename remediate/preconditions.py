@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Collection, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,24 +101,40 @@ class StateView:
         return {tp: self.bounds[(cluster, tp)] for tp in wanted}
 
     def prefetch_groups(
-        self, cluster: str, groups: Iterable[str], partitions: Iterable[TP] = (), *, concurrency: int | None = None
+        self,
+        cluster: str,
+        groups: Iterable[str],
+        partitions: Iterable[TP] = (),
+        *,
+        concurrency: int | None = None,
+        members: bool = True,
     ) -> None:
-        """Read the members and committed offsets of ``groups`` and the bounds of ``partitions`` on
-        ``cluster`` in a few batched calls (at most ``concurrency`` offset requests in flight), for the checks
-        of a batch of group steps that follow."""
+        """Read the members (unless not ``members``: a read-back checks none) and committed offsets of
+        ``groups`` and the bounds of ``partitions`` on ``cluster`` in a few batched calls (at most
+        ``concurrency`` offset requests in flight), for the checks of a batch of group steps that follow. The
+        three reads are independent and run side by side."""
         wanted = list(dict.fromkeys(groups))
         if not wanted:
             return
-        described = self.live.describe_groups(cluster, wanted)
-        for g in wanted:
-            d = described.get(g)
-            # An error (a group of another protocol, a coordinator moving) is read again the careful way.
-            members = d.members if d is not None and d.error is None else self.live.group_members(cluster, g)
-            self.members[(cluster, g)] = members
-        for g, offsets in self.live.many_group_offsets(cluster, wanted, concurrency=concurrency).items():
-            self.committed[(cluster, g)] = offsets
         self.bounds = {k: v for k, v in self.bounds.items() if k[0] != cluster}  # bounds move: read them anew
-        self.partition_bounds(cluster, sorted(set(partitions)))
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="prefetch") as pool:
+            describing = pool.submit(self.live.describe_groups, cluster, wanted) if members else None
+            tps = sorted(set(partitions))
+            bounding = pool.submit(self.live.admin(cluster).partition_bounds, tps) if tps else None
+            offsets = self.live.many_group_offsets(cluster, wanted, concurrency=concurrency)
+            described = describing.result() if describing is not None else None
+            bounds = bounding.result() if bounding is not None else {}
+        if described is not None:
+            for g in wanted:
+                d = described.get(g)
+                # An error (a group of another protocol, a coordinator moving) is read again the careful way.
+                self.members[(cluster, g)] = (
+                    d.members if d is not None and d.error is None else self.live.group_members(cluster, g)
+                )
+        for g, got in offsets.items():
+            self.committed[(cluster, g)] = got
+        for tp, b in bounds.items():
+            self.bounds[(cluster, tp)] = b
 
     def forget_groups(self) -> None:
         """Drop the batch's reads (the next batch, or a step after it, reads live again)."""

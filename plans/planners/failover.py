@@ -47,6 +47,7 @@ untranslatable rows, streams and share groups) and ``failover_writes`` (the writ
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from mm2ctl.core.admin import TP
@@ -57,6 +58,7 @@ from mm2ctl.core.positions import Fallback
 from mm2ctl.core.progress import Progress, no_progress
 from mm2ctl.core.spark_queries import query_positions, refuse_named_like_queries
 from mm2ctl.core.translation import Sync
+from mm2ctl.inspector.mm2_position import read_position
 from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.kafka_records import read_syncs, syncs_disabled_note
 from mm2ctl.plans.planners.context import PlanBuilder
@@ -74,7 +76,14 @@ from mm2ctl.plans.planners.failover_mirroring import (
     stop_mirroring,
 )
 from mm2ctl.plans.planners.failover_options import FailoverOptions, Source
-from mm2ctl.plans.planners.failover_reads import bounds_of, mm2_copy_positions, read_checkpoints, source_positions
+from mm2ctl.plans.planners.failover_reads import (
+    bounds_of,
+    copy_positions,
+    listed_positions,
+    mm2_copy_positions,
+    read_checkpoints,
+    source_positions,
+)
 from mm2ctl.plans.planners.failover_translation import (
     TRANSLATE_PHASE,
     FailoverRow,
@@ -115,6 +124,10 @@ __all__ = [
 ]
 
 
+#: Threads reading for one plan at once: the offset syncs, a cluster's bounds, MM2's position.
+READERS = 4
+
+
 @dataclass
 class FailoverReport:
     """Everything ``plan failover`` decided, for rendering and ``--export-csv`` (the plan holds the steps)."""
@@ -144,36 +157,52 @@ def plan_failover(
     safely (active members, out of range, a rewind without ``allow_rewind``), listing every problem.
 
     ``progress`` hears each reading stage and counts the source partitions translated (``TRANSLATE_PHASE``):
-    verifying reads records on both clusters partition by partition, the long part of a large failover."""
+    verifying reads records on both clusters partition by partition, the long part of a large failover.
+
+    Independent reads run side by side (``READERS`` threads): the offset syncs beside the groups' offsets,
+    both clusters' bounds beside MM2's position. With the source readable, the groups librdkafka lists are
+    translated before the listing of every group type (a JVM, ``LiveState.start_listing``) has answered;
+    that translation is kept only when the groups the listing then selects are exactly those.
+    """
     live = builder.live
     flow = live.mm2.pair(opts.pair)
     _begin(builder, flow, opts)
     if opts.spark.checkpoints and opts.source is Source.CHECKPOINTS:
         raise PlanError("--spark-checkpoint: MM2 keeps no checkpoint of a Spark query; translate it --from syncs")
     queries = read_queries(opts.spark, flow.replicates_topic, flow) if opts.spark.checkpoints else []
-    syncs = _offset_syncs(builder, flow, opts, progress)
-    checkpoints: dict[str, dict[TP, tuple[int, int]]] = {}
-    if opts.source is Source.CHECKPOINTS or opts.source_unavailable:
-        progress(f"reading MM2's checkpoints ({flow.checkpoints_topic} on {flow.target})")
-        checkpoints = read_checkpoints(live, flow)
-    progress("reading the groups' committed offsets" + ("" if opts.source_unavailable else f" on {flow.source}"))
-    selected = NameFilter(opts.groups, "--groups"), NameFilter(opts.topics, "--topics")
-    committed = source_positions(builder, flow, opts, *selected, checkpoints, required=not queries)
-    if not opts.source_unavailable:
-        committed = streams_internal_topics(builder, flow, committed)
-    refuse_named_like_queries(queries, committed, flow.source)
-    committed = {**committed, **query_positions(queries)}
-    state = _partition_state(builder, flow, opts, committed, syncs, progress)
+    for alias in builder.aliases | {flow.target} | (set() if opts.source_unavailable else {flow.source}):
+        live.admin(alias)  # each client made once, before the threads share it
+    with ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="failover-read") as pool:
+        syncs_read = _offset_syncs(builder, flow, opts, progress, pool)
+        checkpoints: dict[str, dict[TP, tuple[int, int]]] = {}
+        if opts.source is Source.CHECKPOINTS or opts.source_unavailable:
+            progress(f"reading MM2's checkpoints ({flow.checkpoints_topic} on {flow.target})")
+            checkpoints = read_checkpoints(live, flow)
+        selected = NameFilter(opts.groups, "--groups"), NameFilter(opts.topics, "--topics")
+        early = _translated_early(builder, flow, opts, selected, syncs_read, pool, progress) if not queries else None
+        progress("reading the groups' committed offsets" + ("" if opts.source_unavailable else f" on {flow.source}"))
+        committed = source_positions(
+            builder,
+            flow,
+            opts,
+            *selected,
+            checkpoints,
+            required=not queries,
+            prefetched=early.parts if early is not None else frozenset(),
+        )
+        if not opts.source_unavailable:
+            committed = streams_internal_topics(builder, flow, committed)
+        refuse_named_like_queries(queries, committed, flow.source)
+        committed = {**committed, **query_positions(queries)}
+        syncs = syncs_read.result()
+        if early is not None and early.committed == committed:
+            state, rows = early.state, early.rows
+            builder.notes.extend(early.notes)
+        else:
+            state = _partition_state(builder, flow, opts, committed, syncs, progress, pool, builder.notes)
+            rows = _translate(builder, flow, opts, committed, state, checkpoints, progress)
     report = FailoverReport()
-    for row in translate_partitions(
-        live,
-        flow,
-        sorted((tp, offset, group) for group, parts in committed.items() for tp, offset in parts.items()),
-        state,
-        fallback=Fallback.NONE if opts.source_unavailable else opts.fallback,
-        checkpoints=checkpoints if opts.source is Source.CHECKPOINTS else None,
-        progress=progress,
-    ):
+    for row in rows:
         report.rows.append(defer_if_not_copied(row, state.target_bounds, opts))
     report.rows.sort(key=lambda row: (row.group, row.source_topic, row.partition))
     report.rows, query_rows = split_rows(report.rows, queries)
@@ -184,12 +213,67 @@ def plan_failover(
         )
     refuse_not_copied(builder, [*report.rows, *query_rows], syncs, opts)
     progress(f"reading the groups' state and offsets on {flow.target}")
-    report.rows = with_target_state(builder, flow.target, report.rows, state.target_bounds, opts.allow_rewind)
-    writes = _write_steps(builder, flow, opts, committed, report, state)
+    report.rows, currents = with_target_state(builder, flow.target, report.rows, state.target_bounds, opts.allow_rewind)
+    writes = _write_steps(builder, flow, opts, committed, report, state, currents)
     report.queries = plan_queries(builder, flow.target, opts.spark, queries, query_rows)
     builder.notes.append(methods_note([*report.rows, *query_rows]))
     what = f"{len(writes)} group(s)" + (f" and {len(report.queries)} Spark query(ies)" if report.queries else "")
     return builder.build(f"fail {what} over from {flow.source} to {flow.target}"), report
+
+
+@dataclass(frozen=True)
+class _Early:
+    """The librdkafka-listed groups' offsets and their translation, made while the typed listing runs."""
+
+    committed: dict[str, dict[TP, int]]
+    parts: frozenset[str]
+    state: PartitionState
+    rows: list[FailoverRow]
+    notes: list[str]
+
+
+def _translated_early(
+    builder: PlanBuilder,
+    flow: PairConfig,
+    opts: FailoverOptions,
+    selected: tuple[NameFilter, NameFilter],
+    syncs_read: Future[dict[TP, list[Sync]]],
+    pool: ThreadPoolExecutor,
+    progress: Progress,
+) -> _Early | None:
+    """With the source readable and translating through the syncs: the groups librdkafka lists, read and
+    translated at once (``failover_reads.listed_positions``). Their notes are held back: ``plan_failover``
+    adds them where the full path would, when it keeps this translation. None when that does not apply."""
+    if opts.source_unavailable or opts.source is not Source.SYNCS:
+        return None
+    progress(f"reading the offsets of the classic and consumer groups on {flow.source}")
+    committed, parts = listed_positions(builder, flow, *selected)
+    if not committed:
+        return None
+    notes: list[str] = []
+    state = _partition_state(builder, flow, opts, committed, syncs_read.result(), progress, pool, notes)
+    rows = _translate(builder, flow, opts, committed, state, {}, progress)
+    return _Early(committed=committed, parts=parts, state=state, rows=rows, notes=notes)
+
+
+def _translate(
+    builder: PlanBuilder,
+    flow: PairConfig,
+    opts: FailoverOptions,
+    committed: Mapping[str, Mapping[TP, int]],
+    state: PartitionState,
+    checkpoints: Mapping[str, Mapping[TP, tuple[int, int]]],
+    progress: Progress,
+) -> list[FailoverRow]:
+    return translate_partitions(
+        builder.live,
+        flow,
+        sorted((tp, offset, group) for group, parts in committed.items() for tp, offset in parts.items()),
+        state,
+        fallback=Fallback.NONE if opts.source_unavailable else opts.fallback,
+        checkpoints=checkpoints if opts.source is Source.CHECKPOINTS else None,
+        progress=progress,
+    )
 
 
 def _begin(builder: PlanBuilder, flow: PairConfig, opts: FailoverOptions) -> None:
@@ -205,12 +289,14 @@ def _begin(builder: PlanBuilder, flow: PairConfig, opts: FailoverOptions) -> Non
 
 
 def _offset_syncs(
-    builder: PlanBuilder, flow: PairConfig, opts: FailoverOptions, progress: Progress
-) -> dict[TP, list[Sync]]:
+    builder: PlanBuilder, flow: PairConfig, opts: FailoverOptions, progress: Progress, pool: ThreadPoolExecutor
+) -> Future[dict[TP, list[Sync]]]:
     """The flow's offset syncs when the plan translates through them (none with ``--from checkpoints``, or
-    when MM2 emits none: a note then, or an error when nothing else could translate)."""
+    when MM2 emits none: a note then, or an error when nothing else could translate), read on ``pool``."""
+    done: Future[dict[TP, list[Sync]]] = Future()
+    done.set_result({})
     if opts.source is not Source.SYNCS:
-        return {}
+        return done
     disabled = syncs_disabled_note(flow)
     if disabled is not None:
         if opts.source_unavailable:
@@ -220,14 +306,14 @@ def _offset_syncs(
                 "its offset syncs were on)"
             )
         builder.notes.append(disabled)
-        return {}
+        return done
     if opts.source_unavailable and flow.offset_syncs_cluster == flow.source:
         raise PlanError(
             f"the offset syncs of {opts.pair} live on the source ({flow.offset_syncs_topic}), "
             "which is unavailable: use --from checkpoints"
         )
     progress(f"reading the offset syncs of {opts.pair} ({flow.offset_syncs_topic} on {flow.offset_syncs_cluster})")
-    return read_syncs(builder.live, flow)
+    return pool.submit(read_syncs, builder.live, flow)
 
 
 def _partition_state(
@@ -237,10 +323,19 @@ def _partition_state(
     committed: Mapping[str, Mapping[TP, int]],
     syncs: Mapping[TP, Sequence[Sync]],
     progress: Progress,
+    pool: ThreadPoolExecutor,
+    notes: list[str],
 ) -> PartitionState:
-    """Both sides' bounds of the groups' partitions and MM2's position on them, read once."""
+    """Both sides' bounds of the groups' partitions and MM2's position on them, read once, side by side on
+    ``pool``; a note (MM2's position unknown) goes to ``notes``."""
     live = builder.live
-    target_topics = live.admin(flow.target).list_topics()
+    source_tps = sorted({tp for parts in committed.values() for tp in parts})
+    source_read = None if opts.source_unavailable else pool.submit(bounds_of, live, flow.source, source_tps)
+    target_topics = frozenset(live.admin(flow.target).list_topics())
+    position_read = None
+    if not opts.source_unavailable and opts.source is Source.SYNCS:
+        progress(f"reading MM2's position on {opts.pair}")
+        position_read = pool.submit(read_position, live.mm2, flow, live.connect, target_topics=target_topics)
     remote_partitions = {
         (flow.remote_topic(topic), partition)
         for parts in committed.values()
@@ -248,14 +343,11 @@ def _partition_state(
         if flow.remote_topic(topic) in target_topics
     }
     target_bounds = bounds_of(live, flow.target, sorted(remote_partitions))
-    if opts.source_unavailable:
+    if source_read is None:
         return PartitionState(syncs=syncs, source_bounds={}, target_bounds=target_bounds)
-    source_bounds = bounds_of(live, flow.source, sorted({tp for parts in committed.values() for tp in parts}))
+    source_bounds = source_read.result()
     note_share_groups(builder, flow.source, flow.target, committed, source_bounds)
-    copied = None
-    if opts.source is Source.SYNCS:
-        progress(f"reading MM2's position on {opts.pair}")
-        copied = mm2_copy_positions(live, flow, source_bounds, frozenset(target_topics), builder.notes)
+    copied = None if position_read is None else copy_positions(position_read.result(), flow, source_bounds, notes)
     return PartitionState(syncs=syncs, source_bounds=source_bounds, target_bounds=target_bounds, copied=copied)
 
 
@@ -266,6 +358,7 @@ def _write_steps(
     committed: Mapping[str, Mapping[TP, int]],
     report: FailoverReport,
     state: PartitionState,
+    currents: Mapping[str, Mapping[TP, int]],
 ) -> dict[str, list[FailoverRow]]:
     """The plan's steps (the mirroring stopped when asked, then each group's writes) and its notes; the rows
     to write, by group."""
@@ -277,7 +370,8 @@ def _write_steps(
     stops_checkpoints = opts.stop_mirroring and stop_mirroring(
         builder, flow, opts, committed, report.rows, state.source_bounds
     )
-    write_group_offsets(builder, target, writes, settle_seconds=0.0 if stops_checkpoints else settle_window(flow))
+    settle = 0.0 if stops_checkpoints else settle_window(flow)
+    write_group_offsets(builder, target, writes, settle_seconds=settle, currents=currents)
     note_untranslatable(builder, report.untranslatable)
     unchanged = sum(1 for row in report.rows if row.target_offset is not None and not needs_write(live, target, row))
     if unchanged:

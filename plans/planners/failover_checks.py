@@ -5,6 +5,7 @@ never translates (streams groups and their internal topics, share groups and wha
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from mm2ctl.core.admin import TP
 from mm2ctl.core.config import PairConfig
@@ -81,11 +82,14 @@ def note_share_groups(
 
 def with_target_state(
     b: PlanBuilder, dst: str, rows: list[FailoverRow], t_bounds: Mapping[TP, Bounds], allow_rewind: bool
-) -> list[FailoverRow]:
-    """Rows with the target group's current offsets filled in; refuse what apply must never do."""
+) -> tuple[list[FailoverRow], dict[str, dict[TP, int]]]:
+    """Rows with the target group's current offsets filled in, and every offset the groups have on ``dst``
+    (the write steps summarise them); refuse what apply must never do."""
     groups = sorted({r.group for r in rows})
-    described = b.live.describe_groups(dst, groups)
-    current = b.live.many_group_offsets(dst, groups)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="target-state") as pool:
+        describing = pool.submit(b.live.describe_groups, dst, groups)  # beside the offsets: independent reads
+        current = b.live.many_group_offsets(dst, groups)
+        described = describing.result()
     problems: list[str] = []
     out = []
     for g in groups:
@@ -117,7 +121,7 @@ def with_target_state(
             )
     if problems:
         raise PreconditionError("refusing to plan the failover:\n  " + "\n  ".join(problems))
-    return out
+    return out, current
 
 
 def note_untranslatable(b: PlanBuilder, rows: Sequence[FailoverRow]) -> None:

@@ -12,8 +12,7 @@ from mm2ctl.connect_client.models import ConnectorState
 from mm2ctl.core.admin import TP
 from mm2ctl.core.config import PairConfig
 from mm2ctl.core.errors import NotCopiedError, PlanError
-from mm2ctl.core.record_sources import last_record_offset
-from mm2ctl.core.records import PartitionReader
+from mm2ctl.core.record_sources import last_record_offsets
 from mm2ctl.core.translation import Bounds, Sync, newest_sync_at_or_below
 from mm2ctl.plans.payloads import (
     EXACT_METHODS,
@@ -179,16 +178,12 @@ def _wait_for_catch_up(
 ) -> None:
     """The wait step: every partition in ``tps``, whether or not it gets a write, marked with its last record
     now (apply reads the source's last records again when it starts waiting)."""
-    targets = []
-    reader = PartitionReader(b.live.kafka_config(flow.source))
-    try:
-        for t, p in tps:
-            if (t, p) not in s_bounds:
-                continue
-            last = last_record_offset(reader, t, p, s_bounds[(t, p)])
-            targets.append(CatchUpTarget(topic=t, partition=p, upstream_offset=-1 if last is None else last))
-    finally:
-        reader.close()
+    known = {tp: s_bounds[tp] for tp in tps if tp in s_bounds}
+    lasts = last_record_offsets(b.live.kafka_config(flow.source), known) if known else {}
+    targets = [
+        CatchUpTarget(topic=t, partition=p, upstream_offset=-1 if last is None else last)
+        for (t, p), last in lasts.items()
+    ]
     if not targets:
         return
     b.add(

@@ -14,8 +14,8 @@ from mm2ctl.core.errors import PlanError
 from mm2ctl.core.patterns import NameFilter
 from mm2ctl.core.records import read_partitions
 from mm2ctl.core.translation import Bounds
-from mm2ctl.inspector.mm2_position import read_position
-from mm2ctl.plans.live_state import LiveState, part_positions
+from mm2ctl.inspector.mm2_position import Mm2Position, read_position
+from mm2ctl.plans.live_state import LiveState, part_group_offsets, part_positions
 from mm2ctl.plans.planners.context import PlanBuilder
 from mm2ctl.plans.planners.failover_options import FailoverOptions
 
@@ -63,7 +63,15 @@ def mm2_copy_positions(
     """MM2's next source offset to copy per source partition in ``s_bounds`` (``inspector.mm2_position``); a
     partition MM2 holds no position for has had nothing copied, so its next offset is the log start. None,
     with a note, when the position cannot be read."""
-    position = read_position(live.mm2, flow, live.connect, target_topics=target_topics)
+    return copy_positions(
+        read_position(live.mm2, flow, live.connect, target_topics=target_topics), flow, s_bounds, notes
+    )
+
+
+def copy_positions(
+    position: Mm2Position, flow: PairConfig, s_bounds: Mapping[TP, Bounds], notes: list[str]
+) -> dict[TP, int] | None:
+    """``mm2_copy_positions`` from a position already read (``inspector.mm2_position.read_position``)."""
     if position.next_offsets is None:
         notes.append(
             f"MM2's position on {flow.name} is not known ({position.reason}): a group MM2 has not copied up to "
@@ -82,9 +90,11 @@ def source_positions(
     checkpoints: Mapping[str, Mapping[TP, tuple[int, int]]],
     *,
     required: bool = True,
+    prefetched: frozenset[str] = frozenset(),
 ) -> dict[str, dict[TP, int]]:
     """group -> {(source topic, partition): committed source offset} for the selected groups and topics. With the
-    source unavailable and ``required`` (no Spark query moves with them), finding none is an error."""
+    source unavailable and ``required`` (no Spark query moves with them), finding none is an error.
+    ``prefetched``: see ``committed_positions``."""
 
     def wanted_topic(topic: str) -> bool:
         return flow.replicates_topic(topic) and selected_topics.matches(topic)
@@ -107,7 +117,7 @@ def source_positions(
                 "without the source, checkpoints are the only record of where groups were"
             )
         return out
-    return committed_positions(b, flow.source, flow.target, wanted_group, wanted_topic)
+    return committed_positions(b, flow.source, flow.target, wanted_group, wanted_topic, prefetched=prefetched)
 
 
 def committed_positions(
@@ -116,16 +126,21 @@ def committed_positions(
     destination: str,
     wanted_group: Callable[[str], bool],
     wanted_topic: Callable[[str], bool],
+    *,
+    prefetched: frozenset[str] = frozenset(),
 ) -> dict[str, dict[TP, int]]:
     """group -> {(topic, partition): committed offset} on ``cluster`` of the wanted groups (every type) on the
     wanted topics, for a plan that moves them to ``destination``: each group keeps its type there, and a type
     ``destination`` cannot host is refused (``LiveState.require_hosted``). The positions are in the plan's
-    fingerprint: if the groups consume after planning, the plan is stale."""
+    fingerprint: if the groups consume after planning, the plan is stale. ``prefetched``: parts
+    ``listed_positions`` read before the listing of every type; those of groups not listed now are dropped."""
     listed, not_looked = b.live.all_groups(cluster)
     if not_looked is not None:
         b.notes.append(not_looked)
     groups = [g for g in listed if wanted_group(g.group)]
     part_of = {g.group: part_positions(cluster, g.group, g.type) for g in groups}
+    for part in prefetched - set(part_of.values()):
+        b.parts.pop(part, None)  # read early for a group no longer listed: not part of this plan's fingerprint
     read = b.read_many(list(part_of.values()))
     out: dict[str, dict[TP, int]] = {}
     for g in groups:
@@ -135,3 +150,25 @@ def committed_positions(
             b.live.note_group_type(destination, g.group, g.type)
     b.live.require_hosted(destination, out)
     return out
+
+
+def listed_positions(
+    b: PlanBuilder, flow: PairConfig, selected_groups: NameFilter, selected_topics: NameFilter
+) -> tuple[dict[str, dict[TP, int]], frozenset[str]]:
+    """The selected groups' committed offsets on the source as ``source_positions`` reads them, for the groups
+    librdkafka lists (classic and consumer groups), without waiting for the listing of every type
+    (``LiveState.start_listing``, a JVM). Returns them and the parts read, which stay in the builder:
+    ``source_positions`` reads the same parts again from there once the types are known."""
+    listed = b.live.admin(flow.source).list_groups()
+    part_of = {
+        g.group: part_group_offsets(flow.source, g.group)
+        for g in listed
+        if flow.group_filter.matches(g.group) and selected_groups.matches(g.group)
+    }
+    read = b.read_many(list(part_of.values()))
+    out: dict[str, dict[TP, int]] = {}
+    for group, part in part_of.items():
+        picked = {(t, p): o for t, p, o in read[part] if flow.replicates_topic(t) and selected_topics.matches(t)}
+        if picked:
+            out[group] = picked
+    return out, frozenset(part_of.values())

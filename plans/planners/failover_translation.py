@@ -4,7 +4,9 @@ and apply's translation after MM2's catch-up (``remediate.executors.after_catch_
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from mm2ctl.core.admin import TP
@@ -55,6 +57,11 @@ class PartitionState:
     copied: Mapping[TP, int] | None = None
 
 
+#: Partitions translated side by side, each worker with a consumer per cluster of its own: most of a
+#: partition's time is the fetch round trips of its first reads, which overlap across partitions.
+TRANSLATORS = 4
+
+
 def translate_partitions(
     live: LiveState,
     flow: PairConfig,
@@ -68,67 +75,111 @@ def translate_partitions(
     """A row per ``(source partition, committed offset, group)`` of ``todo`` (sorted), with its translated
     target position (``core.positions.locate``), or MM2's checkpoint when ``checkpoints`` is given. Both
     sides' records are read when both bounds are known; the planner and apply's translation after the
-    catch-up both translate here."""
-    src, dst = flow.source, flow.target
-    partitions = len({tp for tp, _c, _g in todo})
+    catch-up both translate here.
+
+    Partitions are independent: up to ``TRANSLATORS`` are translated at once, each partition's groups in one
+    pass by one thread; the rows come back in ``todo``'s order whatever order the partitions finish in."""
+    by_partition: dict[TP, list[tuple[int, str]]] = {}
+    for tp, c, group in todo:
+        by_partition.setdefault(tp, []).append((c, group))
+    partitions = len(by_partition)
     progress(f"translating {len(todo)} group partition(s) on {partitions} source partition(s)")
-    # One consumer per cluster, re-assigned from partition to partition; each partition's records are read
-    # ahead once for all its groups (``KafkaRecords``). The source's reader also returns the records of
-    # aborted transactions, marked: MM2 may have copied them to the target as ordinary records.
-    src_reader = PartitionReader(live.kafka_config(src), mark_aborted=True)
-    dst_reader = PartitionReader(live.kafka_config(dst))
-    rows: list[FailoverRow] = []
-    current: TP | None = None
-    sides: Sides | None = None
-    translated = 0
-    try:
-        for (topic, p), c, group in todo:
-            remote = flow.remote_topic(topic)
-            next_copy = None if state.copied is None else state.copied.get((topic, p))
-            if (topic, p) != current:
-                translated += current is not None
-                count(progress, TRANSLATE_PHASE, translated, partitions)
-                current, sides = (topic, p), None
-                sb, tb = state.source_bounds.get((topic, p)), state.target_bounds.get((remote, p))
-                if sb is not None and tb is not None:
-                    sides = Sides(
-                        source=KafkaRecords(src_reader, topic, p, sb.end),
-                        target=KafkaRecords(dst_reader, remote, p, tb.end),
-                        source_bounds=sb,
-                        target_bounds=tb,
-                        offset_for_time=OffsetsForTimes(live.admin(dst), remote, p),
-                        source_offset_for_time=OffsetsForTimes(live.admin(src), topic, p),
-                        copied_end=next_copy,
-                    )
-            tr: Translation | None
-            if (remote, p) not in state.target_bounds:
-                tr, why = None, f"{remote}/{p} does not exist on {dst}"
-            elif checkpoints is not None:
-                tr, why = (
-                    _from_checkpoint(checkpoints.get(group, {}).get((remote, p)), c),
-                    "no checkpoint for this partition",
-                )
-            else:
-                tr, why = locate(state.syncs.get((topic, p), []), c, sides, fallback)
-            rows.append(
-                FailoverRow(
-                    group=group,
-                    source_topic=topic,
-                    target_topic=remote,
-                    partition=p,
-                    source_offset=c,
-                    target_offset=None if tr is None else tr.offset,
-                    before_offset=None,
-                    method=None if tr is None else tr.method,
-                    detail=f"untranslatable: {why}" if tr is None else tr.detail,
-                    delta_candidate=None if tr is None else tr.delta_candidate,
-                    mm2_next_offset=next_copy,
-                )
+    made: list[PartitionReader] = []
+    local = threading.local()  # each translating thread's own consumers, one per cluster
+    lock = threading.Lock()
+    finished = [0]
+
+    def one(tp: TP, items: list[tuple[int, str]]) -> list[FailoverRow]:
+        readers: tuple[PartitionReader, PartitionReader] | None = getattr(local, "readers", None)
+        if readers is None:
+            # The source's reader also returns the records of aborted transactions, marked: MM2 may have
+            # copied them to the target as ordinary records.
+            readers = (
+                PartitionReader(live.kafka_config(flow.source), mark_aborted=True),
+                PartitionReader(live.kafka_config(flow.target)),
             )
+            local.readers = readers
+            with lock:
+                made.extend(readers)
+        rows = _translate_partition(live, flow, tp, items, state, readers, fallback, checkpoints)
+        with lock:
+            finished[0] += 1
+            count(progress, TRANSLATE_PHASE, finished[0], partitions)
+        return rows
+
+    count(progress, TRANSLATE_PHASE, 0, partitions)
+    try:
+        with ThreadPoolExecutor(max_workers=TRANSLATORS, thread_name_prefix="translate") as pool:
+            done = [pool.submit(one, tp, items) for tp, items in by_partition.items()]
+            out = [row for fut in done for row in fut.result()]
     finally:
-        src_reader.close()
-        dst_reader.close()
+        for reader in made:
+            reader.close()
     count(progress, TRANSLATE_PHASE, partitions, partitions)
+    return out
+
+
+def _translate_partition(
+    live: LiveState,
+    flow: PairConfig,
+    tp: TP,
+    items: Sequence[tuple[int, str]],
+    state: PartitionState,
+    readers: tuple[PartitionReader, PartitionReader],
+    fallback: Fallback,
+    checkpoints: Mapping[str, Mapping[TP, tuple[int, int]]] | None,
+) -> list[FailoverRow]:
+    """The rows of one source partition's ``(committed offset, group)`` items, in their order; its records
+    are read ahead once for all its groups (``KafkaRecords``)."""
+    topic, p = tp
+    src, dst = flow.source, flow.target
+    remote = flow.remote_topic(topic)
+    next_copy = None if state.copied is None else state.copied.get(tp)
+    sides: Sides | None = None
+    sb, tb = state.source_bounds.get(tp), state.target_bounds.get((remote, p))
+    if sb is not None and tb is not None:
+        sides = Sides(
+            source=KafkaRecords(readers[0], topic, p, sb.end),
+            target=KafkaRecords(readers[1], remote, p, tb.end),
+            source_bounds=sb,
+            target_bounds=tb,
+            offset_for_time=OffsetsForTimes(live.admin(dst), remote, p),
+            source_offset_for_time=OffsetsForTimes(live.admin(src), topic, p),
+            copied_end=next_copy,
+        )
+    rows: list[FailoverRow] = []
+    # Groups of a few applications sit at a few positions: ``locate`` depends on the partition and the offset
+    # only (the syncs, the records and the bounds read once), so the groups at the offset before share its answer.
+    last: tuple[int, tuple[Translation | None, str]] | None = None
+    for c, group in items:
+        tr: Translation | None
+        if (remote, p) not in state.target_bounds:
+            tr, why = None, f"{remote}/{p} does not exist on {dst}"
+        elif checkpoints is not None:
+            tr, why = (
+                _from_checkpoint(checkpoints.get(group, {}).get((remote, p)), c),
+                "no checkpoint for this partition",
+            )
+        elif last is not None and last[0] == c:
+            tr, why = last[1]
+        else:
+            tr, why = locate(state.syncs.get(tp, []), c, sides, fallback)
+            last = c, (tr, why)
+        rows.append(
+            FailoverRow(
+                group=group,
+                source_topic=topic,
+                target_topic=remote,
+                partition=p,
+                source_offset=c,
+                target_offset=None if tr is None else tr.offset,
+                before_offset=None,
+                method=None if tr is None else tr.method,
+                detail=f"untranslatable: {why}" if tr is None else tr.detail,
+                delta_candidate=None if tr is None else tr.delta_candidate,
+                mm2_next_offset=next_copy,
+            )
+        )
     return rows
 
 

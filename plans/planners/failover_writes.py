@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from mm2ctl.core.admin import TP
 from mm2ctl.core.config import PairConfig
 from mm2ctl.plans.live_state import LiveState
 from mm2ctl.plans.offsets import GroupOffset
@@ -56,12 +57,19 @@ def settle_window(flow: PairConfig) -> float:
 
 
 def write_group_offsets(
-    b: PlanBuilder, dst: str, writes: Mapping[str, Sequence[FailoverRow]], *, settle_seconds: float = 0.0
+    b: PlanBuilder,
+    dst: str,
+    writes: Mapping[str, Sequence[FailoverRow]],
+    *,
+    settle_seconds: float = 0.0,
+    currents: Mapping[str, Mapping[TP, int]] | None = None,
 ) -> None:
     """A write step per group on ``dst`` (its rows' translated offsets, guarded), then a read-back step per
-    group, watching ``settle_seconds`` for MM2's own sync; ``plan failback`` writes its groups the same way."""
+    group, watching ``settle_seconds`` for MM2's own sync; ``plan failback`` writes its groups the same way.
+    ``currents``: the groups' offsets on ``dst`` as the planner just read them (read here when None)."""
     verifies = []
-    currents = b.live.many_group_offsets(dst, writes)
+    if currents is None:
+        currents = b.live.many_group_offsets(dst, writes)
     for group, rows in writes.items():
         target = GroupTarget(cluster=dst, group=group, group_type=b.live.group_type(dst, group))
         payload_rows = tuple(
@@ -76,7 +84,7 @@ def write_group_offsets(
             for r in rows
             if r.target_offset is not None and r.method is not None
         )
-        current = currents[group]
+        current = currents.get(group, {})
         # One tuple for the range check and the read-back: the same offsets, built once.
         planned = tuple(GroupOffset(topic=r.topic, partition=r.partition, offset=r.offset) for r in payload_rows)
         pre = AllOf(

@@ -15,8 +15,7 @@ from typing import Any
 
 from mm2ctl.core.admin import TP
 from mm2ctl.core.errors import ApplyError, KafkaClusterError
-from mm2ctl.core.record_sources import last_record_offset
-from mm2ctl.core.records import PartitionReader
+from mm2ctl.core.record_sources import last_record_offsets
 from mm2ctl.core.translation import Bounds
 from mm2ctl.plans.fingerprint import JSONable
 from mm2ctl.plans.payloads import GroupOffsetsVerify, GroupOffsetsWrite, WaitForCatchUp
@@ -25,6 +24,11 @@ from mm2ctl.plans.steps import Step
 from mm2ctl.plans.targets import GroupTarget
 from mm2ctl.remediate.executors.base import ExecContext, ReadOnlyStep, UndoContext, as_dict
 from mm2ctl.remediate.preconditions import StateView
+
+#: The pause between two reads of MM2's position while waiting for its catch-up: one Connect request each, and
+#: MM2 commits its position every offset flush (the worker's ``offset.flush.interval.ms``), so the wait ends
+#: at most this long after the flush that shows it.
+CATCH_UP_POLL_S = 0.1
 
 
 def _target(step: Step) -> GroupTarget:
@@ -172,18 +176,15 @@ class WaitForCatchUpExecutor(ReadOnlyStep):
         tps = [(t.topic, t.partition) for t in step.payload.targets]
         bounds = ctx.live.admin(step.payload.source_cluster).partition_bounds(tps)
         marks = {(t.topic, t.partition): t.upstream_offset for t in step.payload.targets}
-        reader = PartitionReader(ctx.live.kafka_config(step.payload.source_cluster))
-        try:
-            for tp, pb in bounds.items():
-                if pb.error is not None or pb.earliest is None or pb.latest is None:
-                    raise ApplyError(
-                        f"cannot read the end of {step.payload.source_cluster}:{tp[0]}/{tp[1]}: {pb.error}"
-                    )
-                last = last_record_offset(reader, tp[0], tp[1], Bounds(pb.earliest, pb.latest))
-                if last is not None:
-                    marks[tp] = max(marks[tp], last)
-        finally:
-            reader.close()
+        ends: dict[TP, Bounds] = {}
+        for tp, pb in bounds.items():
+            if pb.error is not None or pb.earliest is None or pb.latest is None:
+                raise ApplyError(f"cannot read the end of {step.payload.source_cluster}:{tp[0]}/{tp[1]}: {pb.error}")
+            ends[tp] = Bounds(pb.earliest, pb.latest)
+        # Every partition's last record through one consumer (one fetch round, not one per partition).
+        for tp, last in last_record_offsets(ctx.live.kafka_config(step.payload.source_cluster), ends).items():
+            if last is not None:
+                marks[tp] = max(marks[tp], last)
         return marks
 
     def _lagging(self, step: Step, ctx: ExecContext, marks: dict[TP, int]) -> list[str]:
@@ -204,7 +205,11 @@ class WaitForCatchUpExecutor(ReadOnlyStep):
         return out
 
     def observe(self, step: Step, ctx: ExecContext) -> JSONable:
-        return {"lagging": self._lagging(step, ctx, self._marks(step, ctx))}
+        """The before-state: what lags behind the plan's marks (``run`` reads the source's ends again, so the
+        source is read once per apply, not twice)."""
+        assert isinstance(step.payload, WaitForCatchUp)
+        planned = {(t.topic, t.partition): t.upstream_offset for t in step.payload.targets}
+        return {"lagging": self._lagging(step, ctx, planned)}
 
     def is_done(self, step: Step, ctx: ExecContext) -> bool:
         return not self._lagging(step, ctx, self._marks(step, ctx))
@@ -228,4 +233,4 @@ class WaitForCatchUpExecutor(ReadOnlyStep):
                     f"MM2 did not catch up within {step.payload.timeout_seconds:g}s, so nothing was stopped or "
                     f"written: {len(lagging)} partition(s) behind: " + "; ".join(lagging[:10]) + more
                 )
-            time.sleep(0.5)
+            time.sleep(CATCH_UP_POLL_S)

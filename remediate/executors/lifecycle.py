@@ -26,6 +26,11 @@ _TARGET_STATE = {
 }
 
 
+#: The pause between two status reads while a connector moves to a state: one small Connect request each; a
+#: stop lands when the worker has stopped the tasks, often well under a second.
+STATE_POLL_S = 0.1
+
+
 def move_to(ctx: ExecContext, name: str, state: str | None) -> None:
     """Drive a connector to ``state`` (RUNNING/PAUSED/STOPPED) and wait until it is there."""
     client = ctx.live.require_connect()
@@ -37,7 +42,7 @@ def move_to(ctx: ExecContext, name: str, state: str | None) -> None:
         client.stop(name)
     else:
         raise ApplyError(f"cannot move {name} to state {state!r}")
-    client.wait_for_state(name, [state], timeout=ctx.wait_timeout_s, poll_interval=0.25)
+    client.wait_for_state(name, [state], timeout=ctx.wait_timeout_s, poll_interval=STATE_POLL_S)
     ctx.progress(f"{name} is {state}")
 
 

@@ -456,3 +456,78 @@ def test_restart_waits_for_the_announced_restart_before_trusting_running(world: 
     plan = plan_connectors(world.builder(), Action.RESTART, connectors=["ab-source"])
     engine.apply_plan(plan, world.live(), journal_path=tmp_path / "j.jsonl", state_dir=tmp_path)
     assert "RESTARTING" in seen and seen.index("RESTARTING") < len(seen) - 1  # RUNNING trusted only after it
+
+
+# ------------------------------------------------------------------------------------ concurrent stops
+
+
+def _stop_plan(world: World) -> Plan:
+    plan = plan_connectors(world.builder(), Action.STOP, connectors=["ab-source", "ab-checkpoint", "ab-heartbeat"])
+    assert [k for k, _ in kinds(plan)] == ["connector_stop"] * 3
+    return plan
+
+
+def test_a_run_of_stops_is_sent_side_by_side_and_journaled_per_step(world: World, tmp_path: Path) -> None:
+    """Each stop waits at a barrier until all three requests have arrived: one at a time, the first would
+    wait for the others for ever (the barrier's timeout breaks it, and the apply fails)."""
+    import threading
+
+    barrier = threading.Barrier(3, timeout=10)
+    real_stop = world.connect.stop
+
+    def stop(name: str, **kw: Any) -> None:
+        barrier.wait()
+        real_stop(name, **kw)
+
+    world.connect.stop = stop  # type: ignore[method-assign]
+    plan = _stop_plan(world)
+    journal = tmp_path / "j.jsonl"
+    engine.apply_plan(plan, world.live(), journal_path=journal, state_dir=tmp_path)
+    stopped = sorted(n for op, n in world.connect.calls if op == "stop")
+    assert stopped == ["ab-checkpoint", "ab-heartbeat", "ab-source"]
+    assert {world.connect.states[n] for n in ("ab-source", "ab-checkpoint", "ab-heartbeat")} == {"STOPPED"}
+    with Journal.open(journal) as j:
+        assert j.state.apply_status == "succeeded" and j.state.completed_steps == (0, 1, 2)
+        assert {j.state.steps[i].before["state"] for i in range(3)} == {"RUNNING"}  # type: ignore[index]
+    world.connect.calls.clear()
+    engine.rollback(journal, world.live(), state_dir=tmp_path)
+    resumed = sorted(n for op, n in world.connect.calls if op == "resume")
+    assert resumed == ["ab-checkpoint", "ab-heartbeat", "ab-source"]
+
+
+def test_a_stop_run_with_a_failed_precondition_goes_one_at_a_time(world: World, tmp_path: Path) -> None:
+    """The second connector was paused by hand after the apply began (a resumed apply does not refuse the
+    plan as stale): the first is stopped, then the apply ends at the second with the precondition's exit
+    code, as one step at a time always did; the third is not sent."""
+    plan = _stop_plan(world)
+    journal = tmp_path / "j.jsonl"
+    with Journal.create(journal, plan):
+        pass  # the apply began: nothing started yet
+    world.connect.states["ab-checkpoint"] = "PAUSED"
+    with pytest.raises(Exception) as info:
+        engine.resume_apply(journal, world.live(), state_dir=tmp_path)
+    assert "step 1" in str(info.value)
+    assert info.value.exit_code == PreconditionError("x").exit_code  # type: ignore[attr-defined]
+    assert world.connect.calls == [("stop", "ab-source")]
+
+
+def test_a_failed_stop_of_a_run_journals_every_outcome(world: World, tmp_path: Path) -> None:
+    real_stop = world.connect.stop
+
+    def stop(name: str, **kw: Any) -> None:
+        if name == "ab-checkpoint":
+            raise ConnectNotFoundError("connector ab-checkpoint not found")
+        real_stop(name, **kw)
+
+    world.connect.stop = stop  # type: ignore[method-assign]
+    plan = _stop_plan(world)
+    journal = tmp_path / "j.jsonl"
+    with pytest.raises(Exception) as info:
+        engine.apply_plan(plan, world.live(), journal_path=journal, state_dir=tmp_path)
+    assert "step 1 (connector_stop) failed" in str(info.value) and "resume with" in str(info.value)
+    with Journal.open(journal) as j:
+        assert j.state.completed_steps == (0, 2) and j.state.apply_status == "failed"
+    # Resume runs the failed step again, alone, once the connector can be stopped.
+    world.connect.stop = real_stop  # type: ignore[method-assign]
+    engine.resume_apply(journal, world.live(), state_dir=tmp_path)
+    assert world.connect.states["ab-checkpoint"] == "STOPPED"
