@@ -54,7 +54,14 @@ class SavedTopics:
             if isinstance(found, Unusable):
                 notes.append(TopicNote(kept.pair, now.topic, now.cluster, f"read again in full: {found.reason}"))
             elif found is not None:
-                restore(spark, found, now)
+                try:
+                    restore(spark, found, now)
+                except (KeyError, TypeError, ValueError) as exc:  # a readable file holding something else
+                    state_cache.discard(key)
+                    kept.release()
+                    why = f"read again in full: its saved state does not hold what mm2ctl saves ({exc!r})"
+                    notes.append(TopicNote(kept.pair, now.topic, now.cluster, why))
+                    continue
                 self._saved_bounds[(kept.pair, kind)] = (found.topic_id, dict(found.bounds))
         return notes
 

@@ -158,6 +158,11 @@ def load(key: StateKey, folder: Path | None = None) -> SavedState | Unusable | N
     return SavedState(key, str(meta["topic_id"]), bounds, table.replace_schema_metadata(None), meta["extra"])
 
 
+def discard(key: StateKey, folder: Path | None = None) -> None:
+    """Remove the file saved for ``key`` (one its owner could not use)."""
+    ((folder or cache_dir()) / key.file_name()).unlink(missing_ok=True)
+
+
 def _discard(path: Path, reason: str) -> Unusable:
     path.unlink(missing_ok=True)
     return Unusable(reason)

@@ -245,3 +245,17 @@ def test_property_a_chain_of_processes_keeps_what_a_full_read_keeps(
                 assert reason is not None and "created again" in reason
             elif i and now.bounds[0][0] > before.bounds[0][0]:
                 assert reason is not None and "deleted" in reason
+
+
+@pytest.mark.spark
+def test_a_file_holding_something_else_is_thrown_away_with_a_note(spark: Any, folder: Path) -> None:
+    now = TopicSnapshot("b", "syncs", "id-0", {0: (0, 10)}, cluster_id="cluster-b")
+    key = pair_topics.state_key(SYNCS, PAIR, now)
+    assert key is not None
+    state_cache.save(SavedState(key, "id-0", {0: (0, 10)}, _state().table, {"runs_at_full": 1}))
+    kept = PairTopics(PAIR)
+    notes = SavedTopics().restore(spark, kept, now, None)
+    assert [n.message for n in notes] == [
+        "read again in full: its saved state does not hold what mm2ctl saves (KeyError('numbering'))"
+    ]
+    assert kept.syncs_read is None and state_cache.load(key) is None
