@@ -31,6 +31,7 @@ The engine never prints; it reports progress through the ``progress`` callback, 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -354,8 +355,7 @@ def apply_plan(
     check_parallelism(parallelism)
     for step in plan.steps:
         _executor(step)
-    verify_against_live(plan, live, stale_check=False)  # a plan for other clusters is refused before the lock
-    check_permissions(live, plan_permissions(plan))  # a missing ACL stops the apply before its first write
+    _foreign_then_permissions(plan, live)
     with lock_for_plan(plan, state_dir=state_dir, command="apply"):
         # Stale or not is decided under the lock: another apply may have just finished. (Once is enough: a
         # failover plan's fingerprint holds every source group's offsets, thousands of reads.)
@@ -372,6 +372,22 @@ def apply_plan(
                 plan_id=plan.plan_id,
             )
             return _run_steps(journal, plan, ctx, 0, parallelism=parallelism, hooks=hooks)
+
+
+def _foreign_then_permissions(plan: Plan, live: LiveState) -> None:
+    """Before the lock: a plan for other clusters is refused, then a missing ACL stops the apply before its
+    first write. The two are independent reads, made side by side; a foreign plan is still the error
+    reported when both fail."""
+    for alias in plan.clusters:
+        if alias in live.mm2.clusters:
+            live.admin(alias)  # each client made once, before the two threads share it
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="permissions") as pool:
+        permitted = pool.submit(check_permissions, live, plan_permissions(plan))
+        try:
+            verify_against_live(plan, live, stale_check=False)
+        finally:
+            permitted.exception()  # the other read is over before the first error leaves
+        permitted.result()
 
 
 def resume_apply(
