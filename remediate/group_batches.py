@@ -179,9 +179,11 @@ class ConcurrentRun:
         self._done = total - len(todo)
         count(self.ctx.progress, self.phase, self._done, total)
         fresh = [s for s in todo if s.index not in self.unknown]
+        checked: StateView | None = None
         if self.kind is StepKind.GROUP_OFFSETS_WRITE and fresh:
+            checked = StateView(self.ctx.live)
             try:
-                self.accepted = check_writes(fresh, self.ctx, parallelism=self.parallelism)
+                self.accepted = check_writes(fresh, self.ctx, parallelism=self.parallelism, view=checked)
             except WritesRefused as exc:
                 refused = next(s for s in fresh if s.index == exc.index)
                 what = f"step {refused.index} ({refused.kind.value})"
@@ -192,7 +194,9 @@ class ConcurrentRun:
                 raise self._fail(fresh[0], exc) from exc
         try:
             for start in range(0, len(todo), BATCH_GROUPS):
-                self._batch(todo[start : start + BATCH_GROUPS])
+                # The first batch is checked against the read the run's check just made (nothing happened in
+                # between); each later one reads its groups again.
+                self._batch(todo[start : start + BATCH_GROUPS], checked if start == 0 else None)
         finally:
             if self.report.moved_forward:
                 self.ctx.progress(
@@ -203,13 +207,15 @@ class ConcurrentRun:
 
     # -- one batch
 
-    def _batch(self, batch: list[Step]) -> None:
-        view = StateView(self.ctx.live)
+    def _batch(self, batch: list[Step], read: StateView | None = None) -> None:
+        """One batch (module docstring, 1 to 4); ``read``: a read of its groups made just before, instead of
+        reading them again (a group it lacks, one of a resumed step, is read live)."""
+        view = StateView(self.ctx.live) if read is None else read
         by_cluster: dict[str, list[Step]] = {}
         for s in batch:
             by_cluster.setdefault(_target(s).cluster, []).append(s)
         try:
-            for cluster, steps in by_cluster.items():
+            for cluster, steps in by_cluster.items() if read is None else ():
                 view.prefetch_groups(
                     cluster,
                     [_target(s).group for s in steps],

@@ -95,10 +95,13 @@ class WritesRefused(PreconditionError):
         self.index = index
 
 
-def check_writes(steps: Sequence[Step], ctx: ExecContext, *, parallelism: int) -> dict[tuple[str, str], frozenset[TP]]:
+def check_writes(
+    steps: Sequence[Step], ctx: ExecContext, *, parallelism: int, view: StateView | None = None
+) -> dict[tuple[str, str], frozenset[TP]]:
     """Check every write of ``steps`` against one read of their groups; raise ``WritesRefused`` naming every
-    group that cannot be written. Returns the moves ``ctx.override_mm2_sync`` accepted."""
-    view = StateView(ctx.live)
+    group that cannot be written. Returns the moves ``ctx.override_mm2_sync`` accepted. ``view``: where the
+    read goes (the caller may check its first batch against the same read)."""
+    view = StateView(ctx.live) if view is None else view
     by_cluster: dict[str, list[Step]] = {}
     for s in steps:
         assert isinstance(s.target, GroupTarget)
