@@ -81,6 +81,8 @@ def test_a_client_reads_a_lab_topic_through_the_connect_server(
     assert result["driver_jvm_here"] is False  # the query ran on the server
     got = sorted((r["partition"], r["offset"], r["key"], r["value"]) for r in result["records"])
     assert got == expected
+    on_client = sorted((r["partition"], r["offset"], r["key"], r["value"]) for r in result["driver_records"])
+    assert on_client == expected  # a small read made on the client, sent to the server as a local relation
     assert result["arrow"] == [{"name": None, "offset": None}, {"name": "a", "offset": 2**63 - 1}]
 
 
