@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,12 @@ from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.progress import Progress, no_progress
 from mm2ctl.core.spark_queries import QuerySource
 from mm2ctl.inspector.cluster_state import ClusterState, read_cluster_state
-from mm2ctl.inspector.driver_sizing import driver_java_options_for, driver_memory_for, probe
+from mm2ctl.inspector.driver_sizing import (
+    driver_java_options_for,
+    driver_memory_for,
+    live_driver_environment,
+    probe,
+)
 from mm2ctl.inspector.inspection import InspectOptions, Inspector, Preflight, preflight
 from mm2ctl.inspector.remote_session import remote_url
 from mm2ctl.inspector.session import (
@@ -83,11 +89,13 @@ def _sized(
     queries: Sequence[QuerySource],
 ) -> tuple[dict[str, str], ClusterState | None]:
     """The Spark settings with the driver JVM's sizing added (the user's own win), and the cluster state when
-    sizing had to read it first."""
+    sizing had to read it first. A live session's embedded JVM also gets its malloc arenas bounded
+    (``driver_sizing.live_driver_environment``)."""
     conf = dict(place.conf)
     if place.remote is not None or under_spark_submit():
         return conf, None
     if live:
+        live_driver_environment(os.environ)
         if DRIVER_MEMORY in conf and DRIVER_JAVA_OPTIONS in conf:
             return conf, None
         state = read_cluster_state(config, checked.pairs, options.selection, connect=connect, queries=queries)

@@ -25,3 +25,14 @@ def test_a_cluster_that_does_not_answer_is_sized_as_large(tmp_path: Path) -> Non
     )
     config = load_mm2_config(file)
     assert probe(config, config.pairs(), timeout_s=1.0).java_options == "-XX:+UseParallelGC"
+
+
+def test_a_live_driver_gets_two_malloc_arenas_unless_the_user_chose() -> None:
+    from mm2ctl.inspector.driver_sizing import LIVE_MALLOC_ARENAS, live_driver_environment
+
+    environ = {"PATH": "/bin"}
+    live_driver_environment(environ)
+    assert environ == {"PATH": "/bin", "MALLOC_ARENA_MAX": LIVE_MALLOC_ARENAS} and LIVE_MALLOC_ARENAS == "2"
+    chosen = {"MALLOC_ARENA_MAX": "8"}
+    live_driver_environment(chosen)
+    assert chosen == {"MALLOC_ARENA_MAX": "8"}
