@@ -21,7 +21,7 @@ import subprocess
 import sys
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from mm2ctl.core import records
 from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.codecs import encode_offset_sync_key
 from mm2ctl.core.config import PairConfig, load_mm2_config
-from mm2ctl.inspector import pair_topics
+from mm2ctl.inspector import kafka_read, pair_topics
 from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import Flow, LabInfo
@@ -172,7 +172,39 @@ def _rows(inspector: Inspector) -> list[dict[str, Any]]:
         result.close()
 
 
-def test_one_run_scans_each_internal_topic_once_and_a_later_one_only_what_is_new(spark: Any, setup: Setup) -> None:
+#: What a test's reads of the internal topics read: the records of each read since the last call, in order of size.
+Reads = Callable[[Any, int], list[int]]
+
+
+@pytest.fixture(params=["spark", "driver"])
+def reads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Reads:
+    """Each read through Spark's Kafka source (``kafka_scans``: every read is made to go there), or on the
+    driver (where reads this small are made: the records of each ``kafka_read.read_on_driver``)."""
+    if request.param == "spark":
+        monkeypatch.setattr(kafka_read, "DRIVER_READ_MAX_OFFSETS", 0)
+        return kafka_scans
+    made: list[int] = []
+    real = kafka_read.read_on_driver
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        table = real(*args, **kwargs)
+        made.append(table.num_rows)
+        return table
+
+    monkeypatch.setattr(kafka_read, "read_on_driver", counted)
+
+    def on_driver(_spark: Any, _after: int) -> list[int]:
+        got = sorted(n for n in made if n)
+        made.clear()
+        return got
+
+    on_driver(None, 0)
+    return on_driver
+
+
+def test_one_run_scans_each_internal_topic_once_and_a_later_one_only_what_is_new(
+    spark: Any, setup: Setup, reads: Reads
+) -> None:
     inspector = _inspector(spark, setup)
     try:
         mark = _last_execution(spark)
@@ -183,7 +215,7 @@ def test_one_run_scans_each_internal_topic_once_and_a_later_one_only_what_is_new
             cold.close()
         syncs = setup.records_in(setup.pair.offset_syncs_cluster, setup.pair.offset_syncs_topic)
         checkpoints = setup.records_in(setup.pair.target, setup.pair.checkpoints_topic)
-        assert kafka_scans(spark, mark) == sorted([syncs, checkpoints])
+        assert reads(spark, mark) == sorted([syncs, checkpoints])
 
         # MM2 copies more and writes more syncs; the live session reads only those, and keeps what a cold run
         # of the same state would find.
@@ -197,7 +229,7 @@ def test_one_run_scans_each_internal_topic_once_and_a_later_one_only_what_is_new
         new_checkpoints = setup.records_in(setup.pair.target, setup.pair.checkpoints_topic) - checkpoints
         mark = _last_execution(spark)
         warm = _rows(inspector)
-        assert kafka_scans(spark, mark) == sorted(n for n in (new, new_checkpoints) if n)
+        assert reads(spark, mark) == sorted(n for n in (new, new_checkpoints) if n)
         assert setup.checkpoints_end() == checkpoints_before
         fresh = _inspector(spark, setup)
         try:
@@ -208,7 +240,7 @@ def test_one_run_scans_each_internal_topic_once_and_a_later_one_only_what_is_new
         inspector.close()
 
 
-def test_a_tombstone_makes_the_session_read_the_syncs_in_full_again(spark: Any, setup: Setup) -> None:
+def test_a_tombstone_makes_the_session_read_the_syncs_in_full_again(spark: Any, setup: Setup, reads: Reads) -> None:
     inspector = _inspector(spark, setup)
     try:
         inspector.run().close()
@@ -223,7 +255,7 @@ def test_a_tombstone_makes_the_session_read_the_syncs_in_full_again(spark: Any, 
         finally:
             result.close()
         assert any(n.startswith("read again in full: a tombstone") for n in notes), notes
-        assert total in kafka_scans(spark, mark)
+        assert total in reads(spark, mark)
     finally:
         inspector.close()
     # The warm run after the tombstone gives exactly a cold run's rows on the same state (MM2 is stopped).
