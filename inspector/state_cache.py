@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from mm2ctl.core.atomic_file import replaced
 from mm2ctl.core.maven import cache_root
 
 #: Bumped whenever what a file holds changes meaning; a file of another format is read in full again.
@@ -112,18 +112,9 @@ def save(state: SavedState, folder: Path | None = None) -> Path:
     }
     table = state.table.replace_schema_metadata({_META_KEY: json.dumps(meta).encode()})
     target = folder / state.key.file_name()
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".arrow", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            options = ipc.IpcWriteOptions(compression="zstd")
-            with ipc.new_file(out, table.schema, options=options) as writer:
-                writer.write_table(table)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    options = ipc.IpcWriteOptions(compression="zstd")
+    with replaced(target, "wb") as out, ipc.new_file(out, table.schema, options=options) as writer:
+        writer.write_table(table)
     prune(folder, keep=target)
     return target
 
@@ -178,7 +169,7 @@ def prune(folder: Path, *, keep: Path | None = None) -> None:
             stat = path.stat()
         except FileNotFoundError:
             continue
-        if path.name.startswith(".tmp-"):
+        if path.name.startswith("."):  # a temporary file (``core.atomic_file.replaced``)
             if now - stat.st_mtime > _STALE_TEMP_S:
                 path.unlink(missing_ok=True)
             continue

@@ -20,7 +20,6 @@ import functools
 import json
 import os
 import re
-import tempfile
 import types
 import typing
 from collections.abc import Mapping
@@ -29,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from mm2ctl.core.atomic_file import replaced
 from mm2ctl.core.errors import PlanError
 from mm2ctl.plans.document import SCHEMA_VERSION, Plan
 from mm2ctl.plans.fingerprint import JSONable, digest_of, freeze_json
@@ -226,16 +226,8 @@ def write_plan_file(plan: Plan, path: str | os.PathLike[str]) -> Path:
     """Write the YAML atomically (temp file, fsync, rename): a crash never leaves half a plan to apply."""
     target = Path(path)
     text = dump_plan(plan)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with replaced(target, encoding="utf-8") as fh:
+        fh.write(text)
     return target
 
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 from mm2ctl.core import records
+from mm2ctl.core.atomic_file import replaced
 from mm2ctl.core.errors import ApplyError, KafkaClusterError
 from mm2ctl.plans.fingerprint import JSONable
 from mm2ctl.plans.payloads import OffsetSyncsBackup, OffsetSyncsTruncate
@@ -36,12 +36,8 @@ _POLICY = "cleanup.policy"
 
 
 def _write_durably(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with replaced(path, encoding="utf-8") as fh:
         fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def _bounds(step: Step, ctx: ExecContext) -> dict[str, int]:
@@ -101,12 +97,7 @@ class Backup(ReadOnlyStep):
             "count": len(rows),
         }
         path = self._path(step, ctx)
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write("".join(json.dumps(x, sort_keys=True) + "\n" for x in [header, *rows]))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        _write_durably(path, "".join(json.dumps(x, sort_keys=True) + "\n" for x in [header, *rows]))
         ctx.progress(f"backed up {len(rows)} offset-sync record(s) to {path}")
         return {"backup_file": str(path), "records": len(rows)}
 
