@@ -128,7 +128,7 @@ class Inspector:
 
     def rebind(self, spark: SparkSession) -> None:
         """Run on a new session from now on (a Spark Connect server restarted): what the old session kept went
-        with it, so the next run reads the internal topics in full."""
+        with it, so the next run starts from the saved files (``saved_topics``), or reads the topics in full."""
         self.spark = spark
         self._kept = {name: PairTopics(name) for name in self._kept}
 
