@@ -220,15 +220,24 @@ def wait_until(check: Callable[[], bool], what: str, timeout_s: float, interval_
     return waited
 
 
-def stop_connectors(url: str, names: list[str]) -> None:
+def _connector_states(url: str) -> dict[str, Any]:
+    with urllib.request.urlopen(f"{url}/connectors?expand=status", timeout=30) as resp:
+        states: dict[str, Any] = json.loads(resp.read())
+    return states
+
+
+def _put_each(url: str, names: list[str], action: str) -> None:
     for name in names:
-        req = urllib.request.Request(f"{url}/connectors/{name}/stop", method="PUT")
+        req = urllib.request.Request(f"{url}/connectors/{name}/{action}", method="PUT")
         with urllib.request.urlopen(req, timeout=60) as resp:
             resp.read()
 
+
+def stop_connectors(url: str, names: list[str]) -> None:
+    _put_each(url, names, "stop")
+
     def stopped() -> bool:
-        with urllib.request.urlopen(f"{url}/connectors?expand=status", timeout=30) as resp:
-            states = json.loads(resp.read())
+        states = _connector_states(url)
         return all(
             states[n]["status"]["connector"]["state"] == "STOPPED" and not states[n]["status"]["tasks"] for n in names
         )
@@ -412,14 +421,10 @@ def measure_conservative(flow: lab.Flow, spec: LoadSpec, work: Path) -> dict[str
 def resume_connectors(url: str, names: list[str]) -> None:
     """Resume the flow's connectors a ``--stop-mirroring`` apply stopped, and wait until they and their tasks
     run again (MM2 live for the next run)."""
-    for name in names:
-        req = urllib.request.Request(f"{url}/connectors/{name}/resume", method="PUT")
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            resp.read()
+    _put_each(url, names, "resume")
 
     def running() -> bool:
-        with urllib.request.urlopen(f"{url}/connectors?expand=status", timeout=30) as resp:
-            states = json.loads(resp.read())
+        states = _connector_states(url)
         return all(
             states[n]["status"]["connector"]["state"] == "RUNNING"
             and states[n]["status"]["tasks"]

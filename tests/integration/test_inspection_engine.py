@@ -307,33 +307,30 @@ def test_a_new_process_starts_from_the_saved_state_and_reads_only_what_is_new(
     eventually(lambda: setup.syncs_end() > before, timeout_s=120, what="new offset syncs")
     setup.stop_mirroring()
     asked.clear()
-    second = _inspector(spark, setup, cache=True)
-    try:
-        warm = _rows(second)
-    finally:
-        second.close()
+    warm = _one_run(spark, setup, cache=True)
     syncs_asked = [r for t, r in asked if t == setup.pair.offset_syncs_topic]
     assert syncs_asked == [{0: (saved_ends[setup.pair.offset_syncs_topic], setup.syncs_end())}], asked
     for topic, ranges in asked:
         assert all(start == saved_ends[topic] for start, _end in ranges.values()), asked
-    cold = _inspector(spark, setup)
-    try:
-        assert warm == _rows(cold)
-    finally:
-        cold.close()
+    assert warm == _one_run(spark, setup, cache=False)
 
     syncs_file = next(f for f in (tmp_path / "inspect-state").iterdir() if f.name.startswith("offset"))
     syncs_file.write_bytes(syncs_file.read_bytes()[:100])
     asked.clear()
-    third = _inspector(spark, setup, cache=True)
-    try:
-        again = _rows(third)
-    finally:
-        third.close()
+    again = _one_run(spark, setup, cache=True)
     notes = [r["note"] for r in again if "note" in r]
     assert notes == ["read again in full: its saved state is unreadable (ArrowInvalid)"], notes
     assert [r for t, r in asked if t == setup.pair.offset_syncs_topic] == [{0: (0, setup.syncs_end())}], asked
     assert [r for r in again if "note" not in r] == [r for r in warm if "note" not in r]
+
+
+def _one_run(spark: Any, setup: Setup, *, cache: bool) -> list[dict[str, Any]]:
+    """A new inspector's one run (``_rows``), the inspector closed after it."""
+    inspector = _inspector(spark, setup, cache=cache)
+    try:
+        return _rows(inspector)
+    finally:
+        inspector.close()
 
 
 def _table(result: Any) -> list[dict[str, Any]]:
