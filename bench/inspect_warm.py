@@ -5,9 +5,10 @@ One process builds the session (embedded, as ``mm2ctl exporter`` does) and runs 
 inspection, then its metrics) ``N + 1`` times, one after the other; the first run is the cold one and is
 reported apart. With ``--new-syncs K``, K offset syncs are written before each warm run, spread over the
 pair's partitions, each continuing its partition's newest sync by one record on both sides (what MM2 writes
-as it copies), so every warm run reads and folds in new records. It prints each run's seconds and the median
-of the warm ones, and where the last warm run's time went, by the progress steps the inspection reports.
-``bench/peer_inspect.py`` runs it at 5 k.
+as it copies), so every warm run reads and folds in new records. With ``--commits M``, M group partitions get
+a new committed offset before each warm run too (``bench_lab.CommitTrickle``), as a live setup's consumers
+commit. It prints each run's seconds and the median of the warm ones, and where the last warm run's time
+went, by the progress steps the inspection reports. ``bench/peer_inspect.py`` runs it at 5 k.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench_lab import loadavg, say
+from bench_lab import CommitTrickle, loadavg, say
 from confluent_kafka import Producer
 
 from mm2ctl.core.codecs import encode_offset_sync_key, encode_offset_sync_value
@@ -63,8 +64,9 @@ def write_new_syncs(config: MM2Config, inspector: Inspector, count: int) -> None
         producer.flush()
 
 
-def measure(mm2_config: Path, runs: int, groups: str | None, new_syncs: int) -> dict[str, Any]:
+def measure(mm2_config: Path, runs: int, groups: str | None, new_syncs: int, commits: int) -> dict[str, Any]:
     config = load_mm2_config(mm2_config)
+    committer = CommitTrickle(mm2_config, groups) if commits else None
     options = InspectOptions(selection=Selection(groups=groups), state_cache=False)  # its first run is cold
     jvm_log = Path(tempfile.mkstemp(prefix="mm2ctl-warm-", suffix=".log")[1])
     with open_inspection(config, options, SparkPlace(), live=True, jvm_log=jvm_log) as inspector:
@@ -79,6 +81,8 @@ def measure(mm2_config: Path, runs: int, groups: str | None, new_syncs: int) -> 
         for run in range(runs + 1):
             if run and new_syncs:
                 write_new_syncs(config, inspector, new_syncs)
+            if run and committer is not None:
+                committer.write(commits)
             steps.clear()
             started = time.monotonic()
             if not exporter.run_once():
@@ -91,6 +95,7 @@ def measure(mm2_config: Path, runs: int, groups: str | None, new_syncs: int) -> 
         "warm_seconds": seconds[1:],
         "warm_median": round(statistics.median(seconds[1:]), 2),
         "new_syncs_per_run": new_syncs,
+        "commits_per_run": commits,
         "last_run_steps": last,
     }
 
@@ -101,11 +106,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="warm runs after the first (5)")
     parser.add_argument("--groups", help="a group regex, as inspect --groups")
     parser.add_argument("--new-syncs", type=int, default=0, help="offset syncs written before each warm run (0)")
+    parser.add_argument("--commits", type=int, default=0, help="group offsets committed before each warm run (0)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     figures = {
         "loadavg_start": loadavg(),
-        **measure(args.mm2_config, args.runs, args.groups, args.new_syncs),
+        **measure(args.mm2_config, args.runs, args.groups, args.new_syncs, args.commits),
         "loadavg_end": loadavg(),
     }
     if args.json:

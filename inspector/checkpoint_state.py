@@ -46,3 +46,11 @@ def merged_checkpoints(kept: DataFrame, decoded: DataFrame) -> DataFrame:
     touched = newest.select(*KEY)
     unchanged = kept.join(touched, on=KEY, how="left_anti")
     return unchanged.unionByName(newest.where(~F.col("is_tombstone")).select(*_COLUMNS)).repartition(PAIR, "group")
+
+
+def read_facts(decoded: DataFrame) -> DataFrame:
+    """What a read of the checkpoints topic found, in one aggregation: per malformed reason (null for the
+    well-formed records) the records, and the groups the well-formed ones name (``inspector.changed_groups``)."""
+    return decoded.groupBy("malformed_reason").agg(
+        F.count(F.lit(1)).alias("records"), F.collect_set("group").alias("groups")
+    )

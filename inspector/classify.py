@@ -16,6 +16,7 @@ from mm2ctl.core.config import PairConfig
 from mm2ctl.core.group_admin import UNMIRRORED_TYPES
 from mm2ctl.core.translation_methods import EXACT_METHODS
 from mm2ctl.inspector import statuses
+from mm2ctl.inspector.schemas import FRESH_CHECKPOINT
 from mm2ctl.inspector.spark_query_rows import SPARK_QUERY_TYPE
 from mm2ctl.inspector.sql_text import Statement, moment
 from mm2ctl.inspector.statuses import Blocking, Status
@@ -277,7 +278,8 @@ def classify(
     replays rather than skips (``P`` is at or after the translated offset). ``explanation`` says why a row
     cannot be translated and what can still translate it.
 
-    Output: ``schemas.CLASSIFIED_SCHEMA`` (Aiven's columns first, in its order).
+    Output: ``schemas.CLASSIFIED_SCHEMA`` (Aiven's columns first, in its order), then ``FRESH_CHECKPOINT``:
+    the row's checkpoint timestamp when it was fresh at ``as_of``, for ``stale_since`` to find it once it is not.
     """
     q = Statement()
     unmirrored = f"coalesce(group_type IN ({q.values(sorted(UNMIRRORED_TYPES | {SPARK_QUERY_TYPE}))}), false)"
@@ -337,7 +339,7 @@ def classify(
     WITH positioned AS (
       SELECT j.*, {copied} AS _copied, {behind} AS _behind, {judged_sql} AS _judged FROM {{joined}} j
     ),
-    staged AS (SELECT p.*, {status} AS status FROM positioned p {cross_join}),
+    staged AS (SELECT p.*, {status} AS status, {fresh} AS _fresh FROM positioned p {cross_join}),
     grouped AS (
       SELECT *, (sum(CAST(status = {s[Status.SYNCED]} AS INT)) OVER (PARTITION BY cluster_pair, `group`)
         - CAST(status = {s[Status.SYNCED]} AS INT)) > 0 AS _others_synced
@@ -363,7 +365,8 @@ def classify(
       CASE WHEN {both} THEN greatest({skip}, {zero}) END AS skip_if_failover_now_at_most,
       _behind AS mm2_records_behind,
       {_explanation(q)} AS explanation,
-      error, group_type, target_written_by
+      error, group_type, target_written_by,
+      CASE WHEN _fresh THEN checkpoint_timestamp END AS {FRESH_CHECKPOINT}
     FROM grouped
     """
     return q.run(joined.sparkSession, text, joined=joined, **moments)
@@ -392,6 +395,17 @@ def _blocking(q: Statement, *, sync_group_offsets_enabled: bool) -> str:
         f"THEN '{Blocking.MIRROR_SOURCE_CONNECTOR.value}' "
         f"ELSE {q.map_of({c.value: b.value for c, b in blockers.items()})}[status] END"
     )
+
+
+def stale_since(rows: DataFrame, *, as_of: dt.datetime, fresh_checkpoint_age: dt.timedelta) -> DataFrame:
+    """The (pair, group) of ``rows`` (``classify``'s, kept from an earlier run) with a checkpoint that was fresh
+    when they were classified and is not at ``as_of``: their status may have changed with the clock alone."""
+    text = f"""
+    SELECT DISTINCT cluster_pair, `group` FROM {{rows}} CROSS JOIN {{fresh_since}} fresh_since
+    WHERE {FRESH_CHECKPOINT} < fresh_since.at
+    """
+    spark = rows.sparkSession
+    return Statement().run(spark, text, rows=rows, fresh_since=moment(spark, as_of - fresh_checkpoint_age))
 
 
 def fresh_checkpoint_age(pair: PairConfig) -> dt.timedelta:

@@ -258,12 +258,3 @@ def decode_checkpoints(records: DataFrame) -> DataFrame:
         F.col("_reason").alias("malformed_reason"),
         *_record_coordinates(),
     )
-
-
-def malformed_counts(decoded: DataFrame) -> DataFrame:
-    """Malformed records per pair and reason: what the report shows instead of crashing on them."""
-    return (
-        decoded.where(F.col("malformed_reason").isNotNull())
-        .groupBy("cluster_pair", "malformed_reason")
-        .agg(F.count(F.lit(1)).alias("records"))
-    )

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from mm2ctl.connect_client import ConnectClient
 from mm2ctl.core.config import MM2Config, PairConfig
@@ -33,6 +34,7 @@ from mm2ctl.core.flow_conditions import FlowCondition
 from mm2ctl.core.progress import Progress, no_progress
 from mm2ctl.inspector import classify, exact, flow_states, replication_health, schemas, summary
 from mm2ctl.inspector.admin_state import reach_clusters
+from mm2ctl.inspector.changed_groups import ClassifyInputs, changed_groups, worth_merging
 from mm2ctl.inspector.cluster_state import ClusterState, PairRead, read_cluster_state, select_pairs
 from mm2ctl.inspector.frames import release
 from mm2ctl.inspector.internal_topics import TopicSnapshot, Unreadable
@@ -109,8 +111,11 @@ class Inspector:
         checked: Preflight,
         *,
         connect: ConnectClient | None = None,
+        live: bool = False,
     ) -> None:
         self.spark = spark
+        #: A live session keeps each pair's classified rows and classifies again only the groups that changed.
+        self.live = live
         self.config = config
         self.options = options
         self.pairs = checked.pairs
@@ -125,12 +130,14 @@ class Inspector:
         self._beside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mm2ctl-checkpoints")
         self._listings = GroupListings()  # the group types' listings, reused for typed_groups.LISTING_TTL_S
         self._saved = SavedTopics()
+        self._rows: dict[str, _KeptRows] = {}
 
     def rebind(self, spark: SparkSession) -> None:
         """Run on a new session from now on (a Spark Connect server restarted): what the old session kept went
         with it, so the next run starts from the saved files (``saved_topics``), or reads the topics in full."""
         self.spark = spark
         self._kept = {name: PairTopics(name) for name in self._kept}
+        self._rows = {}
 
     def kept(self, pair: str) -> PairTopics:
         """What the session keeps of ``pair``'s internal topics."""
@@ -182,18 +189,25 @@ class Inspector:
             if self.options.state_cache
             else []
         )
-        frames = [self._pair_rows(read, progress, cached) for read in state.pairs]
-        rows = functools.reduce(DataFrame.unionByName, frames)
-        if self.options.only_problems:
-            rows = rows.where("NOT is_ok")
         progress("classifying")
         try:
             with counting_tasks(self.spark, progress, CLASSIFY_PHASE):
-                # Kept as a local checkpoint, not cached: each SQL statement that reads a frame drops the
-                # temporary view PySpark made of it, and Spark uncaches a view's plan when it is dropped, so a
-                # cache of the rows would be gone before the output read them again.
-                rows = rows.localCheckpoint()  # schemas.GROUP_ROWS_SCHEMA's columns, in order
-                cached.append(rows)
+                frames = [
+                    replication_health.with_group_checkpoint_age(
+                        self._pair_rows(read, progress, cached), as_of=read.state.read_at
+                    )
+                    for read in state.pairs
+                ]
+                rows = functools.reduce(DataFrame.unionByName, frames)
+                if self.options.only_problems:
+                    rows = rows.where("NOT is_ok")
+                if not self.live:
+                    # Kept as a local checkpoint, not cached: each SQL statement that reads a frame drops the
+                    # temporary view PySpark made of it, and Spark uncaches a view's plan when it is dropped, so a
+                    # cache of the rows would be gone before the output read them again. (A live session's
+                    # rows are each pair's kept checkpoint already.)
+                    rows = rows.localCheckpoint()
+                    cached.append(rows)
                 figures = [r.asDict(recursive=True) for r in summary.group_figures(rows).collect()]
             progress("replication health")
             partitions = self._replicated_partitions(state)
@@ -254,28 +268,64 @@ class Inspector:
         return notes
 
     def _pair_rows(self, read: PairRead, progress: Progress, cached: list[DataFrame]) -> DataFrame:
-        """The pair's classified rows (``schemas.GROUP_ROWS_SCHEMA``)."""
+        """The pair's classified rows, each with its group's newest checkpoint (``GROUP_ROWS_SCHEMA`` without the
+        age, and the hidden columns). A live session's are a local checkpoint it keeps: the rows of the groups
+        that did not change since its last run (``inspector.changed_groups``), and the others classified again."""
+        inputs = _classify_inputs(read)
+        if not self.live or self.options.exact:
+            return self._classified(read, inputs, progress, cached)
+        pair, kept = read.pair.name, self._kept[read.pair.name]
+        before = self._rows.get(pair)
+        changed = changed_groups(before.inputs, inputs, kept.changes) if before is not None else None
+        if before is not None and changed is not None and worth_merging(changed, inputs):
+            listed = pa.table({"cluster_pair": [pair] * len(changed), "group": sorted(changed)})
+            stale = classify.stale_since(
+                before.rows, as_of=read.state.read_at, fresh_checkpoint_age=classify.fresh_checkpoint_age(read.pair)
+            )
+            again = F.broadcast(
+                frame_from_arrow(self.spark, listed, schemas.GROUP_KEYS_SCHEMA).unionByName(stale).distinct()
+            )
+            fresh = self._classified(read, inputs, progress, cached, only=again)
+            rows = before.rows.join(again, on=["cluster_pair", "group"], how="left_anti").unionByName(fresh)
+        else:
+            rows = self._classified(read, inputs, progress, cached)
+        rows = rows.localCheckpoint(eager=True)
+        kept.changes.clear()
+        self._rows[pair] = _KeptRows(rows, inputs)
+        if before is not None:
+            release(before.rows)
+        return rows
+
+    def _classified(
+        self,
+        read: PairRead,
+        inputs: ClassifyInputs,
+        progress: Progress,
+        cached: list[DataFrame],
+        *,
+        only: DataFrame | None = None,
+    ) -> DataFrame:
+        """The pair's rows classified from ``inputs`` (the groups in ``only``, when given: its pair and group)."""
         spark, pair, state, kept = self.spark, read.pair, read.state, self._kept[read.pair.name]
-        group_offsets = state.source_group_offsets
-        for denied in read.denied:  # every row of the pair needs the topic that cannot be read
-            group_offsets = _with_error(group_offsets, denied)
         numbering = kept.numbering or Numbering.of(read.source_partitions())
         numbers = frame_from_arrow(spark, numbering.table(pair.name), schemas.PARTITION_NUMBERS_SCHEMA)
-        offsets = frame_from_arrow(spark, group_offsets, schemas.SOURCE_GROUP_OFFSETS_SCHEMA)
+        offsets = frame_from_arrow(spark, inputs.group_offsets, schemas.SOURCE_GROUP_OFFSETS_SCHEMA)
+        if only is not None:
+            offsets = offsets.join(only, on=["cluster_pair", "group"], how="left_semi")
         translated = translate(offsets, kept.empty_runs(spark), numbers)
         if self.options.exact:
             translated = self._with_exact(read, translated, progress, cached)
         joined = classify.join_target_state(
             translated,
-            source_partitions=frame_from_arrow(spark, state.source_partitions, schemas.SOURCE_PARTITIONS_SCHEMA),
-            target_partitions=frame_from_arrow(spark, state.target_partitions, schemas.TARGET_PARTITIONS_SCHEMA),
+            source_partitions=frame_from_arrow(spark, inputs.source_partitions, schemas.SOURCE_PARTITIONS_SCHEMA),
+            target_partitions=frame_from_arrow(spark, inputs.target_partitions, schemas.TARGET_PARTITIONS_SCHEMA),
             target_group_offsets=frame_from_arrow(
-                spark, state.target_group_offsets, schemas.TARGET_GROUP_OFFSETS_SCHEMA
+                spark, inputs.target_group_offsets, schemas.TARGET_GROUP_OFFSETS_SCHEMA
             ),
-            source_groups=frame_from_arrow(spark, state.source_groups, schemas.GROUP_STATES_SCHEMA),
-            target_groups=frame_from_arrow(spark, state.target_groups, schemas.GROUP_STATES_SCHEMA),
+            source_groups=frame_from_arrow(spark, inputs.source_groups, schemas.GROUP_STATES_SCHEMA),
+            target_groups=frame_from_arrow(spark, inputs.target_groups, schemas.GROUP_STATES_SCHEMA),
             checkpoints=kept.empty_checkpoints(spark),
-            mm2_positions=frame_from_arrow(spark, read.replication.partitions, schemas.REPLICATED_PARTITIONS_SCHEMA),
+            mm2_positions=frame_from_arrow(spark, inputs.mm2_positions, schemas.REPLICATED_PARTITIONS_SCHEMA),
         )
         classified = classify.classify(
             joined,
@@ -286,7 +336,7 @@ class Inspector:
         )
         if not pair.emit_offset_syncs_enabled:
             classified = flow_states.with_offset_syncs_disabled(classified)
-        return replication_health.with_group_checkpoint_age(classified, as_of=state.read_at)
+        return replication_health.with_group_newest_checkpoint(classified)
 
     def _with_exact(
         self, read: PairRead, translated: DataFrame, progress: Progress, cached: list[DataFrame]
@@ -327,6 +377,36 @@ class Inspector:
         self._beside.shutdown(wait=True)
         for kept in self._kept.values():
             kept.release()
+        for rows in self._rows.values():
+            release(rows.rows)
+        self._rows = {}
+
+
+@dataclass(frozen=True, slots=True)
+class _KeptRows:
+    """A live session's classified rows of one pair (a local checkpoint), and the inputs they were classified
+    from."""
+
+    rows: DataFrame
+    inputs: ClassifyInputs
+
+
+def _classify_inputs(read: PairRead) -> ClassifyInputs:
+    """What the pair's classification reads on the driver; every row of the pair carries the error of an
+    internal topic it cannot read."""
+    state = read.state
+    group_offsets = state.source_group_offsets
+    for denied in read.denied:
+        group_offsets = _with_error(group_offsets, denied)
+    return ClassifyInputs(
+        group_offsets=group_offsets,
+        source_partitions=state.source_partitions,
+        target_partitions=state.target_partitions,
+        target_group_offsets=state.target_group_offsets,
+        source_groups=state.source_groups,
+        target_groups=state.target_groups,
+        mm2_positions=read.replication.partitions,
+    )
 
 
 def _newest_table(pair: str, kept: PairTopics) -> pa.Table:

@@ -149,7 +149,7 @@ def open_inspection(
     spark = start.result()
     if under_spark_submit() and submitted_shuffle_partitions(spark):
         options = dataclasses.replace(options, size_shuffles=False)
-    inspector = Inspector(spark, config, options, checked, connect=connect)
+    inspector = Inspector(spark, config, options, checked, connect=connect, live=live)
     inspector.prime(state)
     try:
         yield inspector

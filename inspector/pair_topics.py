@@ -31,6 +31,7 @@ from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 from mm2ctl.core.admin import TP
 from mm2ctl.core.progress import Progress
 from mm2ctl.inspector import checkpoint_state, decode, schemas, sync_state
+from mm2ctl.inspector.changed_groups import TopicChanges
 from mm2ctl.inspector.frames import release
 from mm2ctl.inspector.internal_topics import ReadPlan, TopicSnapshot, plan_read
 from mm2ctl.inspector.kafka_read import read_ranges
@@ -108,6 +109,8 @@ class PairTopics:
         self._checkpoints_malformed: Counter[str] = Counter()
         self._runs_at_full = 0
         self._runs = 0
+        #: What changed since the session's rows were last classified (``inspector.changed_groups``).
+        self.changes = TopicChanges()
 
     # --- offset syncs ---
 
@@ -186,6 +189,7 @@ class PairTopics:
         finally:
             release(records)
         self._runs_at_full = self._runs
+        self.changes.all()
 
     def _fold_in_syncs(
         self, spark: SparkSession, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan, say: Progress
@@ -200,16 +204,18 @@ class PairTopics:
             candidates = self.runs.unionByName(sync_state.new_syncs_as_runs(records))
             if sync_state.disagreeing_runs(candidates).limit(1).count():
                 return "new offset syncs contradict the kept ones: the current mappings are found again"
-            self._take_facts(facts)
+            self.changes.partitions.update(self._take_facts(facts))
             self._keep_runs(sync_state.merge_runs(candidates).localCheckpoint(eager=True))
         finally:
             release(records)
         say(f"{self.pair}: {self._runs} run(s) of offset syncs kept")
         return None
 
-    def _take_facts(self, facts: Sequence[Row]) -> None:
+    def _take_facts(self, facts: Sequence[Row]) -> set[TP]:
+        """Keep each partition's newest sync and the malformed counts of ``facts``; the partitions they were of."""
         assert self.numbering is not None
         key_of = {n: tp for tp, n in self.numbering.parts.items()}
+        taken: set[TP] = set()
         for f in facts:
             row = f.asDict()
             if row["_part"] is None:
@@ -217,9 +223,11 @@ class PairTopics:
                     {r: n for r, n in zip(decode.MALFORMED_REASONS, row["malformed"], strict=True) if n}
                 )
                 continue
+            taken.add(key_of[row["_part"]])
             self.newest[key_of[row["_part"]]] = NewestSync(
                 row["newest_is_sync"], row["newest_upstream"], row["newest_downstream"], row["newest_timestamp"]
             )
+        return taken
 
     def _keep_runs(self, runs: DataFrame) -> None:
         previous, self.runs = self.runs, runs
@@ -234,6 +242,7 @@ class PairTopics:
         self.newest = {}
         self._syncs_malformed = Counter()
         self._runs = self._runs_at_full = 0
+        self.changes.all()
 
     # --- checkpoints ---
 
@@ -246,6 +255,7 @@ class PairTopics:
             if self.checkpoints is not None:
                 release(self.checkpoints)
             self.checkpoints, self._checkpoints_read, self._checkpoints_malformed = None, None, Counter()
+            self.changes.all()
             return None
         plan = plan_read(self._checkpoints_read, now)
         if plan.empty and self.checkpoints is not None:
@@ -261,12 +271,15 @@ class PairTopics:
         )
         decoded = decode.decode_checkpoints(raw).cache()
         try:
-            malformed = decode.malformed_counts(decoded).collect()
+            facts = checkpoint_state.read_facts(decoded).collect()
             if plan.full or self.checkpoints is None:
                 self._checkpoints_malformed = Counter()
                 live = checkpoint_state.live_checkpoints(decoded)
+                self.changes.all()
             else:
                 live = checkpoint_state.merged_checkpoints(self.checkpoints, decoded)
+                self.changes.groups.update(g for r in facts if r["malformed_reason"] is None for g in r["groups"])
+            malformed = [r for r in facts if r["malformed_reason"] is not None]
             self._checkpoints_malformed.update({r["malformed_reason"]: r["records"] for r in malformed})
             previous, self.checkpoints = self.checkpoints, live.localCheckpoint(eager=True)
             if previous is not None:
@@ -335,6 +348,7 @@ class PairTopics:
         self.runs = frame_from_arrow(spark, saved.table, RUNS_SCHEMA).localCheckpoint(eager=False)
         self._runs = saved.table.num_rows
         self._syncs_read = TopicSnapshot(now.cluster, now.topic, saved.topic_id, saved.bounds, now.cluster_id)
+        self.changes.all()
 
     def saved_checkpoints(self) -> SavedState | None:
         """The kept live checkpoints as a file holds them (a Spark job collects them); None as for syncs."""
@@ -353,6 +367,7 @@ class PairTopics:
         self.checkpoints = frame_from_arrow(spark, table, schemas.CHECKPOINTS_SCHEMA).localCheckpoint(eager=False)
         self._checkpoints_malformed = Counter({str(r): int(n) for r, n in saved.extra["malformed"].items()})
         self._checkpoints_read = TopicSnapshot(now.cluster, now.topic, saved.topic_id, saved.bounds, now.cluster_id)
+        self.changes.all()
 
     def release(self) -> None:
         """Drop everything kept (the session may go on without this pair)."""

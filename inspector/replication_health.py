@@ -41,7 +41,7 @@ import datetime as dt
 
 from pyspark.sql import DataFrame
 
-from mm2ctl.inspector.schemas import GROUP_CHECKPOINT_AGE
+from mm2ctl.inspector.schemas import GROUP_CHECKPOINT_AGE, GROUP_NEWEST_CHECKPOINT
 from mm2ctl.inspector.selection import DEFAULT_LAG_THRESHOLD
 from mm2ctl.inspector.sql_text import Statement, moment, quoted
 from mm2ctl.inspector.statuses import OK_PARTITION_STATUSES, PARTITION_MESSAGES, PartitionStatus
@@ -118,18 +118,25 @@ def classify_partitions(
     return q.run(spark, text, partitions=partitions, syncs=syncs, as_of=moment(spark, as_of))
 
 
-def with_group_checkpoint_age(classified: DataFrame, *, as_of: dt.datetime) -> DataFrame:
-    """``classified`` (one pair's group-partition rows) with ``group_checkpoint_age_seconds``: the age of the
-    group's newest checkpoint over its inspected partitions, null when MM2 checkpointed none of them.
+def with_group_newest_checkpoint(classified: DataFrame) -> DataFrame:
+    """``classified`` (one pair's group-partition rows) with ``GROUP_NEWEST_CHECKPOINT``: the newest checkpoint
+    of the row's group over its inspected partitions, null when MM2 checkpointed none of them.
 
     A window over (pair, group): ``classify.classify`` already clusters and sorts its rows so, and Spark
     reuses that, so this adds no shuffle.
     """
-    columns = ", ".join(quoted(c) for c in classified.columns)
+    window = f"max(checkpoint_timestamp) OVER (PARTITION BY cluster_pair, `group`) AS {GROUP_NEWEST_CHECKPOINT}"
+    return Statement().run(classified.sparkSession, f"SELECT *, {window} FROM {{rows}}", rows=classified)
+
+
+def with_group_checkpoint_age(rows: DataFrame, *, as_of: dt.datetime) -> DataFrame:
+    """``rows`` (``with_group_newest_checkpoint``'s) with ``group_checkpoint_age_seconds``: the age of the
+    group's newest checkpoint at ``as_of``, null when there is none. A projection, so rows kept from an earlier
+    run get the age of now."""
+    columns = ", ".join(quoted(c) for c in rows.columns)
     text = f"""
-    SELECT {columns}, {age_seconds("_newest", "as_of.at")} AS {GROUP_CHECKPOINT_AGE}
-    FROM (SELECT *, max(checkpoint_timestamp) OVER (PARTITION BY cluster_pair, `group`) AS _newest FROM {{rows}})
-    CROSS JOIN {{as_of}} as_of
+    SELECT {columns}, {age_seconds(GROUP_NEWEST_CHECKPOINT, "as_of.at")} AS {GROUP_CHECKPOINT_AGE}
+    FROM {{rows}} CROSS JOIN {{as_of}} as_of
     """
-    spark = classified.sparkSession
-    return Statement().run(spark, text, rows=classified, as_of=moment(spark, as_of))
+    spark = rows.sparkSession
+    return Statement().run(spark, text, rows=rows, as_of=moment(spark, as_of))

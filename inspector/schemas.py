@@ -121,6 +121,9 @@ PARTITION_NUMBERS_SCHEMA = StructType(
     ]
 )
 
+#: Groups a live session's run classifies again (``inspector.changed_groups``).
+GROUP_KEYS_SCHEMA = StructType([_f("cluster_pair", StringType(), False), _f("group", StringType(), False)])
+
 # --- Admin state the job collects ---
 
 #: Committed offsets of the *source* groups MM2 mirrors: one row per (group, source topic, partition) the
@@ -362,6 +365,11 @@ PARTITION_COLUMNS: tuple[str, ...] = tuple(PARTITION_HEALTH_SCHEMA.fieldNames())
 
 #: The column ``with_group_checkpoint_age`` appends to the group-partition rows.
 GROUP_CHECKPOINT_AGE = "group_checkpoint_age_seconds"
+#: Columns the group-partition rows carry beside ``GROUP_ROWS_SCHEMA``'s and no output shows (their names start
+#: with ``_``): a row's checkpoint when it proved MM2 was keeping up (``classify.classify``), and its group's
+#: newest checkpoint (``replication_health.with_group_newest_checkpoint``).
+FRESH_CHECKPOINT = "_fresh_checkpoint"
+GROUP_NEWEST_CHECKPOINT = "_group_newest_checkpoint"
 
 #: The group-partition rows as reported: ``classify.classify``'s columns, then the group's checkpoint age.
 GROUP_ROWS_SCHEMA = StructType([*CLASSIFIED_SCHEMA.fields, _f(GROUP_CHECKPOINT_AGE, DoubleType())])

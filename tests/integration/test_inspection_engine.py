@@ -19,6 +19,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
@@ -117,12 +118,12 @@ def setup(lab_pool: Any) -> Iterator[Setup]:
         connect.close()
 
 
-def _inspector(spark: Any, setup: Setup, *, cache: bool = False) -> Inspector:
+def _inspector(spark: Any, setup: Setup, *, cache: bool = False, live: bool = False) -> Inspector:
     """An inspector of the setup's pair; without ``cache`` it neither starts from saved files nor saves any,
-    so each new one is a cold run."""
+    so each new one is a cold run. A ``live`` one keeps its classified rows between runs, as the exporter's."""
     config = load_mm2_config(setup.flow.mm2_config)
     options = InspectOptions(pairs=(setup.pair.name,), state_cache=cache)
-    return Inspector(spark, config, options, preflight(config, options))
+    return Inspector(spark, config, options, preflight(config, options), live=live)
 
 
 def _executions(spark: Any) -> list[Any]:
@@ -133,30 +134,40 @@ def _executions(spark: Any) -> list[Any]:
     return found
 
 
-def kafka_scans(spark: Any, after: int) -> list[int]:
-    """The records each Kafka scan read, for every scan that ran in the SQL executions after ``after``: Spark's
-    own "number of output rows" metric of each ``BatchScan`` of its Kafka source. A cached frame's plan still
-    shows the scan that filled it, with no rows read in the executions that only read the cache."""
+def _node_rows(spark: Any, after: int, node: Callable[[str, str], bool]) -> list[int]:
+    """Spark's own "number of output rows" of every plan node that ``node`` (its name, its description)
+    matches, in the SQL executions after ``after``: the nonzero ones, in order of size."""
     store = spark._jsparkSession.sharedState().statusStore()
-    read: dict[int, int] = {}
+    found: dict[int, int] = {}
     for execution in _executions(spark):
         if execution.executionId() <= after:
             continue
         values = store.executionMetrics(execution.executionId())
         nodes = store.planGraph(execution.executionId()).allNodes().iterator()
         while nodes.hasNext():
-            node = nodes.next()
-            if not (node.name().startswith("BatchScan") and "KafkaScan" in node.desc()):
+            plan_node = nodes.next()
+            if not node(plan_node.name(), plan_node.desc()):
                 continue
-            metrics = node.metrics().iterator()
+            metrics = plan_node.metrics().iterator()
             while metrics.hasNext():
                 metric = metrics.next()
                 value = values.get(metric.accumulatorId())
                 if metric.name() == "number of output rows" and value.isDefined():
                     rows = int(str(value.get()).replace(",", ""))
                     if rows:
-                        read[metric.accumulatorId()] = rows
-    return sorted(read.values())
+                        found[metric.accumulatorId()] = rows
+    return sorted(found.values())
+
+
+def kafka_scans(spark: Any, after: int) -> list[int]:
+    """The records each Kafka scan read, for every scan that ran in the SQL executions after ``after``: the
+    rows of each ``BatchScan`` of Spark's Kafka source. A cached frame's plan still shows the scan that filled
+    it, with no rows read in the executions that only read the cache."""
+    return _node_rows(spark, after, lambda name, desc: name.startswith("BatchScan") and "KafkaScan" in desc)
+
+
+def _joined(kind: str) -> Callable[[str, str], bool]:
+    return lambda name, desc: name.endswith("HashJoin") and f", {kind}," in desc
 
 
 def _last_execution(spark: Any) -> int:
@@ -205,7 +216,7 @@ def reads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Re
 def test_one_run_scans_each_internal_topic_once_and_a_later_one_only_what_is_new(
     spark: Any, setup: Setup, reads: Reads
 ) -> None:
-    inspector = _inspector(spark, setup)
+    inspector = _inspector(spark, setup, live=True)
     try:
         mark = _last_execution(spark)
         cold = inspector.run()
@@ -241,7 +252,7 @@ def test_one_run_scans_each_internal_topic_once_and_a_later_one_only_what_is_new
 
 
 def test_a_tombstone_makes_the_session_read_the_syncs_in_full_again(spark: Any, setup: Setup, reads: Reads) -> None:
-    inspector = _inspector(spark, setup)
+    inspector = _inspector(spark, setup, live=True)
     try:
         inspector.run().close()
         key = encode_offset_sync_key(setup.topic, 0)
@@ -324,6 +335,38 @@ def test_a_new_process_starts_from_the_saved_state_and_reads_only_what_is_new(
     assert [r for r in again if "note" not in r] == [r for r in warm if "note" not in r]
 
 
+def test_a_live_run_classifies_again_only_the_groups_that_changed(spark: Any, setup: Setup) -> None:
+    """When one group commits on the source, and then when another's offsets move on the target, the live
+    session's next run classifies that group's rows and keeps the other groups' (Spark's own row counts of the
+    join that picks the changed groups' rows and of the one that keeps the rest), and its rows equal a cold
+    run's."""
+    from mm2ctl.inspector.classify import fresh_checkpoint_age
+
+    # Every checkpoint is past the age that proves MM2 is keeping up (MM2 is stopped), so the clock changes no
+    # row between the runs.
+    time.sleep(fresh_checkpoint_age(setup.pair).total_seconds())
+    groups = [f"iso-{setup.name}-g{i}" for i in range(3)]
+    moves = [
+        (setup.pair.source, groups[0], (setup.topic, 0), 120, "source_offset"),
+        (setup.pair.target, groups[1], (setup.pair.remote_topic(setup.topic), 1), 7, "target_offset"),
+    ]
+    inspector = _inspector(spark, setup, live=True)
+    try:
+        inspector.run().close()
+        for cluster, group, tp, offset, column in moves:
+            admin = KafkaAdmin.connect(setup.kafka(cluster), name=cluster)
+            admin.alter_group_offsets({group: {tp: offset}})
+            mark = _last_execution(spark)
+            warm = _rows(inspector)
+            assert _node_rows(spark, mark, _joined("LeftSemi")) == [PARTITIONS], group
+            assert _node_rows(spark, mark, _joined("LeftAnti")) == [2 * PARTITIONS], group
+            assert warm == _one_run(spark, setup, cache=False)
+            moved = [r for r in warm if r.get("group") == group and r.get("partition") == tp[1]]
+            assert [r[column] for r in moved] == [offset], moved
+    finally:
+        inspector.close()
+
+
 def _one_run(spark: Any, setup: Setup, *, cache: bool) -> list[dict[str, Any]]:
     """A new inspector's one run (``_rows``), the inspector closed after it."""
     inspector = _inspector(spark, setup, cache=cache)
@@ -348,10 +391,10 @@ def _kept_blocks(spark: Any) -> int:
 
 
 def test_many_runs_keep_threads_and_cached_state_bounded(spark: Any, setup: Setup) -> None:
-    """Twelve runs in one session while MM2 mirrors a trickle of new records: after each run, what the session
-    holds in Spark is its two kept frames (the offset syncs' runs and the live checkpoints), and the driver
-    JVM's thread count does not grow once the state is built."""
-    inspector = _inspector(spark, setup)
+    """Twelve runs in one live session while MM2 mirrors a trickle of new records: after each run, what the
+    session holds in Spark is its three kept frames (the offset syncs' runs, the live checkpoints and the
+    classified rows), and the driver JVM's thread count does not grow once the state is built."""
+    inspector = _inspector(spark, setup, live=True)
     setup.resume_mirroring()
     threads, kept = [], []
     held = _kept_blocks(spark)  # what other tests of the session left cached
@@ -364,7 +407,7 @@ def test_many_runs_keep_threads_and_cached_state_bounded(spark: Any, setup: Setu
     finally:
         setup.stop_mirroring()
         inspector.close()
-    assert kept == [held + 2] * len(kept), kept
+    assert kept == [held + 3] * len(kept), kept
     assert max(threads[6:]) <= max(threads[:6]) + 2, threads
     assert _kept_blocks(spark) == held  # close released them
 

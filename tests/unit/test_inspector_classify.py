@@ -15,6 +15,7 @@ from mm2ctl.inspector.pair_topics import Numbering
 from mm2ctl.inspector.schemas import (
     CHECKPOINTS_SCHEMA,
     CLASSIFIED_SCHEMA,
+    FRESH_CHECKPOINT,
     GROUP_STATES_SCHEMA,
     JOINED_SCHEMA,
     PARTITION_NUMBERS_SCHEMA,
@@ -375,7 +376,8 @@ def test_output_columns_and_aiven_values(spark: Any) -> None:
         _df(spark, JOINED_SCHEMA, [healthy(target_offset=90, checkpoint_offset=90)]), sync_group_offsets_enabled=True
     )
     assert out.columns[: len(AIVEN_COLUMNS)] == AIVEN_COLUMNS
-    assert [(f.name, f.dataType) for f in out.schema] == [(f.name, f.dataType) for f in CLASSIFIED_SCHEMA]
+    shown = [(f.name, f.dataType) for f in out.schema if not f.name.startswith("_")]
+    assert shown == [(f.name, f.dataType) for f in CLASSIFIED_SCHEMA]
     (row,) = out.collect()
     assert (row.source_offset, row.source_lag) == (100, 100)
     assert (row.target_offset, row.target_lag) == (90, 108)
@@ -831,3 +833,35 @@ def test_share_and_streams_groups_are_never_checkpointed_by_mm2(
         assert f"MM2 never checkpoints {row['group_type']} groups" in got.explanation
         assert ("has no position" in got.explanation) is (row["target_offset"] is None)
         assert ("delivered again" in got.explanation) is (row["group_type"] == "share")
+
+
+@pytest.mark.spark
+def test_a_row_kept_synced_by_a_fresh_checkpoint_is_found_once_the_clock_makes_it_stale(spark: Any) -> None:
+    """The one rule of the clock: a row's status may change with no new input once its checkpoint is no longer
+    fresh; ``stale_since`` finds the groups of such rows among rows kept from an earlier run."""
+    gap = {"committed_offset": 600, "translated_offset": 501, "latest_sync_upstream": 550, "target_offset": 10}
+    checkpointed = NOW - dt.timedelta(minutes=1)
+    rows = [
+        healthy(group="fresh", checkpoint_timestamp=checkpointed, **gap),
+        healthy(group="old", checkpoint_timestamp=NOW - dt.timedelta(days=2), **gap),
+        healthy(group="none", checkpoint_timestamp=None),
+    ]
+    age = dt.timedelta(minutes=5)
+    kept = classify.classify(_df(spark, JOINED_SCHEMA, rows), sync_group_offsets_enabled=True, as_of=NOW)
+    assert {r.group: r[FRESH_CHECKPOINT] for r in kept.collect()} == {
+        "fresh": checkpointed.replace(tzinfo=None),
+        "old": None,
+        "none": None,
+    }
+
+    def stale(minutes: int) -> list[str]:
+        later = NOW + dt.timedelta(minutes=minutes)
+        found = classify.stale_since(kept, as_of=later, fresh_checkpoint_age=age).collect()
+        return sorted(r.group for r in found)
+
+    assert stale(3) == []
+    assert stale(5) == ["fresh"]
+    again = classify.classify(
+        _df(spark, JOINED_SCHEMA, rows[:1]), sync_group_offsets_enabled=True, as_of=NOW + dt.timedelta(minutes=5)
+    )
+    assert [r.status for r in again.collect()] == [Status.STALE_SYNC.value]

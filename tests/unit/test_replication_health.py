@@ -184,7 +184,8 @@ def test_group_checkpoint_age_is_the_groups_newest(spark: Any) -> None:
         ],
         "cluster_pair string, group string, checkpoint_timestamp timestamp",
     )
-    got = replication_health.with_group_checkpoint_age(rows, as_of=NOW).collect()
+    newest = replication_health.with_group_newest_checkpoint(rows)
+    got = replication_health.with_group_checkpoint_age(newest, as_of=NOW).collect()
     ages = {(r["cluster_pair"], r["group"]): r["group_checkpoint_age_seconds"] for r in got}
     assert ages == {(PAIR, "g1"): pytest.approx(5.0), (PAIR, "g2"): None, ("c->d", "g1"): pytest.approx(60.0)}
 
