@@ -7,7 +7,8 @@ reported apart. With ``--new-syncs K``, K offset syncs are written before each w
 pair's partitions, each continuing its partition's newest sync by one record on both sides (what MM2 writes
 as it copies), so every warm run reads and folds in new records. With ``--commits M``, M group partitions get
 a new committed offset before each warm run too (``bench_lab.CommitTrickle``), as a live setup's consumers
-commit. It prints each run's seconds and the median of the warm ones, and where the last warm run's time
+commit; ``--classify-everything`` classifies every group again at each run (the baseline: a live session that
+keeps no rows). It prints each run's seconds and the median of the warm ones, and where the last warm run's time
 went, by the progress steps the inspection reports. ``bench/peer_inspect.py`` runs it at 5 k.
 """
 
@@ -29,6 +30,7 @@ from confluent_kafka import Producer
 
 from mm2ctl.core.codecs import encode_offset_sync_key, encode_offset_sync_value
 from mm2ctl.core.config import MM2Config, load_mm2_config
+from mm2ctl.inspector import changed_groups
 from mm2ctl.inspector.exporter import Exporter
 from mm2ctl.inspector.inspection import Inspector
 from mm2ctl.inspector.opening import SparkPlace, open_inspection
@@ -107,8 +109,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--groups", help="a group regex, as inspect --groups")
     parser.add_argument("--new-syncs", type=int, default=0, help="offset syncs written before each warm run (0)")
     parser.add_argument("--commits", type=int, default=0, help="group offsets committed before each warm run (0)")
+    parser.add_argument(
+        "--classify-everything",
+        action="store_true",
+        help="classify every group at each run, as before a live session kept its rows (the baseline)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.classify_everything:
+        changed_groups.MERGE_AT_MOST = -1.0
     figures = {
         "loadavg_start": loadavg(),
         **measure(args.mm2_config, args.runs, args.groups, args.new_syncs, args.commits),

@@ -18,6 +18,7 @@ what Spark keeps (the runs, the checkpoints) says itself what it changed (``Topi
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -73,22 +74,48 @@ class ClassifyInputs:
         """The groups with a row."""
         return set(pc.unique(self.group_offsets.column("group")).to_pylist())
 
+    def of_groups(self, groups: set[str]) -> ClassifyInputs:
+        """These inputs with only ``groups``' rows of the tables with a row per group partition (the others are
+        small, and looked up by the rows)."""
+        wanted = pa.array(sorted(groups), pa.string())
+
+        def rows_of(table: pa.Table) -> pa.Table:
+            return table.filter(pc.is_in(table.column("group"), value_set=wanted))
+
+        return dataclasses.replace(
+            self, group_offsets=rows_of(self.group_offsets), target_group_offsets=rows_of(self.target_group_offsets)
+        )
+
 
 def changed_keys(before: pa.Table, now: pa.Table, keys: Sequence[str]) -> pa.Table:
     """The ``keys`` of every row that is in one table and not the other (added, removed or changed), counting
-    duplicates: one group-by of both tables over all their columns."""
+    duplicates. Two tables whose key columns are equal, row by row (the admin state is read in the same order
+    from one run to the next), are compared row by row; others by one group-by of both over all their columns."""
     if before.schema != now.schema:
         return pa.concat_tables([before.select(keys), now.select(keys)])
+    if before.num_rows == now.num_rows and all(before.column(k).equals(now.column(k)) for k in keys):
+        return now.filter(_rows_differ(before, now, [c for c in now.column_names if c not in keys])).select(keys)
     side = "_changed_side"
     both = pa.concat_tables(
         [
-            before.append_column(side, pa.array([0] * before.num_rows, pa.int8())),
-            now.append_column(side, pa.array([1] * now.num_rows, pa.int8())),
+            before.append_column(side, pa.repeat(pa.scalar(0, pa.int8()), before.num_rows)),
+            now.append_column(side, pa.repeat(pa.scalar(1, pa.int8()), now.num_rows)),
         ]
     )
     counted = both.group_by(before.column_names, use_threads=False).aggregate([(side, "sum"), (side, "count")])
     in_now, in_all = counted.column(f"{side}_sum"), counted.column(f"{side}_count")
     return counted.filter(pc.not_equal(pc.multiply(in_now, 2), in_all)).select(keys)
+
+
+def _rows_differ(before: pa.Table, now: pa.Table, columns: Sequence[str]) -> pa.ChunkedArray | pa.Array:
+    """Whether each row of ``now`` differs from ``before``'s at the same position in any of ``columns`` (a null
+    equals a null only)."""
+    differ: pa.ChunkedArray | pa.Array = pa.repeat(pa.scalar(False), now.num_rows)
+    for name in columns:
+        a, b = before.column(name), now.column(name)
+        unequal = pc.fill_null(pc.not_equal(a, b), False)
+        differ = pc.or_(differ, pc.or_(unequal, pc.xor(pc.is_null(a), pc.is_null(b))))
+    return differ
 
 
 def _tps(table: pa.Table) -> set[TP]:

@@ -18,7 +18,7 @@ from mm2ctl.core.translation_methods import EXACT_METHODS
 from mm2ctl.inspector import statuses
 from mm2ctl.inspector.schemas import FRESH_CHECKPOINT
 from mm2ctl.inspector.spark_query_rows import SPARK_QUERY_TYPE
-from mm2ctl.inspector.sql_text import Statement, moment
+from mm2ctl.inspector.sql_text import Statement, micros, moment
 from mm2ctl.inspector.statuses import Blocking, Status
 
 # --- joining the admin state ---
@@ -279,7 +279,7 @@ def classify(
     cannot be translated and what can still translate it.
 
     Output: ``schemas.CLASSIFIED_SCHEMA`` (Aiven's columns first, in its order), then ``FRESH_CHECKPOINT``:
-    the row's checkpoint timestamp when it was fresh at ``as_of``, for ``stale_since`` to find it once it is not.
+    the row's checkpoint timestamp when it was fresh at ``as_of``, for ``stale_at`` to tell once it is not.
     """
     q = Statement()
     unmirrored = f"coalesce(group_type IN ({q.values(sorted(UNMIRRORED_TYPES | {SPARK_QUERY_TYPE}))}), false)"
@@ -397,15 +397,11 @@ def _blocking(q: Statement, *, sync_group_offsets_enabled: bool) -> str:
     )
 
 
-def stale_since(rows: DataFrame, *, as_of: dt.datetime, fresh_checkpoint_age: dt.timedelta) -> DataFrame:
-    """The (pair, group) of ``rows`` (``classify``'s, kept from an earlier run) with a checkpoint that was fresh
-    when they were classified and is not at ``as_of``: their status may have changed with the clock alone."""
-    text = f"""
-    SELECT DISTINCT cluster_pair, `group` FROM {{rows}} CROSS JOIN {{fresh_since}} fresh_since
-    WHERE {FRESH_CHECKPOINT} < fresh_since.at
-    """
-    spark = rows.sparkSession
-    return Statement().run(spark, text, rows=rows, fresh_since=moment(spark, as_of - fresh_checkpoint_age))
+def stale_at(fresh_until_micros: int | None, *, as_of: dt.datetime, fresh_checkpoint_age: dt.timedelta) -> bool:
+    """Whether rows classified earlier, whose oldest fresh checkpoint was ``fresh_until_micros`` (``FRESH_CHECKPOINT``'s
+    minimum, in microseconds), hold one that is no longer fresh at ``as_of``: their status may have changed with
+    the clock alone."""
+    return fresh_until_micros is not None and fresh_until_micros < micros(as_of - fresh_checkpoint_age)
 
 
 def fresh_checkpoint_age(pair: PairConfig) -> dt.timedelta:

@@ -10,23 +10,25 @@ the caller calls ``run`` once, or again and again in one live session. Each run:
 2. reads each internal topic once, up to its snapshot, into what the run needs (``inspector.pair_topics``);
    a live session reads only what is past the previous run's snapshot;
 3. translates and classifies every group partition (``inspector.translation``, ``inspector.classify``), the
-   rows cached; and runs one final aggregation of them (``inspector.summary``) and the replicated-partition
-   rows (``inspector.replication_health``), whose values come back as an ``InspectionResult``.
+   rows cached (a live session keeps them, and classifies again only the groups that changed:
+   ``inspector.kept_rows``); and runs one final aggregation of them (``inspector.summary``) and the
+   replicated-partition rows (``inspector.replication_health``), whose values come back as an ``InspectionResult``.
 
 ``InspectionResult.close`` releases the run's rows; ``Inspector.close`` what the session kept.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from mm2ctl.connect_client import ConnectClient
 from mm2ctl.core.config import MM2Config, PairConfig
@@ -38,6 +40,7 @@ from mm2ctl.inspector.changed_groups import ClassifyInputs, changed_groups, wort
 from mm2ctl.inspector.cluster_state import ClusterState, PairRead, read_cluster_state, select_pairs
 from mm2ctl.inspector.frames import release
 from mm2ctl.inspector.internal_topics import TopicSnapshot, Unreadable
+from mm2ctl.inspector.kept_rows import KeptRows, group_keys
 from mm2ctl.inspector.pair_topics import Numbering, PairTopics, tasks_for
 from mm2ctl.inspector.result import ORDER, PARTITION_ORDER, InspectionResult, TopicNote, summarize
 from mm2ctl.inspector.saved_topics import SavedTopics
@@ -130,7 +133,7 @@ class Inspector:
         self._beside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mm2ctl-checkpoints")
         self._listings = GroupListings()  # the group types' listings, reused for typed_groups.LISTING_TTL_S
         self._saved = SavedTopics()
-        self._rows: dict[str, _KeptRows] = {}
+        self._rows: dict[str, KeptRows] = {}
 
     def rebind(self, spark: SparkSession) -> None:
         """Run on a new session from now on (a Spark Connect server restarted): what the old session kept went
@@ -174,7 +177,8 @@ class Inspector:
 
     def run(self, *, progress: Progress = no_progress, cluster_state: ClusterState | None = None) -> InspectionResult:
         """One inspection of every pair; ``cluster_state`` when the caller read it already (else the primed
-        state, once, else a fresh read)."""
+        state, once, else a fresh read). A live session's result reads rows the session keeps until its next
+        run: close it before that."""
         state, self._primed = cluster_state or self._primed or self.read_cluster_state(progress), None
         if self.options.size_shuffles:
             group_partitions = sum(p.state.group_partitions for p in state.pairs)
@@ -192,23 +196,12 @@ class Inspector:
         progress("classifying")
         try:
             with counting_tasks(self.spark, progress, CLASSIFY_PHASE):
-                frames = [
-                    replication_health.with_group_checkpoint_age(
-                        self._pair_rows(read, progress, cached), as_of=read.state.read_at
-                    )
-                    for read in state.pairs
-                ]
-                rows = functools.reduce(DataFrame.unionByName, frames)
-                if self.options.only_problems:
-                    rows = rows.where("NOT is_ok")
-                if not self.live:
-                    # Kept as a local checkpoint, not cached: each SQL statement that reads a frame drops the
-                    # temporary view PySpark made of it, and Spark uncaches a view's plan when it is dropped, so a
-                    # cache of the rows would be gone before the output read them again. (A live session's
-                    # rows are each pair's kept checkpoint already.)
-                    rows = rows.localCheckpoint()
-                    cached.append(rows)
-                figures = [r.asDict(recursive=True) for r in summary.group_figures(rows).collect()]
+                if self._incremental:
+                    parts = [self._live_rows(read, progress, cached) for read in state.pairs]
+                    rows = functools.reduce(DataFrame.unionByName, [frame for frame, _ in parts])
+                    figures = [f for _, pair_figures in parts for f in pair_figures]
+                else:
+                    rows, figures = self._all_rows(state, progress, cached)
             progress("replication health")
             partitions = self._replicated_partitions(state)
             for done in saving:
@@ -267,34 +260,72 @@ class Inspector:
             ]
         return notes
 
-    def _pair_rows(self, read: PairRead, progress: Progress, cached: list[DataFrame]) -> DataFrame:
-        """The pair's classified rows, each with its group's newest checkpoint (``GROUP_ROWS_SCHEMA`` without the
-        age, and the hidden columns). A live session's are a local checkpoint it keeps: the rows of the groups
-        that did not change since its last run (``inspector.changed_groups``), and the others classified again."""
-        inputs = _classify_inputs(read)
-        if not self.live or self.options.exact:
-            return self._classified(read, inputs, progress, cached)
-        pair, kept = read.pair.name, self._kept[read.pair.name]
-        before = self._rows.get(pair)
-        changed = changed_groups(before.inputs, inputs, kept.changes) if before is not None else None
-        if before is not None and changed is not None and worth_merging(changed, inputs):
-            listed = pa.table({"cluster_pair": [pair] * len(changed), "group": sorted(changed)})
-            stale = classify.stale_since(
-                before.rows, as_of=read.state.read_at, fresh_checkpoint_age=classify.fresh_checkpoint_age(read.pair)
+    @property
+    def _incremental(self) -> bool:
+        """Whether runs keep the rows and classify again only what changed: a live session's, unless it filters
+        its rows (``--only-problems``: the figures must be of the kept rows) or reads true positions (``--exact``)."""
+        return self.live and not self.options.only_problems and not self.options.exact
+
+    def _all_rows(
+        self, state: ClusterState, progress: Progress, cached: list[DataFrame]
+    ) -> tuple[DataFrame, list[dict[str, Any]]]:
+        """Every pair's rows classified, and their figures (``summary.group_figures``): one aggregation."""
+        frames = [
+            replication_health.with_group_checkpoint_age(
+                self._classified(read, _classify_inputs(read), progress, cached), as_of=read.state.read_at
             )
-            again = F.broadcast(
-                frame_from_arrow(self.spark, listed, schemas.GROUP_KEYS_SCHEMA).unionByName(stale).distinct()
-            )
-            fresh = self._classified(read, inputs, progress, cached, only=again)
-            rows = before.rows.join(again, on=["cluster_pair", "group"], how="left_anti").unionByName(fresh)
+            for read in state.pairs
+        ]
+        rows = functools.reduce(DataFrame.unionByName, frames)
+        if self.options.only_problems:
+            rows = rows.where("NOT is_ok")
+        # Kept as a local checkpoint, not cached: each SQL statement that reads a frame drops the temporary view
+        # PySpark made of it, and Spark uncaches a view's plan when it is dropped, so a cache of the rows would be
+        # gone before the output read them again.
+        rows = rows.localCheckpoint()  # schemas.KEPT_ROWS_SCHEMA's columns
+        cached.append(rows)
+        return rows, [r.asDict(recursive=True) for r in summary.group_figures(rows).collect()]
+
+    def _live_rows(
+        self, read: PairRead, progress: Progress, cached: list[DataFrame]
+    ) -> tuple[DataFrame, list[dict[str, Any]]]:
+        """The pair's rows and figures, from what the session kept of them (``inspector.kept_rows``): only the
+        groups that changed since the last run are classified again (``inspector.changed_groups``)."""
+        pair, topics, as_of = read.pair.name, self._kept[read.pair.name], read.state.read_at
+        inputs, before = _classify_inputs(read), self._rows.get(pair)
+        changed = changed_groups(before.inputs, inputs, topics.changes) if before is not None else None
+        if before is not None and changed is not None:
+            changed |= before.stale(as_of, classify.fresh_checkpoint_age(read.pair))
+        if before is not None and changed is not None and worth_merging(changed | before.replaced, inputs):
+            if changed:
+                some = inputs.of_groups(changed)
+                with self._shuffles_for(some.group_offsets.num_rows):
+                    again = self._classified(read, some, progress, cached, only=group_keys(self.spark, pair, changed))
+                    now = before.again(pair, changed, again, inputs, as_of)
+            else:
+                now = before.with_inputs(inputs)
         else:
-            rows = self._classified(read, inputs, progress, cached)
-        rows = rows.localCheckpoint(eager=True)
-        kept.changes.clear()
-        self._rows[pair] = _KeptRows(rows, inputs)
+            now = KeptRows.classified(self._classified(read, inputs, progress, cached), inputs, as_of)
+        topics.changes.clear()
+        self._rows[pair] = now
         if before is not None:
-            release(before.rows)
-        return rows
+            before.release_unshared(now)
+        return replication_health.with_group_checkpoint_age(now.rows(pair), as_of=as_of), now.figures_at(as_of)
+
+    @contextlib.contextmanager
+    def _shuffles_for(self, rows: int) -> Iterator[None]:
+        """Spark's shuffle partitions sized to ``rows`` (unless the user chose them) while in the block: a few
+        groups classified again are a few tasks, not those of every group partition."""
+        if not self.options.size_shuffles:
+            yield
+            return
+        setting = "spark.sql.shuffle.partitions"
+        was = self.spark.conf.get(setting)
+        self.spark.conf.set(setting, str(tasks_for(rows, per_task=ROWS_PER_SHUFFLE_PARTITION)))
+        try:
+            yield
+        finally:
+            self.spark.conf.set(setting, str(was))
 
     def _classified(
         self,
@@ -305,13 +336,16 @@ class Inspector:
         *,
         only: DataFrame | None = None,
     ) -> DataFrame:
-        """The pair's rows classified from ``inputs`` (the groups in ``only``, when given: its pair and group)."""
+        """The pair's rows classified from ``inputs``; ``only`` (a pair and group per row) when the inputs hold only
+        those groups' rows."""
         spark, pair, state, kept = self.spark, read.pair, read.state, self._kept[read.pair.name]
         numbering = kept.numbering or Numbering.of(read.source_partitions())
         numbers = frame_from_arrow(spark, numbering.table(pair.name), schemas.PARTITION_NUMBERS_SCHEMA)
         offsets = frame_from_arrow(spark, inputs.group_offsets, schemas.SOURCE_GROUP_OFFSETS_SCHEMA)
-        if only is not None:
-            offsets = offsets.join(only, on=["cluster_pair", "group"], how="left_semi")
+        target_offsets = frame_from_arrow(spark, inputs.target_group_offsets, schemas.TARGET_GROUP_OFFSETS_SCHEMA)
+        checkpoints = kept.empty_checkpoints(spark)
+        if only is not None:  # the kept checkpoints of those groups only (``inputs`` hold only theirs)
+            checkpoints = checkpoints.join(only, on=["cluster_pair", "group"], how="left_semi")
         translated = translate(offsets, kept.empty_runs(spark), numbers)
         if self.options.exact:
             translated = self._with_exact(read, translated, progress, cached)
@@ -319,12 +353,10 @@ class Inspector:
             translated,
             source_partitions=frame_from_arrow(spark, inputs.source_partitions, schemas.SOURCE_PARTITIONS_SCHEMA),
             target_partitions=frame_from_arrow(spark, inputs.target_partitions, schemas.TARGET_PARTITIONS_SCHEMA),
-            target_group_offsets=frame_from_arrow(
-                spark, inputs.target_group_offsets, schemas.TARGET_GROUP_OFFSETS_SCHEMA
-            ),
+            target_group_offsets=target_offsets,
             source_groups=frame_from_arrow(spark, inputs.source_groups, schemas.GROUP_STATES_SCHEMA),
             target_groups=frame_from_arrow(spark, inputs.target_groups, schemas.GROUP_STATES_SCHEMA),
-            checkpoints=kept.empty_checkpoints(spark),
+            checkpoints=checkpoints,
             mm2_positions=frame_from_arrow(spark, inputs.mm2_positions, schemas.REPLICATED_PARTITIONS_SCHEMA),
         )
         classified = classify.classify(
@@ -378,17 +410,8 @@ class Inspector:
         for kept in self._kept.values():
             kept.release()
         for rows in self._rows.values():
-            release(rows.rows)
+            rows.release_unshared(None)
         self._rows = {}
-
-
-@dataclass(frozen=True, slots=True)
-class _KeptRows:
-    """A live session's classified rows of one pair (a local checkpoint), and the inputs they were classified
-    from."""
-
-    rows: DataFrame
-    inputs: ClassifyInputs
 
 
 def _classify_inputs(read: PairRead) -> ClassifyInputs:

@@ -43,7 +43,7 @@ from pyspark.sql import DataFrame
 
 from mm2ctl.inspector.schemas import GROUP_CHECKPOINT_AGE, GROUP_NEWEST_CHECKPOINT
 from mm2ctl.inspector.selection import DEFAULT_LAG_THRESHOLD
-from mm2ctl.inspector.sql_text import Statement, moment, quoted
+from mm2ctl.inspector.sql_text import Statement, micros, moment, quoted
 from mm2ctl.inspector.statuses import OK_PARTITION_STATUSES, PARTITION_MESSAGES, PartitionStatus
 
 PAIR = "cluster_pair"
@@ -55,6 +55,13 @@ def age_seconds(timestamp: str, as_of: str) -> str:
     read is fresh); null without a timestamp."""
     micros = f"greatest(unix_micros({as_of}) - unix_micros({timestamp}), 0)"
     return f"CASE WHEN {timestamp} IS NOT NULL THEN CAST({micros} AS DOUBLE) / 1e6 END"
+
+
+def age_seconds_of(timestamp_micros: int | None, as_of: dt.datetime) -> float | None:
+    """``age_seconds``' rule on the driver, for a timestamp Spark gave in microseconds."""
+    if timestamp_micros is None:
+        return None
+    return float(max(micros(as_of) - timestamp_micros, 0)) / 1e6
 
 
 def classify_partitions(

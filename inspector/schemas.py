@@ -373,6 +373,10 @@ GROUP_NEWEST_CHECKPOINT = "_group_newest_checkpoint"
 
 #: The group-partition rows as reported: ``classify.classify``'s columns, then the group's checkpoint age.
 GROUP_ROWS_SCHEMA = StructType([*CLASSIFIED_SCHEMA.fields, _f(GROUP_CHECKPOINT_AGE, DoubleType())])
+#: The group-partition rows as an inspection holds them: ``GROUP_ROWS_SCHEMA``'s columns, then the hidden ones.
+KEPT_ROWS_SCHEMA = StructType(
+    [*GROUP_ROWS_SCHEMA.fields, _f(FRESH_CHECKPOINT, TimestampType()), _f(GROUP_NEWEST_CHECKPOINT, TimestampType())]
+)
 
 
 def arrow_schema(schema: StructType) -> pa.Schema:

@@ -71,6 +71,16 @@ def moment(spark: SparkSession, when: dt.datetime) -> DataFrame:
     return frame_from_arrow(spark, table, StructType([StructField("at", TimestampType())]))
 
 
+def micros(when: dt.datetime) -> int:
+    """``when`` in microseconds since the epoch, as Spark's ``unix_micros`` gives a timestamp (a naive one is
+    UTC, as ``moment`` reads it)."""
+    aware = when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
+    return (aware - _EPOCH) // dt.timedelta(microseconds=1)
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
 def quoted(name: str) -> str:
     """A column name as a SQL identifier."""
     return "`" + name.replace("`", "``") + "`"

@@ -123,3 +123,20 @@ def test_merging_pays_only_while_at_most_half_the_groups_changed() -> None:
     assert worth_merging({"g1"}, inputs)
     assert not worth_merging({"g1", "g2"}, inputs)
     assert not worth_merging(None, inputs)
+
+
+def test_tables_in_the_same_order_are_compared_row_by_row_and_others_by_content() -> None:
+    schema = pa.schema([("k", pa.string()), ("v", pa.int64())])
+    before = pa.table({"k": ["a", "b", "c"], "v": [1, None, 3]}, schema=schema)
+    aligned = pa.table({"k": ["a", "b", "c"], "v": [1, 2, None]}, schema=schema)
+    assert changed_keys(before, aligned, ["k"]).column("k").to_pylist() == ["b", "c"]
+    shuffled = pa.table({"k": ["c", "a", "b"], "v": [None, 1, 2]}, schema=schema)
+    assert sorted(changed_keys(before, shuffled, ["k"]).column("k").to_pylist()) == ["b", "b", "c", "c"]
+
+
+def test_the_inputs_of_some_groups_hold_only_their_rows_per_group_partition() -> None:
+    inputs = _inputs()
+    some = inputs.of_groups({"g3"})
+    assert some.group_offsets.column("group").to_pylist() == ["g3"]
+    assert some.target_group_offsets.column("group").to_pylist() == ["g3"]
+    assert some.source_partitions.equals(inputs.source_partitions)  # looked up by the rows: all kept

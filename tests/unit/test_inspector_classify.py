@@ -25,6 +25,7 @@ from mm2ctl.inspector.schemas import (
     TARGET_GROUP_OFFSETS_SCHEMA,
     TARGET_PARTITIONS_SCHEMA,
 )
+from mm2ctl.inspector.sql_text import micros
 from mm2ctl.inspector.statuses import Blocking, Status
 from mm2ctl.inspector.sync_state import RUN_COLUMNS
 from mm2ctl.inspector.translation import translate
@@ -838,7 +839,8 @@ def test_share_and_streams_groups_are_never_checkpointed_by_mm2(
 @pytest.mark.spark
 def test_a_row_kept_synced_by_a_fresh_checkpoint_is_found_once_the_clock_makes_it_stale(spark: Any) -> None:
     """The one rule of the clock: a row's status may change with no new input once its checkpoint is no longer
-    fresh; ``stale_since`` finds the groups of such rows among rows kept from an earlier run."""
+    fresh. ``FRESH_CHECKPOINT`` keeps the checkpoint that proved MM2 was keeping up, and ``stale_at`` tells when
+    it no longer does."""
     gap = {"committed_offset": 600, "translated_offset": 501, "latest_sync_upstream": 550, "target_offset": 10}
     checkpointed = NOW - dt.timedelta(minutes=1)
     rows = [
@@ -853,14 +855,9 @@ def test_a_row_kept_synced_by_a_fresh_checkpoint_is_found_once_the_clock_makes_i
         "old": None,
         "none": None,
     }
-
-    def stale(minutes: int) -> list[str]:
-        later = NOW + dt.timedelta(minutes=minutes)
-        found = classify.stale_since(kept, as_of=later, fresh_checkpoint_age=age).collect()
-        return sorted(r.group for r in found)
-
-    assert stale(3) == []
-    assert stale(5) == ["fresh"]
+    assert not classify.stale_at(micros(checkpointed), as_of=NOW + dt.timedelta(minutes=3), fresh_checkpoint_age=age)
+    assert classify.stale_at(micros(checkpointed), as_of=NOW + dt.timedelta(minutes=5), fresh_checkpoint_age=age)
+    assert not classify.stale_at(None, as_of=NOW + dt.timedelta(days=9), fresh_checkpoint_age=age)
     again = classify.classify(
         _df(spark, JOINED_SCHEMA, rows[:1]), sync_group_offsets_enabled=True, as_of=NOW + dt.timedelta(minutes=5)
     )

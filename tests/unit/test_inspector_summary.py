@@ -11,7 +11,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from mm2ctl.inspector import summary
 from mm2ctl.inspector.result import PairTotals, StatusCount, summarize
-from mm2ctl.inspector.schemas import GROUP_ROWS_SCHEMA
+from mm2ctl.inspector.schemas import KEPT_ROWS_SCHEMA
 
 
 def _row(pair: str, group: str, partition: int, status: str, ok: bool, replay: int | None, age: float | None) -> dict:
@@ -46,7 +46,7 @@ ROWS = [
 @pytest.mark.spark
 def test_one_aggregation_gives_every_count(spark: Any) -> None:
     table = pa.Table.from_pylist(
-        [{n: r.get(n) for n in GROUP_ROWS_SCHEMA.names} for r in ROWS], schema=to_arrow_schema(GROUP_ROWS_SCHEMA)
+        [{n: r.get(n) for n in KEPT_ROWS_SCHEMA.names} for r in ROWS], schema=to_arrow_schema(KEPT_ROWS_SCHEMA)
     )
     figures = [r.asDict(recursive=True) for r in summary.group_figures(spark.createDataFrame(table)).collect()]
     got = summarize(figures, ["a->b", "c->d", "e->f"], problem_rows=2)

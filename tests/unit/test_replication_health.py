@@ -23,6 +23,7 @@ from mm2ctl.inspector.schemas import (
     REPLICATED_PARTITIONS_SCHEMA,
     arrow_schema,
 )
+from mm2ctl.inspector.sql_text import micros
 from mm2ctl.inspector.statuses import PartitionStatus
 
 pytestmark = pytest.mark.spark
@@ -223,3 +224,19 @@ def test_the_table_section_and_the_partition_csv(spark: Any) -> None:
     header, first, _ = out.getvalue().split("\r\n", 2)
     assert header.split(",") == [f'"{c}"' for c in PARTITION_HEALTH_SCHEMA.fieldNames()]
     assert first.startswith('"a->b","orders","0","a.orders","100","600","500","600","0","0","false"')
+
+
+@pytest.mark.spark
+def test_the_driver_ages_a_checkpoint_as_spark_does(spark: Any) -> None:
+    """A live session ages a kept group's figures on the driver (``age_seconds_of``): to the bit, Spark's age."""
+    stamps = [NOW - dt.timedelta(seconds=s, microseconds=u) for s, u in ((0, 1), (5, 123_457), (86_400 * 40, 999_999))]
+    stamps.append(NOW + dt.timedelta(seconds=3))  # written after the read: age 0
+    rows = spark.createDataFrame(
+        [(PAIR, f"g{i}", t.replace(tzinfo=None)) for i, t in enumerate(stamps)],
+        "cluster_pair string, group string, checkpoint_timestamp timestamp",
+    )
+    newest = replication_health.with_group_newest_checkpoint(rows)
+    got = replication_health.with_group_checkpoint_age(newest, as_of=NOW).collect()
+    in_spark = {r["group"]: r["group_checkpoint_age_seconds"] for r in got}
+    assert in_spark == {f"g{i}": replication_health.age_seconds_of(micros(t), NOW) for i, t in enumerate(stamps)}
+    assert replication_health.age_seconds_of(None, NOW) is None

@@ -1,0 +1,91 @@
+"""A live session's kept rows (``inspector.kept_rows``): the groups classified again replace theirs, every other
+group keeps its rows and its figures, and the clock finds the groups a fresh checkpoint kept synced."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructType
+
+from mm2ctl.inspector.changed_groups import ClassifyInputs
+from mm2ctl.inspector.kept_rows import KeptRows
+from mm2ctl.inspector.schemas import FRESH_CHECKPOINT, GROUP_CHECKPOINT_AGE, GROUP_NEWEST_CHECKPOINT, KEPT_ROWS_SCHEMA
+
+PAIR = "a->b"
+NOW = dt.datetime(2024, 6, 1, 12, 0, tzinfo=dt.UTC)
+#: The rows as classified, before the run's age is added.
+CLASSIFIED = StructType([f for f in KEPT_ROWS_SCHEMA.fields if f.name != GROUP_CHECKPOINT_AGE])
+DEFAULTS = {StringType(): "", IntegerType(): 0, LongType(): 0, BooleanType(): True}
+NO_INPUTS = ClassifyInputs(*[pa.table({}) for _ in range(7)])
+
+
+def _rows(spark: Any, *rows: tuple[str, int, str, dt.datetime | None]) -> Any:
+    """Classified rows of ``(group, partition, status, the row's fresh checkpoint)``; the group's newest
+    checkpoint an hour before ``NOW``."""
+    values = []
+    for group, partition, status, fresh in rows:
+        row = {f.name: None if f.nullable else DEFAULTS[f.dataType] for f in CLASSIFIED.fields}
+        ok = status == "synced"
+        row.update(cluster_pair=PAIR, group=group, topic="t", partition=partition, status=status, is_ok=ok)
+        row.update({FRESH_CHECKPOINT: fresh, GROUP_NEWEST_CHECKPOINT: NOW - dt.timedelta(hours=1)})
+        values.append(row)
+    return spark.createDataFrame(pa.Table.from_pylist(values, schema=to_arrow_schema(CLASSIFIED)), CLASSIFIED)
+
+
+def _seen(kept: KeptRows) -> list[tuple[str, int, str]]:
+    return sorted((r.group, r.partition, r.status) for r in kept.rows(PAIR).collect())
+
+
+def _persisted(spark: Any) -> int:
+    return int(spark.sparkContext._jsc.getPersistentRDDs().size())
+
+
+@pytest.mark.spark
+def test_groups_classified_again_replace_theirs_and_the_others_keep_rows_and_figures(spark: Any) -> None:
+    held = _persisted(spark)
+    base = KeptRows.classified(
+        _rows(spark, ("g1", 0, "synced", NOW), ("g1", 1, "synced", None), ("g2", 0, "stale_sync", None)),
+        NO_INPUTS,
+        NOW,
+    )
+    assert _persisted(spark) == held + 1
+    assert {g: [(f["status"], f["partitions"]) for f in fs] for g, fs in base.figures.items()} == {
+        "g1": [("synced", 2)],
+        "g2": [("stale_sync", 1)],
+    }
+
+    later = NOW + dt.timedelta(minutes=1)
+    one = base.again(PAIR, {"g2"}, _rows(spark, ("g2", 0, "synced", None)), NO_INPUTS, later)
+    base.release_unshared(one)
+    assert _seen(one) == [("g1", 0, "synced"), ("g1", 1, "synced"), ("g2", 0, "synced")]
+    assert one.figures["g1"] is base.figures["g1"]  # kept, not aggregated again
+    assert _persisted(spark) == held + 2  # the base, shared, and the overlay
+
+    two = one.again(PAIR, {"g1", "g3"}, _rows(spark, ("g1", 0, "not_synced", None)), NO_INPUTS, later)
+    one.release_unshared(two)
+    assert _seen(two) == [("g1", 0, "not_synced"), ("g2", 0, "synced")]
+    assert sorted(two.figures) == ["g1", "g2"]  # g3 has no row
+    assert two.replaced == {"g1", "g2", "g3"}
+    assert _persisted(spark) == held + 2  # the first overlay replaced by the second
+
+    ages = {f["group"]: f["checkpoint_age"] for f in two.figures_at(NOW + dt.timedelta(hours=2))}
+    assert ages == {"g1": 3 * 3600.0, "g2": 3 * 3600.0}
+    two.release_unshared(None)
+    assert _persisted(spark) == held
+
+
+@pytest.mark.spark
+def test_a_group_kept_synced_by_a_fresh_checkpoint_is_stale_once_it_is_not(spark: Any) -> None:
+    kept = KeptRows.classified(
+        _rows(spark, ("g1", 0, "synced", NOW - dt.timedelta(minutes=1)), ("g2", 0, "synced", None)), NO_INPUTS, NOW
+    )
+    try:
+        age = dt.timedelta(minutes=5)
+        assert kept.stale(NOW + dt.timedelta(minutes=3), age) == set()
+        assert kept.stale(NOW + dt.timedelta(minutes=5), age) == {"g1"}
+    finally:
+        kept.release_unshared(None)
