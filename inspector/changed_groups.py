@@ -11,7 +11,7 @@ A group-partition row's status, message and figures are a function of (``inspect
 A group is classified again whole, because its rows' messages depend on its other partitions (whether any
 is synced) and its checkpoint age is the newest over all of them. So a run re-classifies the groups whose own
 rows changed, the groups with a row on a changed partition, and the groups with a checkpoint that was fresh
-at the last run and no longer is (``inspector.inspection`` finds those in Spark from the kept rows); the rest
+at the last run and no longer is (``inspector.kept_rows`` finds those from the groups' kept figures); the rest
 keep their rows. What the driver holds (the admin state, MM2's position) is compared here, table by table;
 what Spark keeps (the runs, the checkpoints) says itself what it changed (``TopicChanges``).
 """
