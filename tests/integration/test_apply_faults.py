@@ -32,7 +32,7 @@ from tests.integration.outages import ConflictProxy, connectors_running, kill, r
 from tests.integration.support import eventually, source_conf, target_conf
 from tests.integration.test_remediate import make_flow, mm2ctl, offsets, plan_reset, snapshot, state, syncs
 
-pytestmark = [pytest.mark.integration, pytest.mark.lab(own="faults")]
+pytestmark = [pytest.mark.integration, pytest.mark.extended, pytest.mark.lab(own="faults")]
 
 
 @pytest.fixture

@@ -49,6 +49,7 @@ def _assert_goals(doc: dict[str, Any], policy: str) -> None:
     assert all(p["target_offset"] is not None for p in d["partitions"])
 
 
+@pytest.mark.extended
 def test_drill_goals_identity(lab: LabInfo, tmp_path: Path) -> None:
     """In process, under the identity policy (the default policy's run is the command line's, below)."""
     result = drill_on_lab(lab, replication_policy="identity", options=DrillOptions(partitions=3), workdir=tmp_path)
@@ -76,6 +77,7 @@ def test_drill_cli_json(lab: LabInfo, tmp_path: Path) -> None:
     _assert_goals(doc, "default")
 
 
+@pytest.mark.extended
 def test_drill_with_aborted_transactions(lab: LabInfo, tmp_path: Path) -> None:
     """Every other transaction aborted, the group committed just before an aborted one, MM2 copying the
     aborted records (its default): (d), (e) and (f) still lose, duplicate and read no aborted record first."""

@@ -22,7 +22,7 @@ import pytest
 from mm2ctl.core.group_admin import GROUP_TYPES
 from mm2ctl.lab.lab import LabInfo
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.extended]
 
 
 def test_mm2ctl_moves_every_group_type_where_mm2_alone_loses_or_repeats(lab: LabInfo, tmp_path: Path) -> None:

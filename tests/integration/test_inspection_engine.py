@@ -496,6 +496,7 @@ def _success_after(port: int, seen: float) -> float | None:
     return t if t is not None and t > seen else None
 
 
+@pytest.mark.extended
 def test_the_exporter_keeps_its_threads_and_memory_bounded_over_many_cycles(setup: Setup, tmp_path: Path) -> None:
     """A real ``mm2ctl exporter`` inspects the flow every second while MM2 mirrors a trickle of new records;
     after each completed inspection the python process and its JVM are sampled from /proc. Once warmed up,

@@ -32,7 +32,7 @@ from mm2ctl.inspector.package_repositories import in_ivy_cache
 from mm2ctl.lab.lab import LabInfo
 from tests.integration.support import eventually
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.extended]
 
 
 def _maven_repository(ivy_cache: Path, repo: Path) -> None:

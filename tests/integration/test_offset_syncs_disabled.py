@@ -116,12 +116,18 @@ def switched(lab_pool: Any) -> Iterator[Switched]:
     eventually(all_checkpointed, timeout_s=180, interval_s=1, what="MM2's checkpoints of every group")
 
     # Offset syncs off: the source connector reconfigured, the checkpoint connector deleted, the file rewritten.
+    # The source connector is stopped (its tasks gone, with every sync they had pending) before its new
+    # configuration is put and it resumes, so no sync of the old tasks lands after ``syncs_end`` is read.
     settings = {"emit.offset-syncs.enabled": "false"}
     setup = lab_core.isolated_setup(lab, name, roles=("source", "heartbeat"), source_settings=settings)
     with build_connect_client([lab.connect_url]) as connect:
         connect.delete(flow.connectors["checkpoint"])
         source = setup.connector_names["source"]
+        connect.stop(source)
+        connect.wait_for_state(source, {"STOPPED"}, timeout=60)
+        eventually(lambda: not connect.status(source).tasks, timeout_s=60, what=f"{source}'s tasks stopped")
         connect_worker.put_connector(lab.connect_url, source, setup.connector_configs()[source])
+        connect.resume(source)
         wait_for_connectors_running(lab.connect_url, list(setup.connector_names.values()), timeout_s=120)
         disabled = Path(flow.mm2_config).with_name(f"mm2-{name}-no-syncs.properties")
         disabled.write_text(setup.mm2_properties())

@@ -224,7 +224,10 @@ def test_tombstone_method_resets_and_rollback_restores(lab: LabInfo, state_dir: 
     assert snapshot(lab, flow) == before
 
 
-@pytest.mark.parametrize("kill_after", [0, 1, 2, 3])
+# The first and the last step in every run; the steps between them with the extended tests.
+@pytest.mark.parametrize(
+    "kill_after", [0, pytest.param(1, marks=pytest.mark.extended), pytest.param(2, marks=pytest.mark.extended), 3]
+)
 def test_crash_after_each_step_then_resume_or_rollback(lab: LabInfo, state_dir: Path, kill_after: int) -> None:
     flow, _ = make_flow(lab, f"rmcrash{kill_after}")
     before, before_syncs = snapshot(lab, flow), syncs(lab, flow)

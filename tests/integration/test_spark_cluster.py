@@ -34,7 +34,7 @@ from mm2ctl.lab import spark_cluster as cluster_core
 from mm2ctl.lab.lab import LabInfo
 from tests.integration.support import eventually
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.extended]
 
 #: The one column that depends on when the admin state was read rather than on the state: the age of the
 #: group's newest checkpoint as of that moment. The two runs read the same frozen state seconds apart, so it

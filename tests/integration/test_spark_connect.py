@@ -188,6 +188,7 @@ def _metric(port: int, name: str) -> float | None:
     return None
 
 
+@pytest.mark.extended
 def test_the_exporter_keeps_one_session_and_reconnects_after_a_server_restart(
     frozen_flow: Flow, tmp_path: Path
 ) -> None:
