@@ -32,7 +32,7 @@ from tests.integration.support import eventually, source_conf, target_conf, uniq
 from tests.integration.test_remediate import mm2ctl
 from tests.integration.transactions import commit_points, first_read, next_committed, produce_transactions, source_log
 
-pytestmark = [pytest.mark.integration, pytest.mark.lab(exactly_once=True)]
+pytestmark = [pytest.mark.integration, pytest.mark.extended, pytest.mark.lab(exactly_once=True)]
 
 PARTITIONS = 2
 #: Positions proven by content: from an offset sync, or (where MM2 left no sync at or below the group) by timestamp.

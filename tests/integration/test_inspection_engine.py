@@ -399,6 +399,7 @@ def _kept_blocks(spark: Any) -> int:
     return int(spark.sparkContext._jsc.getPersistentRDDs().size())
 
 
+@pytest.mark.extended
 def test_many_runs_keep_threads_and_cached_state_bounded(spark: Any, setup: Setup) -> None:
     """Twelve runs in one live session while MM2 mirrors a trickle of new records: after each run, what the
     session holds in Spark is its three kept frames (the offset syncs' runs, the live checkpoints and the

@@ -37,7 +37,8 @@ from mm2ctl.lab.lab import Flow, LabInfo
 from mm2ctl.lab.process import free_port, is_alive
 from tests.integration.support import eventually, source_conf, target_conf, uniq
 
-pytestmark = pytest.mark.integration
+# Extended in the main run; the Spark release matrix runs this module on the newest release in every CI run.
+pytestmark = [pytest.mark.integration, pytest.mark.extended]
 
 CLIENT = Path(__file__).with_name("connect_client_read.py")
 
@@ -188,7 +189,6 @@ def _metric(port: int, name: str) -> float | None:
     return None
 
 
-@pytest.mark.extended
 def test_the_exporter_keeps_one_session_and_reconnects_after_a_server_restart(
     frozen_flow: Flow, tmp_path: Path
 ) -> None:
