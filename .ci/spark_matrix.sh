@@ -104,7 +104,6 @@ for release in "${releases[@]}"; do
   if [ "$release" = "$first" ]; then
     flow="not default"  # its identity-policy flow, run with -v: the JVM's output on stderr
   fi
-  # Checks of mm2ctl's own logic that pass or fail alike on every release: the pinned release runs them.
   release_independent="(dead_broker or no_group_to_inspect or past_what_mm2_copied)"
   set +e
   MM2CTL_TEST_LAB_DIR="${MM2CTL_TEST_LAB_DIR:-/tmp}/spark-$release" "$work/venv/bin/python" -m pytest \
