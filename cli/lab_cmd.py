@@ -1,4 +1,7 @@
-"""``mm2ctl lab``: run a real Kafka + Connect + MirrorMaker 2 setup on this machine, from Maven Central jars."""
+"""``mm2ctl lab``: run a real Kafka + Connect + MirrorMaker 2 setup on this machine, from Maven Central jars.
+
+The lab's own modules (``mm2ctl.lab.lab`` and the TLS it makes) are imported by the commands that use them,
+not here: every ``mm2ctl`` process imports this module, and a plan or an apply never runs a lab."""
 
 from __future__ import annotations
 
@@ -11,7 +14,6 @@ from mm2ctl.cli.options import JsonOutput
 from mm2ctl.cli.progress import terminal_progress
 from mm2ctl.cli.render import lab_status_json, lab_status_lines, lab_up_lines, result_json
 from mm2ctl.core.exit_codes import ExitCode
-from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.versions import DEFAULT_KAFKA_VERSION, RELEASES
 
 lab_app = typer.Typer(
@@ -55,6 +57,8 @@ def up(
     as_json: bool = typer.Option(False, "--json", help="Print lab.json instead of a summary."),
 ) -> None:
     """Resolve the jars, start both clusters and the Connect worker, create the MM2 connectors, wait."""
+    from mm2ctl.lab import lab as lab_core
+
     with terminal_progress("lab", quiet=as_json) as progress:
         info = lab_core.up(
             lab_dir,
@@ -74,6 +78,8 @@ def up(
 @lab_app.command("status")
 def status(lab_dir: Path = _DIR, as_json: bool = typer.Option(False, "--json", help="The status as JSON.")) -> None:
     """Show the clusters and the connector states. Exit 6 when anything is not healthy."""
+    from mm2ctl.lab import lab as lab_core
+
     st = lab_core.status(lab_dir)
     if as_json:
         typer.echo(json.dumps(lab_status_json(st), indent=2, sort_keys=True))
@@ -114,6 +120,8 @@ def down(
     as_json: JsonOutput = False,
 ) -> None:
     """Stop every process the lab started (SIGTERM, then SIGKILL at a deadline). Exit 6 when there is no lab."""
+    from mm2ctl.lab import lab as lab_core
+
     stopped = lab_core.down(lab_dir, remove_data=remove)
     if as_json:
         fields = {"command": "lab down", "dir": str(lab_dir.resolve()), "stopped_pids": stopped, "removed": remove}

@@ -22,9 +22,11 @@ The figures, with their commands, are in ``bench/RESULTS.md`` ("Committed offset
 partitions on each cluster, the JVM reads both clusters for a fraction of the CPU time the librdkafka path
 spends in this process.
 
-The planners (``plans.live_state.LiveState.many_group_offsets``) read through ``read_by_group``, the librdkafka
-path as a dict per group: a plan runs in a process with no JVM, whose start (seconds) would cost more than
-its reads, and a planner makes a row object per group partition anyway.
+The planners (``plans.live_state.LiveState.many_group_offsets``) read through ``KafkaAdmin.committed_offsets``
+instead, the librdkafka path as a dict per group, without this module: a plan runs in a process with no JVM,
+whose start (seconds) would cost more than its reads, a planner makes a row object per group partition
+anyway, and a plan or apply process does not import NumPy and Arrow (a third of a second) for columns it
+never builds.
 
 Either way a group whose lookup failed is a group with an ``ItemError`` and no rows (partial failure is data).
 The JVM's AdminClient leaves out a partition whose offset came back with an error (it logs it), where
@@ -126,18 +128,6 @@ def read_columns(
         except _JvmUnusable as exc:
             log.warning("reading committed offsets on %s through librdkafka: the JVM could not (%s)", jvm.name, exc)
     return _read_with_librdkafka(admin, wanted)
-
-
-def read_by_group(
-    admin: KafkaAdmin, groups: Sequence[str], *, concurrency: int | None = None
-) -> dict[str, GroupOffsets]:
-    """The committed offsets of ``groups`` as a dict per group, through librdkafka (the planners' reads)."""
-    wanted = list(dict.fromkeys(groups))
-    if not wanted:
-        return {}
-    if concurrency is None:
-        return admin.committed_offsets(wanted)
-    return admin.committed_offsets(wanted, concurrency=concurrency)
 
 
 # --- librdkafka ----------------------------------------------------------------------------------------------

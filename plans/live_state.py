@@ -24,7 +24,6 @@ from urllib.parse import quote, unquote
 from mm2ctl.connect_client import ConnectClient, ConnectorStatus, ServerInfo, build_connect_client
 from mm2ctl.core.admin import TP, GroupDescription, GroupOffsets, KafkaAdmin, PartitionResult
 from mm2ctl.core.authorization import principal_of, raise_for
-from mm2ctl.core.committed_offsets import read_by_group
 from mm2ctl.core.config import MM2Config, load_mm2_config
 from mm2ctl.core.connect_offsets import StoredOffset, latest_offsets, live_offsets
 from mm2ctl.core.errors import ConfigError, ConnectNotFoundError, Mm2ctlError, UnhostedGroupTypeError
@@ -318,12 +317,21 @@ class LiveState:
         self, cluster: str, groups: Iterable[str], *, concurrency: int | None = None
     ) -> dict[str, dict[tuple[str, int], int]]:
         """``group_offsets`` of many groups, read concurrently (a failover plan names thousands) through
-        ``core.committed_offsets``; at most ``concurrency`` requests in flight (the admin facade's default when
-        None)."""
+        librdkafka (``KafkaAdmin.committed_offsets``); at most ``concurrency`` requests in flight (the admin
+        facade's default when None)."""
         wanted = list(dict.fromkeys(groups))
         shares = {g: "share" for g in wanted if self.group_type(cluster, g) == "share"}
         rest = [g for g in wanted if g not in shares]
-        got = read_by_group(self.admin(cluster), rest, concurrency=concurrency) if rest else {}
+        admin = self.admin(cluster)
+        got = (
+            (
+                admin.committed_offsets(rest)
+                if concurrency is None
+                else admin.committed_offsets(rest, concurrency=concurrency)
+            )
+            if rest
+            else {}
+        )
         if shares:
             for g, p in self.group_admin(cluster).positions(shares).items():
                 got[g] = GroupOffsets(g, p.offsets, p.error)

@@ -63,8 +63,10 @@ from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.kafka_records import read_syncs, syncs_disabled_note
 from mm2ctl.plans.planners.context import PlanBuilder
 from mm2ctl.plans.planners.failover_checks import (
+    TargetState,
     note_share_groups,
     note_untranslatable,
+    read_target_state,
     streams_internal_topics,
     with_target_state,
 )
@@ -162,7 +164,8 @@ def plan_failover(
     Independent reads run side by side (``READERS`` threads): the offset syncs beside the groups' offsets,
     both clusters' bounds beside MM2's position. With the source readable, the groups librdkafka lists are
     translated before the listing of every group type (a JVM, ``LiveState.start_listing``) has answered;
-    that translation is kept only when the groups the listing then selects are exactly those.
+    that translation is kept only when the groups the listing then selects are exactly those. Their members
+    and offsets on the target are read beside the translation, which they do not depend on.
     """
     live = builder.live
     flow = live.mm2.pair(opts.pair)
@@ -213,7 +216,14 @@ def plan_failover(
         )
     refuse_not_copied(builder, [*report.rows, *query_rows], syncs, opts)
     progress(f"reading the groups' state and offsets on {flow.target}")
-    report.rows, currents = with_target_state(builder, flow.target, report.rows, state.target_bounds, opts.allow_rewind)
+    report.rows, currents = with_target_state(
+        builder,
+        flow.target,
+        report.rows,
+        state.target_bounds,
+        opts.allow_rewind,
+        prefetched=early.target if early is not None else None,
+    )
     writes = _write_steps(builder, flow, opts, committed, report, state, currents)
     report.queries = plan_queries(builder, flow.target, opts.spark, queries, query_rows)
     builder.notes.append(methods_note([*report.rows, *query_rows]))
@@ -230,6 +240,8 @@ class _Early:
     state: PartitionState
     rows: list[FailoverRow]
     notes: list[str]
+    #: The listed groups' state on the target, read meanwhile (``failover_checks.read_target_state``).
+    target: Future[TargetState]
 
 
 def _translated_early(
@@ -250,10 +262,12 @@ def _translated_early(
     committed, parts = listed_positions(builder, flow, *selected)
     if not committed:
         return None
+    # The target groups' members and offsets do not depend on the translation: read them beside it.
+    target = pool.submit(read_target_state, builder.live, flow.target, sorted(committed))
     notes: list[str] = []
     state = _partition_state(builder, flow, opts, committed, syncs_read.result(), progress, pool, notes)
     rows = _translate(builder, flow, opts, committed, state, {}, progress)
-    return _Early(committed=committed, parts=parts, state=state, rows=rows, notes=notes)
+    return _Early(committed=committed, parts=parts, state=state, rows=rows, notes=notes, target=target)
 
 
 def _translate(

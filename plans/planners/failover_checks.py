@@ -5,15 +5,19 @@ never translates (streams groups and their internal topics, share groups and wha
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
-from mm2ctl.core.admin import TP
+from mm2ctl.core.admin import TP, GroupDescription
 from mm2ctl.core.config import PairConfig
-from mm2ctl.core.errors import PreconditionError
+from mm2ctl.core.errors import Mm2ctlError, PreconditionError
 from mm2ctl.core.translation import Bounds
 from mm2ctl.plans.document import UntranslatablePartition
+from mm2ctl.plans.live_state import LiveState
 from mm2ctl.plans.planners.context import PlanBuilder
 from mm2ctl.plans.planners.failover_translation import FailoverRow
+
+#: The target groups' descriptions and committed offsets (``read_target_state``).
+TargetState = tuple[dict[str, GroupDescription], dict[str, dict[TP, int]]]
 
 
 def streams_internal_topics(
@@ -80,16 +84,47 @@ def note_share_groups(
         )
 
 
+def read_target_state(live: LiveState, dst: str, groups: Sequence[str]) -> TargetState:
+    """The descriptions (members, state) and committed offsets of ``groups`` on ``dst``, read side by side."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="target-state") as pool:
+        describing = pool.submit(live.describe_groups, dst, groups)  # beside the offsets: independent reads
+        current = live.many_group_offsets(dst, groups)
+        return describing.result(), current
+
+
+def _target_state(
+    live: LiveState, dst: str, groups: Sequence[str], prefetched: Future[TargetState] | None
+) -> TargetState:
+    """``read_target_state`` of ``groups``, taking what ``prefetched`` (the same read, started while the plan
+    translated) holds. A group it lacks, or one now known as a share or streams group on ``dst`` (read through
+    another client), is read now; so is every group when the early read failed (the error comes again, or
+    was of a group no longer planned)."""
+    if prefetched is None:
+        return read_target_state(live, dst, groups)
+    try:
+        described, current = prefetched.result()
+    except Mm2ctlError:
+        return read_target_state(live, dst, groups)
+    again = [g for g in groups if g not in described or g not in current or live.group_type(dst, g)]
+    if not again:
+        return described, current
+    fresh_described, fresh_current = read_target_state(live, dst, again)
+    return {**described, **fresh_described}, {**current, **fresh_current}
+
+
 def with_target_state(
-    b: PlanBuilder, dst: str, rows: list[FailoverRow], t_bounds: Mapping[TP, Bounds], allow_rewind: bool
+    b: PlanBuilder,
+    dst: str,
+    rows: list[FailoverRow],
+    t_bounds: Mapping[TP, Bounds],
+    allow_rewind: bool,
+    prefetched: Future[TargetState] | None = None,
 ) -> tuple[list[FailoverRow], dict[str, dict[TP, int]]]:
     """Rows with the target group's current offsets filled in, and every offset the groups have on ``dst``
-    (the write steps summarise them); refuse what apply must never do."""
+    (the write steps summarise them); refuse what apply must never do. ``prefetched``: the target groups'
+    state read while the plan translated (``_target_state``)."""
     groups = sorted({r.group for r in rows})
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="target-state") as pool:
-        describing = pool.submit(b.live.describe_groups, dst, groups)  # beside the offsets: independent reads
-        current = b.live.many_group_offsets(dst, groups)
-        described = describing.result()
+    described, current = _target_state(b.live, dst, groups, prefetched)
     problems: list[str] = []
     out = []
     for g in groups:
