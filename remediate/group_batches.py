@@ -8,7 +8,8 @@ write depends on no other's. So a run of consecutive steps of one kind (``group_
 
 0. before the first batch of a run of writes, every write of the run is checked against one read of its
    groups (``remediate.write_checks``): one refused group refuses them all, so nothing is half-written;
-1. the batch's preconditions are read in a few batched calls (``StateView.prefetch_groups``) and checked step
+1. the batch's preconditions are read in a few batched calls (``StateView.prefetch_groups``), while the
+   batch before it is sent (other groups: neither read nor write waits for the other), and checked step
    by step, in plan order; the first step whose precondition fails ends the batch there (the steps before it
    still run), exactly as one step at a time would;
 2. every started step's before-state, taken from those same reads, is journaled in one fsynced append
@@ -27,7 +28,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
 from mm2ctl.core.admin import TP, PartitionResult
 from mm2ctl.core.errors import ApplyError, JournalError, Mm2ctlError, PreconditionError
@@ -192,11 +195,17 @@ class ConcurrentRun:
                 raise
             except Mm2ctlError as exc:
                 raise self._fail(fresh[0], exc) from exc
+        batches = [todo[start : start + BATCH_GROUPS] for start in range(0, len(todo), BATCH_GROUPS)]
         try:
-            for start in range(0, len(todo), BATCH_GROUPS):
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch-read") as reader:
                 # The first batch is checked against the read the run's check just made (nothing happened in
-                # between); each later one reads its groups again.
-                self._batch(todo[start : start + BATCH_GROUPS], checked if start == 0 else None)
+                # between); each later one reads its groups again, while the batch before it is sent.
+                upcoming: Future[StateView] | None = None
+                for i, batch in enumerate(batches):
+                    view = checked if i == 0 and checked is not None else self._read_of(batch, upcoming)
+                    following = batches[i + 1] if i + 1 < len(batches) else None
+                    read_next = None if following is None else partial(reader.submit, self._read, following)
+                    upcoming = self._batch(batch, view, read_next)
         finally:
             if self.report.moved_forward:
                 self.ctx.progress(
@@ -207,28 +216,40 @@ class ConcurrentRun:
 
     # -- one batch
 
-    def _batch(self, batch: list[Step], read: StateView | None = None) -> None:
-        """One batch (module docstring, 1 to 4); ``read``: a read of its groups made just before, instead of
-        reading them again (a group it lacks, one of a resumed step, is read live)."""
-        view = StateView(self.ctx.live) if read is None else read
+    def _read(self, batch: list[Step]) -> StateView:
+        """What the checks of ``batch`` read (module docstring, 1), in a few batched calls per cluster."""
+        view = StateView(self.ctx.live)
         by_cluster: dict[str, list[Step]] = {}
         for s in batch:
             by_cluster.setdefault(_target(s).cluster, []).append(s)
+        for cluster, steps in by_cluster.items():
+            view.prefetch_groups(
+                cluster,
+                [_target(s).group for s in steps],
+                sorted({tp for s in steps for tp in _partitions(s)})
+                if self.kind is StepKind.GROUP_OFFSETS_WRITE
+                else (),
+                concurrency=self.parallelism,
+                members=self.kind is StepKind.GROUP_OFFSETS_WRITE,  # a read-back's check reads none
+            )
+        return view
+
+    def _read_of(self, batch: list[Step], started: Future[StateView] | None) -> StateView:
+        """``batch``'s read: the one ``started`` while the batch before it was sent, else one made now."""
         try:
-            for cluster, steps in by_cluster.items() if read is None else ():
-                view.prefetch_groups(
-                    cluster,
-                    [_target(s).group for s in steps],
-                    sorted({tp for s in steps for tp in _partitions(s)})
-                    if self.kind is StepKind.GROUP_OFFSETS_WRITE
-                    else (),
-                    concurrency=self.parallelism,
-                    members=self.kind is StepKind.GROUP_OFFSETS_WRITE,  # a read-back's check reads none
-                )
+            return self._read(batch) if started is None else started.result()
         except JournalError:
             raise
         except Mm2ctlError as exc:
             raise self._fail(batch[0], exc) from exc
+
+    def _batch(
+        self, batch: list[Step], view: StateView, read_next: Callable[[], Future[StateView]] | None = None
+    ) -> Future[StateView] | None:
+        """One batch (module docstring, 2 to 4), checked against ``view``, a read of its groups (a group it
+        lacks, one of a resumed step, is read live). ``read_next`` starts the next batch's read: as this
+        batch's requests are sent, or at its end when it sends none; returns that read."""
+        upcoming: Future[StateView] | None = None
         # A step whose effect is already present (resume) is completed without a write; the first step whose
         # precondition fails ends the batch there, and the steps after it do not start, as one at a time.
         present: list[Step] = []
@@ -254,6 +275,7 @@ class ConcurrentRun:
         outcomes = [StepOutcome(s.index, "already_applied", {"offsets_as_planned": True}) for s in present]
         if runnable:
             self.before_send([s.index for s in runnable])
+            upcoming = read_next() if read_next is not None else None
             try:
                 if self.kind is StepKind.GROUP_OFFSETS_WRITE:
                     outcomes += self._write(runnable, view)
@@ -265,6 +287,8 @@ class ConcurrentRun:
                 outcomes = [o for o in outcomes if o.outcome == "already_applied" and o.error is None]
                 outcomes += [StepOutcome(s.index, error=str(exc)) for s in runnable]
         self.journal.steps_finished(outcomes)
+        if upcoming is None and read_next is not None:
+            upcoming = read_next()
         self.in_progress -= {o.index for o in outcomes}
         self.after_batch(sorted(o.index for o in outcomes if o.error is None))
         self._done += len(outcomes)
@@ -290,6 +314,7 @@ class ConcurrentRun:
             s, why = refused
             what = f"step {s.index} ({s.kind.value})"
             raise self._fail(s, PreconditionError(f"{what}: precondition does not hold: {why}"))
+        return upcoming
 
     def _fail(self, step: Step, exc: Mm2ctlError) -> BatchFailed:
         text = str(exc)
