@@ -6,7 +6,8 @@ apply
      ``StalePlanError`` (same clusters, state moved);
   2. ``--dry-run``: check every step's precondition against live state overlaid with the simulated
      effects of the steps before it, then stop: no lock, no journal, no write;
-  3. take the per-cluster lock; read configs of connectors a later step re-creates (memory only);
+  3. take the per-cluster lock; check the ACLs the steps need (beside the stale check of 1, which is made
+     under the lock); read configs of connectors a later step re-creates (memory only);
   4. for each step: check its precondition, journal its before-state (fsynced), run it, journal the
      outcome. The first failure is journaled and ends the apply with how to resume or roll back.
      A run of independent group-offset steps (a failover's writes, then its read-backs) goes through
@@ -355,11 +356,11 @@ def apply_plan(
     check_parallelism(parallelism)
     for step in plan.steps:
         _executor(step)
-    _foreign_then_permissions(plan, live)
+    verify_against_live(plan, live, stale_check=False)  # a plan for other clusters: refused before the lock
     with lock_for_plan(plan, state_dir=state_dir, command="apply"):
         # Stale or not is decided under the lock: another apply may have just finished. (Once is enough: a
         # failover plan's fingerprint holds every source group's offsets, thousands of reads.)
-        verify_against_live(plan, live)
+        _permitted_and_fresh(plan, live)
         path = journal_path or new_journal_path(plan, state_dir)
         with Journal.create(path, plan, plan_path=plan_path, document=plan_document) as journal:
             ctx = ExecContext(
@@ -374,20 +375,20 @@ def apply_plan(
             return _run_steps(journal, plan, ctx, 0, parallelism=parallelism, hooks=hooks)
 
 
-def _foreign_then_permissions(plan: Plan, live: LiveState) -> None:
-    """Before the lock: a plan for other clusters is refused, then a missing ACL stops the apply before its
-    first write. The two are independent reads, made side by side; a foreign plan is still the error
-    reported when both fail."""
+def _permitted_and_fresh(plan: Plan, live: LiveState) -> None:
+    """A missing ACL stops the apply before its first write, and a stale plan is refused. The two are
+    independent reads (the groups' authorized operations, the fingerprint's parts), made side by side; a
+    missing ACL is the error reported when both fail, as it says what to fix first."""
     for alias in plan.clusters:
         if alias in live.mm2.clusters:
             live.admin(alias)  # each client made once, before the two threads share it
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="permissions") as pool:
         permitted = pool.submit(check_permissions, live, plan_permissions(plan))
         try:
-            verify_against_live(plan, live, stale_check=False)
+            verify_against_live(plan, live)
         finally:
-            permitted.exception()  # the other read is over before the first error leaves
-        permitted.result()
+            if permitted.exception() is not None:  # the other read is over before the first error leaves
+                permitted.result()
 
 
 def resume_apply(
