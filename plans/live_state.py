@@ -322,16 +322,14 @@ class LiveState:
         wanted = list(dict.fromkeys(groups))
         shares = {g: "share" for g in wanted if self.group_type(cluster, g) == "share"}
         rest = [g for g in wanted if g not in shares]
-        admin = self.admin(cluster)
-        got = (
-            (
+        got: dict[str, GroupOffsets] = {}
+        if rest:
+            admin = self.admin(cluster)
+            got = (
                 admin.committed_offsets(rest)
                 if concurrency is None
                 else admin.committed_offsets(rest, concurrency=concurrency)
             )
-            if rest
-            else {}
-        )
         if shares:
             for g, p in self.group_admin(cluster).positions(shares).items():
                 got[g] = GroupOffsets(g, p.offsets, p.error)
