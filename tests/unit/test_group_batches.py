@@ -7,6 +7,7 @@ sync: a hook that moves a group's offsets as MM2 would, at chosen moments.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -244,6 +245,44 @@ def test_many_groups_are_written_concurrently_journaled_and_counted(tmp_path: Pa
     entries = [line for line in journal.read_bytes().splitlines()]
     first_outcome = next(i for i, e in enumerate(entries) if b'"step_completed"' in e)
     assert sum(b'"step_started"' in e for e in entries[:first_outcome]) == group_batches.BATCH_GROUPS
+
+
+@dataclass
+class ReadsWatched(FakeCluster):
+    """Holds each write call until the next batch's groups are read (or a deadline passes), and records
+    whether that read came while the write was in flight."""
+
+    batches: list[set[str]] = field(default_factory=list)
+    reads: list[set[str]] = field(default_factory=list)
+    overlapped: list[bool] = field(default_factory=list)
+    _read: threading.Condition = field(default_factory=threading.Condition)
+
+    def committed_offsets(self, groups: Any, **kw: Any) -> dict[str, GroupOffsets]:
+        with self._read:
+            self.reads.append(set(groups))
+            self._read.notify_all()
+        return super().committed_offsets(groups, **kw)
+
+    def alter_group_offsets(self, offsets: Any, **kw: Any) -> dict[str, list[PartitionResult]]:
+        mine = next(i for i, b in enumerate(self.batches) if set(offsets) <= b)
+        if mine + 1 < len(self.batches):
+            following = self.batches[mine + 1]
+            with self._read:  # the run's check read every group once before any write: count a second read
+                seen = self._read.wait_for(lambda: sum(following <= r for r in self.reads) >= 2, timeout=10)
+            self.overlapped.append(seen)
+        return super().alter_group_offsets(offsets, **kw)
+
+
+def test_each_later_batch_reads_its_groups_while_the_batch_before_it_is_sent(tmp_path: Path) -> None:
+    n = 2 * group_batches.BATCH_GROUPS + 10
+    planned = groups(n)
+    names = list(planned)
+    cluster = ReadsWatched(
+        batches=[set(names[i : i + group_batches.BATCH_GROUPS]) for i in range(0, n, group_batches.BATCH_GROUPS)]
+    )
+    engine.apply_plan(failover_plan(planned, {}), live_of(cluster, tmp_path), journal_path=tmp_path / "j.jsonl")
+    assert cluster.offsets == _as_offsets(planned)
+    assert cluster.overlapped == [True, True]  # batches 2 and 3 were read while 1 and 2 were written
 
 
 def test_the_before_state_of_each_group_is_what_rollback_restores(tmp_path: Path) -> None:
