@@ -275,7 +275,8 @@ class ConcurrentRun:
         outcomes = [StepOutcome(s.index, "already_applied", {"offsets_as_planned": True}) for s in present]
         if runnable:
             self.before_send([s.index for s in runnable])
-            upcoming = read_next() if read_next is not None else None
+            if read_next is not None:
+                upcoming = read_next()
             try:
                 if self.kind is StepKind.GROUP_OFFSETS_WRITE:
                     outcomes += self._write(runnable, view)

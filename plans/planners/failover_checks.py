@@ -4,6 +4,7 @@ never translates (streams groups and their internal topics, share groups and wha
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -99,12 +100,11 @@ def _target_state(
     translated) holds. A group it lacks, or one now known as a share or streams group on ``dst`` (read through
     another client), is read now; so is every group when the early read failed (the error comes again, or
     was of a group no longer planned)."""
-    if prefetched is None:
-        return read_target_state(live, dst, groups)
-    try:
-        described, current = prefetched.result()
-    except Mm2ctlError:
-        return read_target_state(live, dst, groups)
+    described: dict[str, GroupDescription] = {}
+    current: dict[str, dict[TP, int]] = {}
+    if prefetched is not None:
+        with contextlib.suppress(Mm2ctlError):
+            described, current = prefetched.result()
     again = [g for g in groups if g not in described or g not in current or live.group_type(dst, g)]
     if not again:
         return described, current
