@@ -1,4 +1,5 @@
-"""The committed-offset reads of an inspection, each way ``core.committed_offsets`` can read them, on a loaded lab.
+"""The committed-offset reads of an inspection, each way ``inspector.reads.committed_offsets`` can read them, on a
+loaded lab.
 
 Run it as ``.venv/bin/python bench/admin_reads.py --reuse-lab DIR [--rounds N] [--json]`` on a lab holding a load
 of ``bench/inspect_scale.py`` (its bench pair, ``mm2-isobench.properties`` in the lab folder). Three parts, each
@@ -106,8 +107,8 @@ class ThreadCpu:
 
 
 def _setup(lab_dir: Path) -> tuple[Any, Any, list[str], dict[str, int]]:
-    from mm2ctl.core.admin import KafkaAdmin
-    from mm2ctl.core.config import load_mm2_config
+    from mm2ctl.core.config.mm2_config import load_mm2_config
+    from mm2ctl.core.kafka.admin import KafkaAdmin
 
     config = load_mm2_config(lab_dir / MM2_FILE)
     pair = config.pair(PAIR)
@@ -125,8 +126,8 @@ def breakdown(lab_dir: Path) -> dict[str, Any]:
     import pyarrow as pa
     from confluent_kafka import ConsumerGroupTopicPartitions
 
-    from mm2ctl.core.admin import GroupOffsets, ItemError, KafkaAdmin, _drain
-    from mm2ctl.core.committed_offsets import read_columns
+    from mm2ctl.core.kafka.admin import GroupOffsets, ItemError, KafkaAdmin, _drain
+    from mm2ctl.inspector.reads.committed_offsets import read_columns
     from mm2ctl.inspector.selection import Selection
 
     _, pair, groups, _ = _setup(lab_dir)
@@ -207,19 +208,19 @@ def _launch_jvm() -> Any:
     from pyspark import SparkConf
     from pyspark.java_gateway import launch_gateway
 
-    from mm2ctl.inspector import spark_packages
-    from mm2ctl.inspector.session import DEFAULT_MASTER, embedded_settings
+    from mm2ctl.inspector.spark import packages
+    from mm2ctl.inspector.spark.session import DEFAULT_MASTER, embedded_settings
 
     settings = embedded_settings(DEFAULT_MASTER, {}, log_to_file=False)
-    with spark_packages.resolution_lock(settings):
+    with packages.resolution_lock(settings):
         return launch_gateway(SparkConf().setMaster(DEFAULT_MASTER).setAll(list(settings.items())))
 
 
 def one_way(lab_dir: Path, way: str) -> dict[str, Any]:
     """Read the source's groups and then the same groups on the target ``way``; this process's figures."""
-    from mm2ctl.core.admin import KafkaAdmin
-    from mm2ctl.core.committed_offsets import JvmAdmin, read_columns
-    from mm2ctl.inspector.admin_state import collect_pair_state
+    from mm2ctl.core.kafka.admin import KafkaAdmin
+    from mm2ctl.inspector.reads.committed_offsets import JvmAdmin, read_columns
+    from mm2ctl.inspector.reads.pair_admin import collect_pair_state
     from mm2ctl.inspector.selection import Selection
 
     config, pair, groups, brokers = _setup(lab_dir)
@@ -291,8 +292,8 @@ def _run_way(lab_dir: Path, way: str) -> dict[str, Any]:
 #: ``collect_pair_state`` as another version has it, timed in that version's virtualenv (``--compare-venv``).
 _OTHER_STATE = """
 import json, os, sys, time
-from mm2ctl.core.config import load_mm2_config
-from mm2ctl.inspector.admin_state import collect_pair_state
+from mm2ctl.core.config.mm2_config import load_mm2_config
+from mm2ctl.inspector.reads.pair_admin import collect_pair_state
 from mm2ctl.inspector.selection import Selection
 config = load_mm2_config(sys.argv[1])
 pair = config.pair(sys.argv[2])
@@ -354,7 +355,7 @@ def reads(lab_dir: Path, rounds: int, other: Path | None = None) -> dict[str, An
 
 #: Run the CLI with ``SessionStart.gateway`` answering None: the committed offsets go through librdkafka.
 _WITHOUT_JVM = (
-    "import sys; import mm2ctl.inspector.session as s; s.SessionStart.gateway = lambda self: None; "
+    "import sys; import mm2ctl.inspector.spark.session as s; s.SessionStart.gateway = lambda self: None; "
     "from mm2ctl.cli.main import main; sys.argv[0] = 'mm2ctl'; sys.exit(main())"
 )
 ADMIN = re.compile(r"reading admin state")

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.lab import lab
 from mm2ctl.lab.jars import kafka_classpath
 from mm2ctl.lab.lab import LabInfo
@@ -71,7 +71,7 @@ class CommitTrickle:
     def __init__(self, mm2_file: Path, group_regex: str | None) -> None:
         import re
 
-        from mm2ctl.core.config import load_mm2_config
+        from mm2ctl.core.config.mm2_config import load_mm2_config
 
         config = load_mm2_config(mm2_file)
         pair = config.pairs()[0]
@@ -107,9 +107,9 @@ class SyncTrickle:
     tail of the offset-syncs topic."""
 
     def __init__(self, mm2_file: Path, *, tail: int = 200_000) -> None:
-        from mm2ctl.core import records
-        from mm2ctl.core.codecs import RecordDecodeError, decode_offset_sync
-        from mm2ctl.core.config import load_mm2_config
+        from mm2ctl.core.config.mm2_config import load_mm2_config
+        from mm2ctl.core.kafka import records
+        from mm2ctl.core.kafka.codecs import RecordDecodeError, decode_offset_sync
 
         config = load_mm2_config(mm2_file)
         self.pair = config.pairs()[0]
@@ -127,8 +127,8 @@ class SyncTrickle:
         self._turn = 0
 
     def write(self, count: int) -> None:
-        from mm2ctl.core import records
-        from mm2ctl.core.codecs import encode_offset_sync_key, encode_offset_sync_value
+        from mm2ctl.core.kafka import records
+        from mm2ctl.core.kafka.codecs import encode_offset_sync_key, encode_offset_sync_value
 
         partitions = sorted(self.newest)
         rows = []

@@ -30,8 +30,8 @@ from bench_lab import loadavg, open_lab, say
 from confluent_kafka import Producer
 
 from mm2ctl.connect_client import build_connect_client
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.core.polling import poll_until
 from mm2ctl.lab import lab
 

@@ -52,9 +52,9 @@ from typing import Any
 from bench_lab import loadavg, open_lab, print_figures, say, stock_command
 from confluent_kafka import Producer
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import TP, KafkaAdmin
-from mm2ctl.core.codecs import decode_offset_sync
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import TP, KafkaAdmin
+from mm2ctl.core.kafka.codecs import decode_offset_sync
 from mm2ctl.core.polling import poll_until
 from mm2ctl.lab import lab
 from mm2ctl.plans.serialize import load_plan
@@ -247,7 +247,7 @@ def stop_connectors(url: str, names: list[str]) -> None:
 
 def prepare(
     info: lab.LabInfo, spec: LoadSpec, checkpoint_wait_s: float, *, live: bool = False
-) -> tuple[lab.Flow, dict[str, Any]]:
+) -> tuple[lab.LabFlow, dict[str, Any]]:
     """Create the flow and its topics, fill them, commit the groups; wait for MM2; stop it (unless ``live``);
     clean the target."""
     figures: dict[str, Any] = {}
@@ -393,12 +393,12 @@ def read_csv(path: Path) -> Offsets:
     return out
 
 
-def plan_args(flow: lab.Flow, spec: LoadSpec) -> list[str]:
+def plan_args(flow: lab.LabFlow, spec: LoadSpec) -> list[str]:
     pair = f"{flow.source_alias}->{flow.target_alias}"
     return ["plan", "failover", "--mm2-config", flow.mm2_config, "--pair", pair, "--groups", f"iso-{spec.name}-g.*"]
 
 
-def measure_conservative(flow: lab.Flow, spec: LoadSpec, work: Path) -> dict[str, Any]:
+def measure_conservative(flow: lab.LabFlow, spec: LoadSpec, work: Path) -> dict[str, Any]:
     """``plan failover --source-unavailable`` (plan only), timed once."""
     log = work / "mm2ctl.log"
     seconds = mm2ctl(
@@ -437,7 +437,7 @@ def resume_connectors(url: str, names: list[str]) -> None:
 
 def measure_mm2ctl_run(
     info: lab.LabInfo,
-    flow: lab.Flow,
+    flow: lab.LabFlow,
     spec: LoadSpec,
     work: Path,
     run: int,
@@ -662,7 +662,7 @@ def main(argv: list[str] | None = None) -> int:
     alt_runs: list[dict[str, Any]] = []
     stock_times: list[float] = []
     stock_bad = stock_checked = 0
-    flow: lab.Flow | None = None
+    flow: lab.LabFlow | None = None
     try:
         info, started_lab = open_lab(args)
         figures["kafka_version"] = info.kafka_version

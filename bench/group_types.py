@@ -1,4 +1,4 @@
-"""What seeing every group type costs: ``core.group_admin`` (the Java AdminClient on a JVM of its own per batch of
+"""What seeing every group type costs: ``core.kafka.group_admin`` (the Java AdminClient on a JVM of its own per batch of
 calls) beside librdkafka's listing, which sees only classic and consumer groups.
 
 Run it as ``.venv/bin/python bench/group_types.py [--reuse-lab DIR | --lab-dir DIR] [--share-groups N]
@@ -24,9 +24,9 @@ from typing import Any
 
 from bench_lab import loadavg, open_lab, print_figures, say
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.group_admin import GroupAdmin
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.core.kafka.group_admin import GroupAdmin
 from mm2ctl.lab import lab
 from mm2ctl.lab.share_consumer import accept_prefix, read_from_earliest
 

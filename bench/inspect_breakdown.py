@@ -88,7 +88,7 @@ ADMIN = re.compile(r": reading admin state$")
 READ = re.compile(r": reading .+ with Spark$")
 HEALTH = re.compile(r"^replication health$")
 WRITE = re.compile(r"^(writing the rows|wrote )")
-#: A first run that makes Spark's class archive saves it before its last line (``inspector.class_archive``).
+#: A first run that makes Spark's class archive saves it before its last line (``inspector.spark.class_archive``).
 ARCHIVE = re.compile(r"^saving Spark's classes")
 INSPECTED = re.compile(r"^(\d+) group partition\(s\) inspected")
 #: Task counts the progress reporter prints while the classifying job runs: not a phase boundary.

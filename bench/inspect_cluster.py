@@ -37,9 +37,9 @@ from typing import Any
 from bench_lab import loadavg, open_lab, print_figures, say
 from inspect_scale import LOAD_FILE, MM2_FILE, PAIR, LoadSpec, load, write_mm2_properties
 
-from mm2ctl.core.config import load_mm2_config
+from mm2ctl.core.config.mm2_config import load_mm2_config
 from mm2ctl.inspector import job
-from mm2ctl.inspector.spark_packages import submit_arguments
+from mm2ctl.inspector.spark.packages import submit_arguments
 from mm2ctl.lab import lab
 from mm2ctl.lab import spark_cluster as cluster_core
 

@@ -26,8 +26,8 @@ from typing import Any
 from bench_lab import loadavg, open_lab, print_figures, say
 from confluent_kafka import Consumer, TopicPartition
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.lab import lab
 
 _RESOLVE = re.compile(r"resolution report :: resolve (\d+)ms :: artifacts dl (\d+)ms")

@@ -28,13 +28,13 @@ from typing import Any
 from bench_lab import CommitTrickle, loadavg, say
 from confluent_kafka import Producer
 
-from mm2ctl.core.codecs import encode_offset_sync_key, encode_offset_sync_value
-from mm2ctl.core.config import MM2Config, load_mm2_config
-from mm2ctl.inspector import changed_groups
+from mm2ctl.core.config.mm2_config import MM2Config, load_mm2_config
+from mm2ctl.core.kafka.codecs import encode_offset_sync_key, encode_offset_sync_value
 from mm2ctl.inspector.exporter import Exporter
 from mm2ctl.inspector.inspection import Inspector
+from mm2ctl.inspector.kept import changed_groups
 from mm2ctl.inspector.opening import SparkPlace, open_inspection
-from mm2ctl.inspector.prometheus_output import InspectionCollector
+from mm2ctl.inspector.output.prometheus import InspectionCollector
 from mm2ctl.inspector.selection import InspectOptions, Selection
 
 

@@ -59,7 +59,7 @@ from inspect_scale import (
     write_mm2_properties,
 )
 
-from mm2ctl.core.config import load_mm2_config
+from mm2ctl.core.config.mm2_config import load_mm2_config
 from mm2ctl.lab import lab
 from mm2ctl.lab.lab import LabInfo
 

@@ -29,8 +29,8 @@ import requests
 from bench_lab import say
 from confluent_kafka import Producer
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.lab import lab
 from mm2ctl.lab.lab import LabInfo
 from mm2ctl.plans.kafka_records import read_sync_histories

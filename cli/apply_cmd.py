@@ -31,7 +31,7 @@ from mm2ctl.cli.options import (
     Secrets,
     SetupOptions,
 )
-from mm2ctl.cli.progress import terminal_progress
+from mm2ctl.cli.progress_bar import terminal_progress
 from mm2ctl.cli.render import (
     apply_line,
     dry_run_lines,
@@ -40,9 +40,9 @@ from mm2ctl.cli.render import (
     rollback_lines,
     run_fields,
 )
+from mm2ctl.core.config.properties import load_properties
 from mm2ctl.core.errors import ApprovalRequiredError, ConfigError
 from mm2ctl.core.exit_codes import ExitCode
-from mm2ctl.core.properties import load_properties
 from mm2ctl.plans.document import Plan
 from mm2ctl.plans.live_state import LiveState
 from mm2ctl.plans.serialize import dump_plan_json, load_plan, load_plan_document

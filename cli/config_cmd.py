@@ -44,7 +44,7 @@ def show(
 ) -> None:
     """Print each flow, its topic names (offset syncs, checkpoints, heartbeats, the remote-topic rule) and
     settings, and where each value came from. Secrets are masked."""
-    from mm2ctl.core.config_report import describe_setup
+    from mm2ctl.core.config.describe import describe_setup
 
     c = ConnectOptions.of(None, connect_user, connect_password, connect_ca, connect_cert, connect_key)
     report = describe_setup(SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).resolve(c))
@@ -70,7 +70,7 @@ def diff(
     """Report every difference between an MM2 file (properties or KafkaMirrorMaker2) and the MM2 connectors
     running on Connect: flows and aliases, policy and separator, offset-syncs location, filters, settings,
     and each cluster's address and security protocol (not credentials). Exit 18 when they differ."""
-    from mm2ctl.core.config_report import diff_setups
+    from mm2ctl.core.config.describe import diff_setups
 
     if mm2_config is None:
         raise ConfigError("config diff compares a file with live connectors: give --mm2-config FILE")

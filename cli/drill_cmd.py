@@ -33,7 +33,7 @@ from mm2ctl.cli.options import (
     mm2_config_option,
     pair_option,
 )
-from mm2ctl.cli.progress import terminal_progress
+from mm2ctl.cli.progress_bar import terminal_progress
 from mm2ctl.cli.render import drill_table, result_json
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.exit_codes import ExitCode, meaning_of
@@ -189,7 +189,7 @@ def _group_types_drill(lab_dir: Path, workdir: Path | None, *, as_json: bool, qu
 def _properties_file(setup: SetupOptions) -> Iterator[str]:
     """The drill reads (and edits a copy of) an MM2 properties file: a properties file as given, any other
     setup resolved into a private one that lives as long as the drill."""
-    from mm2ctl.core.config_source import is_resource, write_properties_file
+    from mm2ctl.core.config.sources import is_resource, write_properties_file
 
     config = setup.resolve()  # errors in any setup show here, before the drill starts
     if setup.mm2_config is not None and setup.policy_naming is None and not is_resource(setup.mm2_config):

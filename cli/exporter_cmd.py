@@ -123,8 +123,8 @@ def _serve(
 ) -> None:
     """Inspect every ``interval`` and serve the metrics until ``stopping`` is set or the loop dies."""
     from mm2ctl.inspector.exporter import Exporter, MetricsServer, metrics_app
-    from mm2ctl.inspector.prometheus_output import InspectionCollector
-    from mm2ctl.inspector.remote_session import build_remote_session
+    from mm2ctl.inspector.output.prometheus import InspectionCollector
+    from mm2ctl.inspector.spark.remote import build_remote_session
 
     collector = InspectionCollector()
     reconnect = None

@@ -47,9 +47,9 @@ from mm2ctl.core.progress import Progress
 from mm2ctl.inspector.selection import DEFAULT_LAG_THRESHOLD
 
 if TYPE_CHECKING:
-    from mm2ctl.core.config import MM2Config as MM2Setup
+    from mm2ctl.core.config.mm2_config import MM2Config as MM2Setup
     from mm2ctl.inspector.inspection import Inspector
-    from mm2ctl.inspector.result import InspectionResult
+    from mm2ctl.inspector.output.inspection_result import InspectionResult
 
 
 class Format(StrEnum):
@@ -131,7 +131,7 @@ def inspect(
     Exit code 0 when every row is ok, 10 when any row is a problem (see README "Exit codes").
     """
     from mm2ctl.cli import run_log
-    from mm2ctl.cli.progress import terminal_progress
+    from mm2ctl.cli.progress_bar import terminal_progress
     from mm2ctl.inspector.inspection import InspectOptions
     from mm2ctl.inspector.opening import SparkPlace, open_inspection
     from mm2ctl.inspector.selection import Selection
@@ -210,11 +210,11 @@ def _write(
     lag_threshold: int,
 ) -> None:
     """The result in ``fmt``, to ``output`` or stdout."""
-    from mm2ctl.inspector.report import write_csv, write_json_lines, write_parquet
+    from mm2ctl.inspector.output.row_files import write_csv, write_json_lines, write_parquet
 
     if fmt is Format.prometheus:
-        from mm2ctl.inspector.health_metrics import inspection_metrics
-        from mm2ctl.inspector.prometheus_output import InspectionCollector, write_textfile
+        from mm2ctl.inspector.output.health_metrics import inspection_metrics
+        from mm2ctl.inspector.output.prometheus import InspectionCollector, write_textfile
 
         assert output is not None
         collector = InspectionCollector()
@@ -245,7 +245,7 @@ def _write(
 def _watch(inspector: Inspector, first: InspectionResult, seconds: float, *, quiet: bool, lag_threshold: int) -> None:
     """Print the table of ``first``, then inspect every ``seconds`` in the same session until Ctrl-C (the
     inspection's opener closes the inspector)."""
-    from mm2ctl.cli.progress import terminal_progress
+    from mm2ctl.cli.progress_bar import terminal_progress
 
     result = first
     try:

@@ -11,10 +11,10 @@ from pathlib import Path
 import typer
 
 from mm2ctl.cli.options import JsonOutput
-from mm2ctl.cli.progress import terminal_progress
+from mm2ctl.cli.progress_bar import terminal_progress
 from mm2ctl.cli.render import lab_status_json, lab_status_lines, lab_up_lines, result_json
 from mm2ctl.core.exit_codes import ExitCode
-from mm2ctl.lab.versions import DEFAULT_KAFKA_VERSION, RELEASES
+from mm2ctl.lab.releases import DEFAULT_KAFKA_VERSION, RELEASES
 
 lab_app = typer.Typer(
     help=(
@@ -101,8 +101,8 @@ def jars(
     """Resolve the pinned jars into the cache now (CI and offline preparation): the lab's Kafka jars and the
     Java Kafka client of share and streams groups (compiled with it) with mvn, Spark's Kafka source with Spark's
     own package resolution."""
-    from mm2ctl.core.group_admin import group_admin_classpath
-    from mm2ctl.inspector.spark_packages import PACKAGES, installed_build, resolve_kafka_source, with_kafka_source
+    from mm2ctl.core.kafka.group_admin import group_admin_classpath
+    from mm2ctl.inspector.spark.packages import PACKAGES, installed_build, resolve_kafka_source, with_kafka_source
     from mm2ctl.lab.jars import kafka_jars
 
     for version in kafka_version or sorted(RELEASES, reverse=True):

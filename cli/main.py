@@ -35,7 +35,7 @@ from mm2ctl.cli.render import result_json
 from mm2ctl.cli.report_cmd import report
 from mm2ctl.core.errors import Mm2ctlError
 from mm2ctl.core.exit_codes import ExitCode
-from mm2ctl.core.redaction import redact_text
+from mm2ctl.core.security.redaction import redact_text
 
 #: The program's name in usage lines and for shell completion, however it was started.
 PROG_NAME = "mm2ctl"

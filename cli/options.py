@@ -8,9 +8,9 @@ values into one typed object.
 The MM2 setup is given one of three ways (``--mm2-config`` a properties file or a KafkaMirrorMaker2 resource,
 with ``--secrets``; or ``--from-connect URL``), plus ``--policy-naming`` for a custom replication policy.
 ``SetupOptions.of(...)`` gathers them and resolves them through the one core function,
-``core.config_source.resolve_config``; every command that takes ``--mm2-config`` takes all four.
+``core.config.sources.resolve_config``; every command that takes ``--mm2-config`` takes all four.
 
-``--pair`` runs ``core.flows.parse_flow`` as a click callback: a malformed flow is a ``ConfigError``
+``--pair`` runs ``core.config.flows.parse_flow`` as a click callback: a malformed flow is a ``ConfigError``
 (exit 3) while the options are parsed, before the command reads a file or reaches a cluster.
 
 Secrets (``--connect-password`` / ``MM2CTL_CONNECT_PASSWORD``) go straight into the client factory and are
@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from mm2ctl.core.config_source import ConfigSource
+from mm2ctl.core.config.flows import parse_flow
+from mm2ctl.core.config.sources import ConfigSource
 from mm2ctl.core.errors import ConfigError
-from mm2ctl.core.flows import parse_flow
 from mm2ctl.core.patterns import WHOLE_NAME_RULE
 
 if TYPE_CHECKING:
     from mm2ctl.connect_client import ConnectClient
-    from mm2ctl.core.config import MM2Config as ResolvedMM2Config
+    from mm2ctl.core.config.mm2_config import MM2Config as ResolvedMM2Config
     from mm2ctl.plans.live_state import LiveState
 
 #: Read by typer itself; the same name the Connect client factory documents for URLs.
@@ -192,7 +192,7 @@ SparkCheckpoints = Annotated[
         "Repeatable.",
     ),
 ]
-#: The form of a Spark query's translated position (``plans.planners.spark_queries``).
+#: The form of a Spark query's translated position (``plans.planners.failover.spark_queries``).
 SparkForm = Annotated[
     str,
     typer.Option(
@@ -346,10 +346,10 @@ class SetupOptions:
         )
 
     def resolve(self, connect: ConnectOptions | None = None, source: ConfigSource | None = None) -> ResolvedMM2Config:
-        """The resolved setup, through ``core.config_source.resolve_config`` (``source`` overrides these
+        """The resolved setup, through ``core.config.sources.resolve_config`` (``source`` overrides these
         options: the setup a plan recorded). ``connect`` gives ``--from-connect`` its auth."""
         from mm2ctl.connect_client.factory import connector_config_reader
-        from mm2ctl.core.config_source import resolve_config
+        from mm2ctl.core.config.sources import resolve_config
 
         c = connect or ConnectOptions(())
         reader = connector_config_reader(

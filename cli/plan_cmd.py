@@ -35,17 +35,17 @@ from mm2ctl.cli.options import (
     SparkOutput,
     Topics,
 )
-from mm2ctl.cli.progress import terminal_progress
+from mm2ctl.cli.progress_bar import terminal_progress
 from mm2ctl.cli.render import failover_rows, failover_rows_json, render_plan, spark_queries_json, spark_queries_table
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.exit_codes import ExitCode
-from mm2ctl.core.positions import Fallback
+from mm2ctl.core.translation.positions import Fallback
 from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.planners import (
     Action,
     Method,
+    PartitionSelection,
     PlanBuilder,
-    Selection,
     parse_roles,
     plan_connectors,
     plan_reset_connector_offsets,
@@ -191,7 +191,7 @@ def plan_reset_offsets_cmd(
     if preset not in (None, "resume-at-target"):
         raise ConfigError(f"--preset {preset!r}: the only preset is resume-at-target")
     roles = parse_roles(role)
-    selection = Selection(topics=tuple(topic), partitions=tuple(partition), positions=_positions(position))
+    selection = PartitionSelection(topics=tuple(topic), partitions=tuple(partition), positions=_positions(position))
     c = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
     b = PlanBuilder(
         SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).live_state(c),
@@ -319,8 +319,8 @@ def plan_failover_cmd(
 ) -> None:
     """Write each group's translated (and, source readable, verified) position to the target, then verify."""
     from mm2ctl.plans.failover_csv import write_failover_csv
-    from mm2ctl.plans.planners.failover import FailoverOptions, Source, plan_failover
-    from mm2ctl.plans.planners.spark_queries import SparkRequest
+    from mm2ctl.plans.planners.failover.planner import FailoverOptions, Source, plan_failover
+    from mm2ctl.plans.planners.failover.spark_queries import SparkRequest
 
     try:
         src = Source(source)
@@ -400,7 +400,7 @@ def plan_failback_cmd(
     through A->B's offset syncs read backwards (or a reverse flow B->A for records produced on B), written on A."""
     from mm2ctl.plans.failover_csv import write_failover_csv
     from mm2ctl.plans.planners.failback import FailbackOptions, plan_failback
-    from mm2ctl.plans.planners.spark_queries import SparkRequest
+    from mm2ctl.plans.planners.failover.spark_queries import SparkRequest
 
     c = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
     live = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).live_state(c)

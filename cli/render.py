@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 from mm2ctl.core.exit_codes import ExitCode, meaning_of
 
 if TYPE_CHECKING:
-    from mm2ctl.core.config_report import Difference, SetupReport
+    from mm2ctl.core.config.describe import Difference, SetupReport
     from mm2ctl.drill.failover_drill import DrillResult
-    from mm2ctl.inspector.result import InspectionResult
+    from mm2ctl.inspector.output.inspection_result import InspectionResult
     from mm2ctl.lab.lab import LabInfo, LabStatus
     from mm2ctl.plans.document import Plan
-    from mm2ctl.plans.planners.failover import FailoverReport
-    from mm2ctl.plans.planners.spark_queries import PlannedQuery
+    from mm2ctl.plans.planners.failover.planner import FailoverReport
+    from mm2ctl.plans.planners.failover.spark_queries import PlannedQuery
     from mm2ctl.remediate.engine import RunResult
 
 
@@ -230,7 +230,7 @@ def replication_summary_lines(result: InspectionResult, lag_threshold: int, *, m
     """The ``table`` format's replication section: per pair, where MM2's position came from, the replicated
     partitions per status with their lag and loss, the freshness of offset syncs and checkpoints, then the
     problem partitions."""
-    from mm2ctl.inspector.result import summarize_partitions
+    from mm2ctl.inspector.output.inspection_result import summarize_partitions
 
     lines = ["", f"replication (MM2's next offset to copy against the source; lagging above {lag_threshold} records)"]
     summary = summarize_partitions(result.partitions)

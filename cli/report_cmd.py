@@ -44,7 +44,7 @@ from mm2ctl.core.errors import ConfigError
 from mm2ctl.inspector.selection import DEFAULT_LAG_THRESHOLD, InspectOptions, Selection
 
 if TYPE_CHECKING:
-    from mm2ctl.core.config import MM2Config as ResolvedMM2Config
+    from mm2ctl.core.config.mm2_config import MM2Config as ResolvedMM2Config
     from mm2ctl.core.progress import Progress
     from mm2ctl.inspector.opening import SparkPlace
     from mm2ctl.report.inputs import InspectionTables
@@ -106,8 +106,8 @@ def report(
     header. Secrets in the setup are masked.
     """
     from mm2ctl import __version__
-    from mm2ctl.cli.progress import terminal_progress
-    from mm2ctl.core.config_report import describe_setup
+    from mm2ctl.cli.progress_bar import terminal_progress
+    from mm2ctl.core.config.describe import describe_setup
     from mm2ctl.report.inputs import read_saved
     from mm2ctl.report.page import render, write_report
 

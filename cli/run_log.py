@@ -1,8 +1,8 @@
 """Where this run's library output goes: the terminal with ``-v``, otherwise a log file named on failure.
 
 A command that starts a JVM in this process (``inspect`` starts Spark's driver) asks ``jvm_log`` for a
-file; everything the JVM prints goes there (``mm2ctl.inspector.jvm_log``). librdkafka's own log lines
-(``mm2ctl.core.client_log``) go to the same file, which the first of them creates when no JVM did. When the
+file; everything the JVM prints goes there (``mm2ctl.inspector.spark.jvm_log``). librdkafka's own log lines
+(``mm2ctl.core.kafka.client_log``) go to the same file, which the first of them creates when no JVM did. When the
 command then fails, ``main`` prints the file's path as one line on stderr. With ``-v`` (``--verbose``) there
 is no file: the JVM's and librdkafka's lines reach the terminal, as Python's INFO log lines do.
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from mm2ctl.core.client_log import LIBRDKAFKA_LOGGER
+from mm2ctl.core.kafka.client_log import LIBRDKAFKA_LOGGER
 from mm2ctl.remediate.journal import default_state_dir
 
 #: How many log files the logs folder keeps.

@@ -16,7 +16,7 @@ import requests
 from mm2ctl.connect_client.client import ConnectClient
 from mm2ctl.connect_client.transport import DEFAULT_TIMEOUT, RetryPolicy, Timeout
 from mm2ctl.core.errors import ConfigError
-from mm2ctl.core.redaction import display_url
+from mm2ctl.core.security.redaction import display_url
 
 #: Comma-separated worker URLs, used when no URL is given on the command line.
 CONNECT_URL_ENV = "MM2CTL_CONNECT_URL"

@@ -40,7 +40,7 @@ from mm2ctl.core.errors import (
     ConnectNotFoundError,
     ConnectTransportError,
 )
-from mm2ctl.core.redaction import display_url, redact_text
+from mm2ctl.core.security.redaction import display_url, redact_text
 
 LOGGER = logging.getLogger("mm2ctl.connect")
 

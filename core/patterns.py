@@ -28,7 +28,7 @@ def option_regex(value: str, option: str) -> re.Pattern[str]:
 
 
 @dataclass(frozen=True, slots=True)
-class NameFilter:
+class NameRegex:
     """An optional ``--groups`` or ``--topics`` regex; ``None`` selects every name."""
 
     expression: str | None = None

@@ -5,7 +5,7 @@ that can count (partitions translated, steps applied) also calls ``count(progres
 reaches only reporters that have a ``count`` method (``CountingProgress``), which the CLI's renderer has and
 draws as a bar. A plain callable hears the messages only, so passing one never costs a line per item.
 
-The core calls these and never prints; ``mm2ctl.cli.progress`` decides what a terminal, a log or ``--quiet``
+The core calls these and never prints; ``mm2ctl.cli.progress_bar`` decides what a terminal, a log or ``--quiet``
 gets.
 """
 

@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.config import PairConfig
+from mm2ctl.core.config.mm2_config import PairConfig
+from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.core.progress import Progress
 from mm2ctl.drill.result import Strategy
 from mm2ctl.plans.live_state import LiveState

@@ -21,13 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mm2ctl.connect_client import build_connect_client
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.errors import KafkaClusterError, Mm2ctlError
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.core.polling import poll_until
 from mm2ctl.core.progress import Progress, no_progress
 from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import Flow, LabInfo
+from mm2ctl.lab.lab import LabFlow, LabInfo
 
 RECORDS = 200
 DELETED = 50
@@ -35,7 +35,7 @@ DELETED = 50
 
 @dataclass(frozen=True)
 class DemoScenario:
-    flow: Flow
+    flow: LabFlow
     pair: str
     topic: str
     remote_topic: str

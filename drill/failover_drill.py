@@ -67,9 +67,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.config import load_mm2_config
+from mm2ctl.core.config.mm2_config import load_mm2_config
 from mm2ctl.core.errors import ConfigError, Mm2ctlError
+from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.core.polling import poll_until
 from mm2ctl.core.progress import Progress, no_progress
 from mm2ctl.drill import strategies, truth

@@ -12,10 +12,10 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, ShareConsumer
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.client_log import librdkafka_log
 from mm2ctl.core.errors import KafkaClusterError, LabError
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.core.kafka.client_log import librdkafka_log
 from mm2ctl.core.polling import poll_until
 from mm2ctl.drill.group_run import PARTITIONS, GroupTypesRun, Seq
 from mm2ctl.lab.share_consumer import accept_prefix, read_from_earliest

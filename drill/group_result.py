@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from mm2ctl.core.group_admin import GROUP_TYPES
+from mm2ctl.core.kafka.group_admin import GROUP_TYPES
 
 
 @dataclass(frozen=True)

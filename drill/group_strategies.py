@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mm2ctl.connect_client.models import ConnectorStatus
-from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.errors import LabError, Mm2ctlError
-from mm2ctl.core.group_admin import GROUP_TYPES
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.core.kafka.group_admin import GROUP_TYPES
 from mm2ctl.drill.group_run import PARTITIONS, GroupTypesRun
 
 _SHARE_NOTE = re.compile(

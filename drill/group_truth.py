@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mm2ctl.core.group_admin import GROUP_TYPES
+from mm2ctl.core.kafka.group_admin import GROUP_TYPES
 from mm2ctl.drill.group_result import GroupTypeRow
 from mm2ctl.drill.group_run import PARTITIONS, GroupTypesRun, Seq
 from mm2ctl.drill.group_strategies import Planned

@@ -6,7 +6,7 @@ Facts the drill relies on (Kafka 4.3.1, MirrorMaker 2 of the same release):
 
 - MM2's checkpoint connector lists only classic and consumer groups: with ``sync.group.offsets.enabled`` it
   writes their translated offsets to the target while the target group has no members. Share and streams
-  groups it never checkpoints nor syncs (``core.group_admin``).
+  groups it never checkpoints nor syncs (``core.kafka.group_admin``).
 - A share consumer joining a share group that has no start offset on the target starts at the log end
   (``share.auto.offset.reset`` defaults to ``latest``): whatever the group had not acknowledged is skipped.
 - A Kafka Streams application whose group has no committed offsets starts at the earliest offset (Streams'
@@ -59,9 +59,9 @@ import time
 import uuid
 from pathlib import Path
 
-from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.errors import LabError, Mm2ctlError
-from mm2ctl.core.group_admin import GROUP_TYPES
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.core.kafka.group_admin import GROUP_TYPES
 from mm2ctl.core.progress import Progress, no_progress
 from mm2ctl.drill.group_load import produce, resume_all, source_state, wait_copied
 from mm2ctl.drill.group_result import GroupTypeRow, GroupTypesDrill

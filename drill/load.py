@@ -24,10 +24,10 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.client_log import librdkafka_log
 from mm2ctl.core.errors import KafkaClusterError
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.core.kafka.client_log import librdkafka_log
 from mm2ctl.core.progress import Progress
 from mm2ctl.drill.context import DrillContext, DrillOptions
 

@@ -19,23 +19,23 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mm2ctl.core.admin import TP, KafkaAdmin
 from mm2ctl.core.errors import KafkaClusterError
+from mm2ctl.core.kafka.admin import TP, KafkaAdmin
 from mm2ctl.core.polling import poll_until
-from mm2ctl.core.positions import Fallback
 from mm2ctl.core.progress import Progress
+from mm2ctl.core.translation.positions import Fallback
 from mm2ctl.drill.context import DrillContext
 from mm2ctl.drill.load import consume_part_and_commit
 from mm2ctl.drill.result import Strategy
 from mm2ctl.drill.sync_truncation import truncate_partition_syncs
-from mm2ctl.inspector.mm2_position import read_position
+from mm2ctl.inspector.reads.mm2_position import read_position
 from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.live_state import LiveState, open_live_state
-from mm2ctl.plans.planners.context import PlanBuilder
+from mm2ctl.plans.planners.builder import PlanBuilder
 from mm2ctl.plans.planners.failback import FailbackOptions, plan_failback
-from mm2ctl.plans.planners.failover import FailoverOptions, FailoverReport, Source, plan_failover
-from mm2ctl.plans.planners.failover_reads import read_checkpoints
-from mm2ctl.plans.planners.mm2_connectors import ALL_ROLES, find_pair_connectors
+from mm2ctl.plans.planners.failover.cluster_reads import read_checkpoints
+from mm2ctl.plans.planners.failover.planner import FailoverOptions, FailoverReport, Source, plan_failover
+from mm2ctl.plans.planners.find_connectors import ALL_ROLES, find_pair_connectors
 from mm2ctl.plans.serialize import write_plan_file
 from mm2ctl.remediate import engine
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import time
 
-from mm2ctl.core import records
-from mm2ctl.core.codecs import RecordDecodeError, decode_offset_sync_key
-from mm2ctl.core.config import PairConfig
+from mm2ctl.core.config.mm2_config import PairConfig
 from mm2ctl.core.errors import KafkaClusterError
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.codecs import RecordDecodeError, decode_offset_sync_key
 from mm2ctl.plans.live_state import LiveState
 
 _POLICY = "cleanup.policy"

@@ -8,8 +8,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 
-from mm2ctl.core import records
-from mm2ctl.core.translation import Sync
+from mm2ctl.core.kafka import records
+from mm2ctl.core.translation.rule import Sync
 from mm2ctl.drill.context import DrillContext
 from mm2ctl.drill.load import ABORTED, is_aborted_record, resume_and_read
 from mm2ctl.drill.result import LABELS, ON_SOURCE, PartitionOutcome, Strategy, StrategyOutcome

@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.config import MM2Config, PairConfig
-from mm2ctl.inspector.cluster_state import ClusterState
-from mm2ctl.inspector.internal_topics import TopicSnapshot
+from mm2ctl.core.config.mm2_config import MM2Config, PairConfig
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.inspector.reads.internal_topics import TopicSnapshot
+from mm2ctl.inspector.reads.run_reads import ClusterState
 
 #: The driver heap a live session starts from, and what each kept or cached item adds to it.
 BASE_HEAP_MIB = 512

@@ -3,9 +3,10 @@ reading records on both clusters, so the report's replay and skip counts are tru
 
 The Spark job gives every row the rule's answer (docs/design.md, "Translation"): exact where a sync sits at the
 committed offset, otherwise ``downstream + 1`` of the sync below it, which replays up to a sync interval, or nothing
-where no sync lies at or below it. For those rows this module asks ``core.positions`` what ``plan failover`` asks, on
-the driver, a source partition at a time (each partition's records are read ahead once for all its groups): the position
-proven by content, or found by timestamp. Only those rows are read; the rest keep the rule's exact answer.
+where no sync lies at or below it. For those rows this module asks ``core.translation.positions`` what ``plan
+failover`` asks, on the driver, a source partition at a time (each partition's records are read ahead once for all its
+groups): the position proven by content, or found by timestamp. Only those rows are read; the rest keep the rule's
+exact answer.
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from mm2ctl.core.admin import TP, KafkaAdmin
-from mm2ctl.core.config import MM2Config, PairConfig
-from mm2ctl.core.positions import Fallback, Sides, locate
+from mm2ctl.core.config.mm2_config import MM2Config, PairConfig
+from mm2ctl.core.kafka.admin import TP, KafkaAdmin
+from mm2ctl.core.kafka.records import PartitionReader
 from mm2ctl.core.progress import Progress, count, no_progress
-from mm2ctl.core.record_sources import KafkaRecords, OffsetsForTimes
-from mm2ctl.core.records import PartitionReader
-from mm2ctl.core.translation import Bounds, Sync
-from mm2ctl.inspector.admin_state import PairState
+from mm2ctl.core.translation.positions import Fallback, Sides, locate
+from mm2ctl.core.translation.record_sources import KafkaRecords, OffsetsForTimes
+from mm2ctl.core.translation.rule import Bounds, Sync
+from mm2ctl.inspector.reads.pair_admin import PairState
 
 #: The phase ``exact_positions`` counts: source partitions whose records were read.
 EXACT_PHASE = "partitions read (--exact)"
@@ -69,7 +70,7 @@ def exact_positions(
     *,
     progress: Progress = no_progress,
 ) -> list[ExactPosition]:
-    """The exact (or timestamp) position of each row that ``core.positions.locate`` can find."""
+    """The exact (or timestamp) position of each row that ``core.translation.positions.locate`` can find."""
     source_bounds = _bounds(state.source_partitions, "topic")
     target_bounds = _bounds(state.target_partitions, "topic")
     remote = _remote_topics(state.source_partitions)

@@ -27,11 +27,11 @@ from prometheus_client import make_wsgi_app
 from pyspark.sql import SparkSession
 
 from mm2ctl.core.errors import ConfigError
-from mm2ctl.core.redaction import redact_text
-from mm2ctl.inspector.health_metrics import inspection_metrics
+from mm2ctl.core.security.redaction import redact_text
 from mm2ctl.inspector.inspection import Inspector
-from mm2ctl.inspector.prometheus_output import InspectionCollector, registry_of
-from mm2ctl.inspector.session import cancel_jobs
+from mm2ctl.inspector.output.health_metrics import inspection_metrics
+from mm2ctl.inspector.output.prometheus import InspectionCollector, registry_of
+from mm2ctl.inspector.spark.session import cancel_jobs
 
 log = logging.getLogger("mm2ctl.exporter")
 
@@ -174,11 +174,11 @@ def metrics_app(collector: InspectionCollector, alive: Callable[[], bool]) -> Ws
     return app
 
 
-class _Server(ThreadingMixIn, WSGIServer):
+class _MetricsServer(ThreadingMixIn, WSGIServer):
     daemon_threads = True
 
 
-class _Server6(_Server):
+class _MetricsServer6(_MetricsServer):
     address_family = socket.AF_INET6
 
 
@@ -191,7 +191,7 @@ class MetricsServer:
     """An HTTP server for ``metrics_app`` on its own threads."""
 
     def __init__(self, listen: Listen, app: WsgiApp) -> None:
-        server_class = _Server6 if ":" in listen.host else _Server
+        server_class = _MetricsServer6 if ":" in listen.host else _MetricsServer
         try:
             self._server = make_server(listen.host, listen.port, app, server_class, _QuietHandler)
         except OSError as exc:

@@ -6,13 +6,14 @@ flows exist, the clusters answer; the ``--groups`` and ``--topics`` regexes were
 the caller calls ``run`` once, or again and again in one live session. Each run:
 
 1. reads the admin state, MM2's position and a snapshot of each internal topic's offsets on the driver
-   (``inspector.cluster_state``; the first run's was read while Spark started);
-2. reads each internal topic once, up to its snapshot, into what the run needs (``inspector.pair_topics``);
+   (``inspector.reads.run_reads``; the first run's was read while Spark started);
+2. reads each internal topic once, up to its snapshot, into what the run needs (``inspector.kept.pair_topics``);
    a live session reads only what is past the previous run's snapshot;
-3. translates and classifies every group partition (``inspector.translation``, ``inspector.classify``), the
-   rows cached (a live session keeps them, and classifies again only the groups that changed:
-   ``inspector.kept_rows``); and runs one final aggregation of them (``inspector.summary``) and the
-   replicated-partition rows (``inspector.replication_health``), whose values come back as an ``InspectionResult``.
+3. translates and classifies every group partition (``inspector.transforms.translated_offsets``,
+   ``inspector.transforms.classify``), the rows cached (a live session keeps them, and classifies again only
+   the groups that changed: ``inspector.kept.kept_rows``); and runs one final aggregation of them
+   (``inspector.transforms.summary``) and the replicated-partition rows (``inspector.transforms.replication_health``),
+   whose values come back as an ``InspectionResult``.
 
 ``InspectionResult.close`` releases the run's rows; ``Inspector.close`` what the session kept.
 """
@@ -31,31 +32,33 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from mm2ctl.connect_client import ConnectClient
-from mm2ctl.core.config import MM2Config, PairConfig
-from mm2ctl.core.flow_conditions import FlowCondition
+from mm2ctl.core.config.flow_conditions import FlowCondition
+from mm2ctl.core.config.mm2_config import MM2Config, PairConfig
 from mm2ctl.core.progress import Progress, no_progress
-from mm2ctl.inspector import classify, exact, flow_states, replication_health, schemas, summary
-from mm2ctl.inspector.admin_state import reach_clusters
-from mm2ctl.inspector.changed_groups import ClassifyInputs, changed_groups, worth_merging
-from mm2ctl.inspector.cluster_state import ClusterState, PairRead, read_cluster_state, select_pairs
-from mm2ctl.inspector.frames import release
-from mm2ctl.inspector.internal_topics import TopicSnapshot, Unreadable
-from mm2ctl.inspector.kept_rows import KeptRows, group_keys
-from mm2ctl.inspector.pair_topics import Numbering, PairTopics, tasks_for
-from mm2ctl.inspector.result import ORDER, PARTITION_ORDER, InspectionResult, TopicNote, summarize
-from mm2ctl.inspector.saved_topics import SavedTopics
+from mm2ctl.inspector import exact, schemas
+from mm2ctl.inspector.kept.changed_groups import ClassifyInputs, changed_groups, worth_merging
+from mm2ctl.inspector.kept.kept_rows import KeptRows, group_keys
+from mm2ctl.inspector.kept.pair_topics import Numbering, PairTopics, tasks_for
+from mm2ctl.inspector.kept.saved_topics import SavedTopics
+from mm2ctl.inspector.output.inspection_result import ORDER, PARTITION_ORDER, InspectionResult, TopicNote, summarize
+from mm2ctl.inspector.reads import flow_notes
+from mm2ctl.inspector.reads.internal_topics import TopicSnapshot, Unreadable
+from mm2ctl.inspector.reads.pair_admin import reach_clusters
+from mm2ctl.inspector.reads.run_reads import ClusterState, PairRead, read_cluster_state, select_pairs
+from mm2ctl.inspector.reads.spark_query_rows import read_queries
+from mm2ctl.inspector.reads.typed_groups import GroupListings
 from mm2ctl.inspector.selection import InspectOptions
-from mm2ctl.inspector.spark_compat import frame_from_arrow, to_arrow
-from mm2ctl.inspector.spark_query_rows import read_queries
-from mm2ctl.inspector.task_progress import counting_tasks
-from mm2ctl.inspector.translation import translate
-from mm2ctl.inspector.typed_groups import GroupListings
+from mm2ctl.inspector.spark.compat import frame_from_arrow, to_arrow
+from mm2ctl.inspector.spark.frames import release
+from mm2ctl.inspector.spark.task_progress import counting_tasks
+from mm2ctl.inspector.transforms import classify, replication_health, summary
+from mm2ctl.inspector.transforms.translated_offsets import translate
 
-#: How long a live session keeps the flows' observed conditions (``inspector.flow_states.observe``).
+#: How long a live session keeps the flows' observed conditions (``inspector.reads.flow_notes.observe``).
 CONDITIONS_TTL_S = 900.0
 #: Group partitions per shuffle partition of a run's joins (at most four per core, at least one).
 ROWS_PER_SHUFFLE_PARTITION = 100_000
-#: The phase the final aggregation's Spark tasks are counted in (``inspector.task_progress``).
+#: The phase the final aggregation's Spark tasks are counted in (``inspector.spark.task_progress``).
 CLASSIFY_PHASE = "Spark tasks"
 
 
@@ -91,7 +94,7 @@ class SparkRows:
         return table.sort_by([(c, "ascending", "at_start") for c in ORDER])
 
     def write(self, fmt: str, path: str) -> None:
-        from mm2ctl.inspector.report import parquet_writer_options
+        from mm2ctl.inspector.output.row_files import parquet_writer_options
 
         writer = self._frame.select(*schemas.GROUP_ROWS_SCHEMA.fieldNames()).write.mode("overwrite")
         if fmt == "parquet":
@@ -227,9 +230,9 @@ class Inspector:
         notes = [
             TopicNote(pair.name, t.topic, t.cluster, t.message)
             for t in (read.syncs, read.checkpoints)
-            if isinstance(t, Unreadable) and (t.denied or not flow_states.expected_absent(pair, t.topic))
+            if isinstance(t, Unreadable) and (t.denied or not flow_notes.expected_absent(pair, t.topic))
         ]
-        notes += [TopicNote(*n) for n in flow_states.condition_notes(read.conditions)]
+        notes += [TopicNote(*n) for n in flow_notes.condition_notes(read.conditions)]
         progress(f"{pair.name}: reading {pair.offset_syncs_topic} and {pair.checkpoints_topic} with Spark")
         checkpoints = read.checkpoints if isinstance(read.checkpoints, TopicSnapshot) else None
         syncs = read.syncs if isinstance(read.syncs, TopicSnapshot) else None
@@ -289,8 +292,8 @@ class Inspector:
     def _live_rows(
         self, read: PairRead, progress: Progress, cached: list[DataFrame]
     ) -> tuple[DataFrame, list[dict[str, Any]]]:
-        """The pair's rows and figures, from what the session kept of them (``inspector.kept_rows``): only the
-        groups that changed since the last run are classified again (``inspector.changed_groups``)."""
+        """The pair's rows and figures, from what the session kept of them (``inspector.kept.kept_rows``): only the
+        groups that changed since the last run are classified again (``inspector.kept.changed_groups``)."""
         pair, topics, as_of = read.pair.name, self._kept[read.pair.name], read.state.read_at
         inputs, before = _classify_inputs(read), self._rows.get(pair)
         changed = changed_groups(before.inputs, inputs, topics.changes) if before is not None else None
@@ -367,7 +370,7 @@ class Inspector:
             fresh_checkpoint_age=classify.fresh_checkpoint_age(pair),
         )
         if not pair.emit_offset_syncs_enabled:
-            classified = flow_states.with_offset_syncs_disabled(classified)
+            classified = flow_notes.with_offset_syncs_disabled(classified)
         return replication_health.with_group_newest_checkpoint(classified)
 
     def _with_exact(
@@ -375,7 +378,7 @@ class Inspector:
     ) -> DataFrame:
         """``inspect --exact``: the rows whose translation is not exact, read on both clusters and replaced by
         their true positions (``inspector.exact``)."""
-        from mm2ctl.inspector.translation import inexact, with_exact_positions
+        from mm2ctl.inspector.transforms.translated_offsets import inexact, with_exact_positions
 
         translated = translated.cache()
         cached.append(translated)

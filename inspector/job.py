@@ -34,7 +34,7 @@ def _parse_args(argv: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one inspection and write its rows to ``--output``; the process's exit code."""
     from mm2ctl.connect_client.factory import connector_config_reader
-    from mm2ctl.core.config_source import ConfigSource, resolve_config
+    from mm2ctl.core.config.sources import ConfigSource, resolve_config
     from mm2ctl.core.errors import Mm2ctlError
     from mm2ctl.core.exit_codes import ExitCode
     from mm2ctl.inspector.opening import SparkPlace, open_inspection

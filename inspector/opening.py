@@ -26,11 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mm2ctl.connect_client import ConnectClient
-from mm2ctl.core.config import MM2Config
+from mm2ctl.core.config.mm2_config import MM2Config
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.progress import Progress, no_progress
-from mm2ctl.core.spark_queries import QuerySource
-from mm2ctl.inspector.cluster_state import ClusterState, read_cluster_state
+from mm2ctl.core.spark_checkpoints.query_sources import QuerySource
 from mm2ctl.inspector.driver_sizing import (
     driver_java_options_for,
     driver_memory_for,
@@ -38,8 +37,10 @@ from mm2ctl.inspector.driver_sizing import (
     probe,
 )
 from mm2ctl.inspector.inspection import InspectOptions, Inspector, Preflight, preflight
-from mm2ctl.inspector.remote_session import remote_url
-from mm2ctl.inspector.session import (
+from mm2ctl.inspector.reads.run_reads import ClusterState, read_cluster_state
+from mm2ctl.inspector.reads.spark_query_rows import all_local, read_queries
+from mm2ctl.inspector.spark.remote import remote_url
+from mm2ctl.inspector.spark.session import (
     DRIVER_JAVA_OPTIONS,
     DRIVER_MEMORY,
     SHUFFLE_PARTITIONS,
@@ -48,9 +49,8 @@ from mm2ctl.inspector.session import (
     submitted_shuffle_partitions,
     under_spark_submit,
 )
-from mm2ctl.inspector.spark_query_rows import all_local, read_queries
 
-#: What an inspection on a Spark Connect server leaves to the server (``inspector.remote_session``).
+#: What an inspection on a Spark Connect server leaves to the server (``inspector.spark.remote``).
 REMOTE_LIMITS = (
     "its tasks' progress and Spark's log lines are the server's, and --format parquet writes on its filesystem"
 )

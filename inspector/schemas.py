@@ -1,7 +1,7 @@
 """The explicit shapes of every frame the inspection's pure transforms take and give.
 
 The orchestrator (which reads Kafka and the admin APIs) must build its inputs with exactly these schemas;
-the transforms (``inspector.decode``, ``sync_state``, ``translation``, ``classify``) select columns by these
+the transforms (``inspector.transforms.decode``, ``sync_state``, ``translation``, ``classify``) select columns by these
 names and never infer them. Keeping them here, as ``StructType`` constants, means a test frame, the orchestrator
 and the transforms cannot drift apart silently: a renamed column fails at analysis time, not as a wrong number
 in a report.
@@ -55,7 +55,7 @@ KAFKA_RECORD_SCHEMA = StructType(
     ]
 )
 
-# --- Decoded internal records (output of inspector.decode) ---
+# --- Decoded internal records (output of inspector.transforms.decode) ---
 
 #: One row per record of ``mm2-offset-syncs.<alias>.internal``. ``topic``/``partition`` are the *source*
 #: topic-partition from the record key; the Kafka coordinates of the record itself are ``record_*``.
@@ -121,7 +121,7 @@ PARTITION_NUMBERS_SCHEMA = StructType(
     ]
 )
 
-#: Groups a live session's run classifies again (``inspector.changed_groups``).
+#: Groups a live session's run classifies again (``inspector.kept.changed_groups``).
 GROUP_KEYS_SCHEMA = StructType([_f("cluster_pair", StringType(), False), _f("group", StringType(), False)])
 
 # --- Admin state the job collects ---
@@ -180,7 +180,7 @@ TARGET_GROUP_OFFSETS_SCHEMA = StructType(
         _f("partition", IntegerType(), False),
         _f("committed_offset", LongType()),
         _f("error", StringType()),
-        _f("written_by", StringType()),  # the commit's metadata when mm2ctl wrote it (core.provenance), else null
+        _f("written_by", StringType()),  # the commit's metadata when mm2ctl wrote it (core.kafka.provenance), else null
     ]
 )
 
@@ -202,7 +202,7 @@ GROUP_STATES_SCHEMA = StructType(
 
 # --- Intermediate and output frames ---
 
-#: Columns ``inspector.translation`` appends to the group-offsets frame it is given.
+#: Columns ``inspector.transforms.translated_offsets`` appends to the group-offsets frame it is given.
 TRANSLATION_FIELDS = [
     _f("translated_offset", LongType()),
     _f("translation_method", StringType()),
@@ -304,9 +304,9 @@ CLASSIFIED_SCHEMA = StructType(
     ]
 )
 
-# --- Replication health (inspector.replication_health) ---
+# --- Replication health (inspector.transforms.replication_health) ---
 
-#: The driver's input (``inspector.replication_state``): one row per replicated source partition.
+#: The driver's input (``inspector.reads.replicated_partitions``): one row per replicated source partition.
 #: ``position_known`` is the pair's (false: no way to read MM2's position); ``mm2_next_offset`` is null for a
 #: partition MM2 stored no position for; ``error`` joins the row's failed lookups.
 REPLICATED_PARTITIONS_SCHEMA = StructType(
@@ -324,7 +324,7 @@ REPLICATED_PARTITIONS_SCHEMA = StructType(
     ]
 )
 
-#: The newest offset-sync record of each source partition that has one (``inspector.pair_topics``).
+#: The newest offset-sync record of each source partition that has one (``inspector.kept.pair_topics``).
 NEWEST_SYNCS_SCHEMA = StructType(
     [
         _f("cluster_pair", StringType(), False),

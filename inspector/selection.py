@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mm2ctl.core.patterns import NameFilter
+from mm2ctl.core.patterns import NameRegex
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,12 +18,12 @@ class Selection:
     groups: str | None = None
     topics: str | None = None
     active_only: bool = False
-    _groups: NameFilter = field(default_factory=NameFilter, init=False, repr=False, compare=False)
-    _topics: NameFilter = field(default_factory=NameFilter, init=False, repr=False, compare=False)
+    _groups: NameRegex = field(default_factory=NameRegex, init=False, repr=False, compare=False)
+    _topics: NameRegex = field(default_factory=NameRegex, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_groups", NameFilter(self.groups, "--groups"))
-        object.__setattr__(self, "_topics", NameFilter(self.topics, "--topics"))
+        object.__setattr__(self, "_groups", NameRegex(self.groups, "--groups"))
+        object.__setattr__(self, "_topics", NameRegex(self.topics, "--topics"))
 
     def group_ok(self, group: str) -> bool:
         return self._groups.matches(group)

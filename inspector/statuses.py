@@ -8,14 +8,14 @@ a row falls in one of its cases the message is Aiven's, verbatim as its document
 Definitions used below, per row
 -------------------------------
 ``c``   the source group's committed offset (``source_offset``).
-``T``   the translated offset: the one rule of ``core.translation`` (what every planner applies) over the
+``T``   the translated offset: the one rule of ``core.translation.rule`` (what every planner applies) over the
         partition's current mapping, every sync still in the offset-syncs topic that agrees with the rest
-        (``inspector.translation``): the newest sync with ``upstream <= c`` gives ``downstream`` when
+        (``inspector.transforms.translated_offsets``): the newest sync with ``upstream <= c`` gives ``downstream`` when
         ``upstream == c`` and ``downstream + 1`` otherwise. It is the best position MM2's own rule allows.
 ``J``   the offset the row is judged by: the target group's committed offset (under the *remote* topic name)
         when ``sync.group.offsets.enabled``, otherwise the latest checkpoint's downstream offset (what a
         failover through ``RemoteClusterUtils.translateOffsets`` would apply).
-``P``   MM2's copy position, when its stored position was read (``inspector.mm2_position``; else unknown):
+``P``   MM2's copy position, when its stored position was read (``inspector.reads.mm2_position``; else unknown):
         the next source offset MM2 is known to copy, the furthest of what shows it. Its stored next offset (none
         stored: the source's earliest, what MM2 copies first; never below the earliest, where MM2 resumes);
         ``u + 1`` for the partition's newest sync ``u -> d``; and ``u`` plus the records the remote
@@ -80,7 +80,7 @@ A flow that runs with ``emit.offset-syncs.enabled=false`` (KIP-1031, Kafka 3.9+)
 fault: MM2 writes no offset syncs for it, and its checkpoint connector refuses to run without them, so no
 checkpoints and no group-offset sync either. Its rows that would be ``no_offset_syncs`` or ``not_synced``, or
 ``synced`` by a target offset no translation backs, are ``offset_syncs_disabled`` (ok) instead
-(``inspector.flow_states``); ``plan failover`` translates them by timestamp, proven by content.
+(``inspector.reads.flow_notes``); ``plan failover`` translates them by timestamp, proven by content.
 
 Aiven's "other partitions synced / not synced" variants: at least one *other* partition of the same group in
 the same cluster pair (any topic) has status ``synced``.
@@ -251,7 +251,7 @@ OWN_MESSAGES: dict[Status, str] = {
 ACTIVE_GROUP_STATES = frozenset({"Stable", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"})
 
 
-# --- replicated partitions (inspector.replication_health) ---
+# --- replicated partitions (inspector.transforms.replication_health) ---
 
 
 class PartitionStatus(StrEnum):

@@ -12,7 +12,7 @@ import requests
 from mm2ctl.core.errors import LabError
 from mm2ctl.lab.logging_config import logging_properties
 from mm2ctl.lab.process import JvmSpec, free_port, is_alive, start_jvm, wait_until
-from mm2ctl.lab.versions import KafkaRelease
+from mm2ctl.lab.releases import KafkaRelease
 
 WORKER_GROUP = "mm2ctl-lab-connect"
 OFFSETS_TOPIC = "connect-offsets"

@@ -13,14 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.errors import KafkaClusterError, LabError
+from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.lab.jars import kafka_classpath
 from mm2ctl.lab.lab import LabInfo, isolated_setup
 from mm2ctl.lab.logging_config import logging_properties
 from mm2ctl.lab.mm2_setup import Mm2Setup
 from mm2ctl.lab.process import JvmSpec, is_alive, start_jvm, stop_pids, wait_until
-from mm2ctl.lab.versions import release
+from mm2ctl.lab.releases import release
 
 MAIN_CLASS = "org.apache.kafka.connect.mirror.MirrorMaker"
 

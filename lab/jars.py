@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mm2ctl.core.maven import packaged_pom, resolve_jars
-from mm2ctl.lab.versions import release
+from mm2ctl.core.java.maven import packaged_pom, resolve_jars
+from mm2ctl.lab.releases import release
 
 
 def kafka_jars(version: str) -> Path:

@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient
 
 from mm2ctl.lab.logging_config import logging_properties
 from mm2ctl.lab.process import JvmSpec, free_port, is_alive, run_java_tool, start_jvm, wait_until
-from mm2ctl.lab.versions import KafkaRelease
+from mm2ctl.lab.releases import KafkaRelease
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +23,7 @@ class BrokerSpec:
     broker_port: int
     controller_port: int
     cluster_id: str
-    #: The secured lab's OAUTHBEARER listener (``lab.security``); None for a plaintext broker.
+    #: The secured lab's OAUTHBEARER listener (``lab.secured``); None for a plaintext broker.
     oauth_port: int | None = None
 
     @property

@@ -6,7 +6,7 @@ all are RUNNING. It writes ``lab.json`` (addresses, cluster ids, pids), ``mm2.pr
 as a Strimzi KafkaMirrorMaker2 resource (``kafka-mirror-maker-2.yaml``, its Secrets in ``secrets/``) into the
 lab folder, where every process also keeps its log. ``down`` stops exactly the processes ``lab.json`` names.
 
-With ``security="sasl-ssl"`` (``lab.security``) the clusters take SASL_SSL (SCRAM-SHA-512) and OAUTHBEARER,
+With ``security="sasl-ssl"`` (``lab.secured``) the clusters take SASL_SSL (SCRAM-SHA-512) and OAUTHBEARER,
 enforce ACLs, and MM2 runs as an admin principal while ``mm2.properties`` (and ``mm2-oauth.properties``) connect
 as the least-privilege ``mm2ctl`` principal. The lab's OAuth identity provider runs as one more process.
 """
@@ -30,11 +30,11 @@ from confluent_kafka.admin import AdminClient
 from mm2ctl.core.errors import LabError
 from mm2ctl.core.progress import Progress
 from mm2ctl.lab import connect_worker, kraft
-from mm2ctl.lab import security as lab_security
+from mm2ctl.lab import secured as lab_security
 from mm2ctl.lab.jars import kafka_classpath
 from mm2ctl.lab.mm2_setup import ISOLATED_PREFIX, ROLES, Mm2Setup
 from mm2ctl.lab.process import free_port, is_alive, start_command, stop_pids, wait_until
-from mm2ctl.lab.versions import DEFAULT_KAFKA_VERSION, KafkaRelease, release
+from mm2ctl.lab.releases import DEFAULT_KAFKA_VERSION, KafkaRelease, release
 
 LAB_FILE = "lab.json"
 MM2_FILE = "mm2.properties"
@@ -72,7 +72,7 @@ class LabInfo:
     started_at: float
     boot_seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
-    #: ``none`` or ``sasl-ssl`` (``lab.security``).
+    #: ``none`` or ``sasl-ssl`` (``lab.secured``).
     security: str = "none"
     #: The same setup as ``mm2_config``, as a KafkaMirrorMaker2 resource, and the folder of its Secrets.
     resource: str = ""
@@ -495,7 +495,7 @@ def wait_for_connectors_running(url: str, names: list[str], *, timeout_s: float)
 
 
 @dataclass(frozen=True, slots=True)
-class Flow:
+class LabFlow:
     """An isolated MM2 flow on a running lab: its own aliases, connectors, internal topics and filters."""
 
     setup: Mm2Setup
@@ -564,7 +564,7 @@ def add_flow(
     roles: tuple[str, ...] = ROLES,
     source_settings: Mapping[str, str] | None = None,
     timeout_s: float = 120,
-) -> Flow:
+) -> LabFlow:
     """Create an MM2 flow of its own between the lab's two clusters and wait until it runs.
 
     ``name`` (letters and digits) makes the aliases ``<name>src`` → ``<name>dst``, so the flow's
@@ -600,7 +600,7 @@ def add_flow(
             ),
         )
         oauth = str(_write_private(folder / f"mm2-{name}-oauth.properties", oauth_setup.mm2_properties()))
-    return Flow(
+    return LabFlow(
         setup=setup,
         connectors=setup.connector_names,
         mm2_config=str(path),

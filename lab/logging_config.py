@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mm2ctl.lab.versions import KafkaRelease
+from mm2ctl.lab.releases import KafkaRelease
 
 _QUIET = (
     "org.apache.kafka.clients.consumer.internals",

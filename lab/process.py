@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mm2ctl.core.errors import LabError
-from mm2ctl.core.java import java_tool
+from mm2ctl.core.java.tools import java_tool
 from mm2ctl.core.polling import poll_until
 
 

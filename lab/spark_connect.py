@@ -7,7 +7,7 @@ the Kafka source, the client nothing but pyspark. This is how Databricks, EMR an
 server are reached; the tests and benchmarks start a real one here.
 
 The server is ``spark-submit --class org.apache.spark.sql.connect.service.SparkConnectServer``, with the
-Kafka source as ``--packages`` from mm2ctl's Ivy home (``inspector.spark_packages``). pyspark 4.x wheels ship
+Kafka source as ``--packages`` from mm2ctl's Ivy home (``inspector.spark.packages``). pyspark 4.x wheels ship
 the server's jar (``spark-connect_2.13``); for 3.5 it is a package too (``spark-connect_2.12``). Everything
 lives in one folder: the server's log and the properties file it is given, whose path on its command line
 marks the process as this server's. ``stop`` ends its process group and checks nothing of it is left.
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from mm2ctl.core.errors import LabError
 from mm2ctl.core.polling import poll_until
-from mm2ctl.inspector.spark_packages import SparkBuild, installed_build, submit_arguments
+from mm2ctl.inspector.spark.packages import SparkBuild, installed_build, submit_arguments
 from mm2ctl.lab.process import free_port, is_alive, start_command, stop_pids, tail, wait_until
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"

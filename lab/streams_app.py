@@ -23,16 +23,13 @@ from pathlib import Path
 from types import TracebackType
 
 from mm2ctl.core.errors import LabError
-from mm2ctl.core.java import program_classpath
-from mm2ctl.core.maven import packaged_pom, resolve_jars
+from mm2ctl.core.java.programs import JavaProgram, program_classpath
 from mm2ctl.lab.process import java_executable, tail
-from mm2ctl.lab.versions import release
+from mm2ctl.lab.releases import release
 
 #: The Kafka release whose kafka-streams the application runs (it needs 4.1+ for ``group.protocol=streams``).
 KAFKA_STREAMS_VERSION = "4.3.1"
 MODES = ("passthrough", "count")
-_MAIN_CLASS = "mm2ctl.lab.StreamsApp"
-_SOURCE = "StreamsApp.java"
 _READY_LINE = "RUNNING"
 
 #: Everything at INFO to stdout (the process's log file), the clients' config dumps and internals at WARN.
@@ -61,31 +58,28 @@ rootLogger.appenderRef.out.ref = OUT
 )
 
 
-def streams_jars() -> Path:
-    """The folder of kafka-streams' runtime jars (and the SLF4J binding), resolved once into the cache."""
+def streams_app() -> JavaProgram:
+    """The application as a program: kafka-streams' runtime jars with the SLF4J binding of its release."""
     group, artifact, binding_version = release(KAFKA_STREAMS_VERSION).slf4j_binding.split(":")
-    return resolve_jars(
-        packaged_pom("mm2ctl.lab", "streams-app.pom.xml"),
-        f"kafka-streams-{KAFKA_STREAMS_VERSION}",
-        {
+    return JavaProgram(
+        source="StreamsApp.java",
+        main_class="mm2ctl.lab.StreamsApp",
+        pom="streams-app.pom.xml",
+        jars_name=f"kafka-streams-{KAFKA_STREAMS_VERSION}",
+        properties={
             "kafka.version": KAFKA_STREAMS_VERSION,
             "slf4j.binding.groupId": group,
             "slf4j.binding.artifactId": artifact,
             "slf4j.binding.version": binding_version,
         },
+        cache_name="streams-app",
+        resources={"log4j2.properties": _LOG4J2},
     )
 
 
 def compiled_app() -> tuple[Path, str]:
     """(the folder holding the compiled application and its log config, the classpath to run it with)."""
-    return program_classpath(
-        "mm2ctl.lab",
-        _SOURCE,
-        streams_jars(),
-        cache_name="streams-app",
-        resources={"log4j2.properties": _LOG4J2},
-        error=LabError,
-    )
+    return program_classpath(streams_app(), error=LabError)
 
 
 class StreamsAppProcess:
@@ -171,7 +165,7 @@ def start_streams_app(
         f"-Dlog4j2.configurationFile={folder / 'log4j2.properties'}",
         "-cp",
         classpath,
-        _MAIN_CLASS,
+        streams_app().main_class,
         bootstrap,
         application_id,
         input_topic,

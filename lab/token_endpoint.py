@@ -27,7 +27,7 @@ from typing import Any
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from mm2ctl.lab.security import AUDIENCE, MM2CTL, OAUTH_CLIENT_SECRET, LabSecurity
+from mm2ctl.lab.secured import AUDIENCE, MM2CTL, OAUTH_CLIENT_SECRET, LabSecurity
 
 TOKEN_LIFETIME_S = 3600
 KEY_ID = "mm2ctl-lab"
@@ -100,7 +100,7 @@ class IdentityProvider:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: _TokenServer
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # requests carry credentials; the lab logs nothing of them
@@ -144,7 +144,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, {"access_token": token, "token_type": "Bearer", "expires_in": TOKEN_LIFETIME_S})
 
 
-class _Server(ThreadingHTTPServer):
+class _TokenServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, address: tuple[str, int], idp: IdentityProvider) -> None:
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", required=True, type=int)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     idp = IdentityProvider(LabSecurity(args.dir), issuer_of(args.port))
-    with _Server(("127.0.0.1", args.port), idp) as server:
+    with _TokenServer(("127.0.0.1", args.port), idp) as server:
         server.serve_forever()
     return 0
 

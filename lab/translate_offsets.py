@@ -14,7 +14,7 @@ checkpoints written in a transaction not committed). At the deadline it returns 
 without an error: a timeout too short for the topic gives a partial answer.
 
 The jars (connect-mirror-client, kafka-clients and slf4j-nop) resolve once into the shared cache with
-``translate-offsets.pom.xml``; the source compiles once with ``javac`` (``core.java.compiled``). The settings go
+``translate-offsets.pom.xml``; the source compiles once with ``javac`` (``core.java.tools.compiled``). The settings go
 to the JVM on stdin, so no secret reaches a command line.
 
     translate_offsets(lab.target.bootstrap, "primary", "orders-.*")
@@ -27,23 +27,24 @@ import subprocess
 from collections.abc import Mapping
 
 from mm2ctl.core.errors import LabError
-from mm2ctl.core.java import java_tool, program_classpath
-from mm2ctl.core.maven import packaged_pom, resolve_jars
+from mm2ctl.core.java.programs import JavaProgram, program_classpath
+from mm2ctl.core.java.tools import java_tool
 
 #: The connect-mirror-client release whose ``RemoteClusterUtils`` answers (the batched call needs 4.3+).
 MIRROR_CLIENT_VERSION = "4.3.1"
-_MAIN_CLASS = "mm2ctl.lab.TranslateOffsets"
-_SOURCE = "TranslateOffsets.java"
+TRANSLATE_OFFSETS = JavaProgram(
+    source="TranslateOffsets.java",
+    main_class="mm2ctl.lab.TranslateOffsets",
+    pom="translate-offsets.pom.xml",
+    jars_name=f"connect-mirror-client-{MIRROR_CLIENT_VERSION}",
+    properties={"kafka.version": MIRROR_CLIENT_VERSION},
+    cache_name="translate-offsets",
+)
 
 
 def translate_offsets_classpath() -> str:
     """The class path of ``TranslateOffsets``: its jars (resolved once) and the class compiled once per source."""
-    jars = resolve_jars(
-        packaged_pom("mm2ctl.lab", "translate-offsets.pom.xml"),
-        f"connect-mirror-client-{MIRROR_CLIENT_VERSION}",
-        {"kafka.version": MIRROR_CLIENT_VERSION},
-    )
-    return program_classpath("mm2ctl.lab", _SOURCE, jars, cache_name="translate-offsets", error=LabError)[1]
+    return program_classpath(TRANSLATE_OFFSETS, error=LabError)[1]
 
 
 def translate_offsets(
@@ -66,14 +67,14 @@ def translate_offsets(
     )
     java = java_tool("java")
     if java is None:
-        raise LabError(f"{_SOURCE} needs Java 17+: no 'java' in JAVA_HOME or on PATH")
+        raise LabError(f"{TRANSLATE_OFFSETS.source} needs Java 17+: no 'java' in JAVA_HOME or on PATH")
     argv = [
         java,
         "-XX:TieredStopAtLevel=1",
         "-Xshare:auto",
         "-cp",
         translate_offsets_classpath(),
-        _MAIN_CLASS,
+        TRANSLATE_OFFSETS.main_class,
         remote_alias,
         group_pattern,
         str(int(timeout_s * 1000)),

@@ -36,8 +36,8 @@ from mm2ctl.plans.fingerprint import (
     fingerprint_of,
 )
 from mm2ctl.plans.offsets import (
-    ConnectorOffset,
     GroupOffset,
+    PlannedConnectorOffset,
     TombstoneRecord,
 )
 from mm2ctl.plans.payloads import (
@@ -123,7 +123,6 @@ __all__ = [
     "ConnectorConfig",
     "ConnectorCreate",
     "ConnectorDelete",
-    "ConnectorOffset",
     "ConnectorOffsetsUnchanged",
     "ConnectorPause",
     "ConnectorRestart",
@@ -151,6 +150,7 @@ __all__ = [
     "Payload",
     "Plan",
     "PlanKind",
+    "PlannedConnectorOffset",
     "Precondition",
     "SecretSource",
     "Step",

@@ -2,7 +2,7 @@
 
 A plan that stops, deletes or rewrites connectors is only valid for the worker whose state it read, so it
 records which one, by the Kafka cluster id the worker reports, and apply refuses another. The URLs are
-recorded for the operator and never carry credentials (:func:`mm2ctl.core.redaction.strip_url_credentials`).
+recorded for the operator and never carry credentials (:func:`mm2ctl.core.security.redaction.strip_url_credentials`).
 """
 
 from __future__ import annotations

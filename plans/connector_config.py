@@ -2,7 +2,7 @@
 
 A plan deletes and re-creates connectors, so it must hold their configs; it must never hold their secrets.
 ``ConnectorConfig`` redacts on construction, so no code path can put a secret into a plan by forgetting to.
-Which values are secret is decided by :mod:`mm2ctl.core.redaction`. How apply refills them is chosen per
+Which values are secret is decided by :mod:`mm2ctl.core.security.redaction`. How apply refills them is chosen per
 ``connector_create`` step (``SecretSource``) and done by ``unredact_config``.
 """
 
@@ -14,7 +14,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from mm2ctl.core.errors import PlanError, PreconditionError
-from mm2ctl.core.redaction import REDACTED, redact_json
+from mm2ctl.core.security.redaction import REDACTED, redact_json
 from mm2ctl.plans.validation import check_str, set_field
 
 

@@ -15,7 +15,7 @@ Why it is shaped this way (terraform's ``internal/plans``: the plan is data):
   and raises ``PlanError``; ``plans.serialize`` prefixes the message with the file and field path.
 
 Secrets never enter a plan. Connector configs and any before/after value are passed through
-``mm2ctl.core.redaction.redact_json`` or ``ConnectorConfig``, which replace secret-looking values with
+``mm2ctl.core.security.redaction.redact_json`` or ``ConnectorConfig``, which replace secret-looking values with
 ``REDACTED``. How apply gets the real values back is decided per ``connector_create`` step by
 ``SecretSource`` (see ``mm2ctl.plans.connector_config``).
 
@@ -34,9 +34,9 @@ from enum import StrEnum
 from types import MappingProxyType
 
 import mm2ctl
-from mm2ctl.core.config_source import ConfigSource
+from mm2ctl.core.config.flows import Flow, is_cluster_alias, parse_flow
+from mm2ctl.core.config.sources import ConfigSource
 from mm2ctl.core.errors import ConfigError, PlanError, UntranslatableError
-from mm2ctl.core.flows import Flow, is_cluster_alias, parse_flow
 from mm2ctl.plans.connect_target import ConnectTarget
 from mm2ctl.plans.fingerprint import Fingerprint
 from mm2ctl.plans.payloads import OffsetSyncsBackup, OffsetSyncsTruncate, TranslateAfterCatchUp, WaitForCatchUp
@@ -52,7 +52,7 @@ SCHEMA_VERSION = 1
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SetupSource:
-    """Where the plan's MM2 setup was read from (``core.config_source.ConfigSource``): paths and a URL,
+    """Where the plan's MM2 setup was read from (``core.config.sources.ConfigSource``): paths and a URL,
     never a secret. Apply reads the setup from it again, so the clusters' credentials never travel in a plan."""
 
     mm2_config: str | None = None

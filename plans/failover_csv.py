@@ -11,7 +11,7 @@ import csv
 from pathlib import Path
 
 from mm2ctl.core.atomic_file import replaced
-from mm2ctl.plans.planners.failover import FailoverReport
+from mm2ctl.plans.planners.failover.planner import FailoverReport
 
 
 def write_failover_csv(report: FailoverReport, path: Path) -> int:

@@ -6,7 +6,7 @@ each part is hashed on its own and the plan's digest is the hash of the part dig
 digests (not just one overall hash) is what lets ``apply`` say *what* changed instead of only "stale".
 
 Canonical JSON (sorted keys, no whitespace, UTF-8, no NaN) makes the digest independent of dict order and of
-which serializer wrote the plan. Parts must already be redacted (``core.redaction.redact_json``): a digest is
+which serializer wrote the plan. Parts must already be redacted (``core.security.redaction.redact_json``): a digest is
 not the secret, but a hash of a low-entropy password is still guessable, so secrets never get hashed either.
 
 Two distinct refusals, checked in this order:

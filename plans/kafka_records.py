@@ -1,18 +1,18 @@
 """The planners' reads of a flow's offset syncs: every record of its offset-syncs topic in the order MM2 wrote them,
 and each source partition's current mapping. (Reading records by offset or time, which ``inspect --exact``
-does too, is ``core.record_sources``'.)
+does too, is ``core.translation.record_sources``'.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mm2ctl.core.admin import TP
-from mm2ctl.core.codecs import RecordDecodeError, decode_offset_sync, decode_offset_sync_key
-from mm2ctl.core.config import PairConfig
+from mm2ctl.core.config.mm2_config import PairConfig
 from mm2ctl.core.errors import PlanError
-from mm2ctl.core.records import read_partitions
-from mm2ctl.core.translation import Sync, normalize_syncs
+from mm2ctl.core.kafka.admin import TP
+from mm2ctl.core.kafka.codecs import RecordDecodeError, decode_offset_sync, decode_offset_sync_key
+from mm2ctl.core.kafka.records import read_partitions
+from mm2ctl.core.translation.rule import Sync, normalize_syncs
 from mm2ctl.plans.live_state import LiveState
 
 __all__ = [
@@ -25,7 +25,7 @@ __all__ = [
 
 def read_sync_histories(live: LiveState, flow: PairConfig) -> dict[TP, list[Sync | None]]:
     """Every record still in the flow's offset-syncs topic, per source partition, in the order MM2 wrote them
-    (``core.translation.SyncHistory``: a sync, or None for a tombstone; malformed records are skipped, and
+    (``core.translation.rule.SyncHistory``: a sync, or None for a tombstone; malformed records are skipped, and
     ``inspect`` counts them)."""
     cluster, topic = flow.offset_syncs_cluster, flow.offset_syncs_topic
     if topic not in live.admin(cluster).list_topics():

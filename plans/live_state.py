@@ -22,13 +22,13 @@ from typing import Any, NoReturn
 from urllib.parse import quote, unquote
 
 from mm2ctl.connect_client import ConnectClient, ConnectorStatus, ServerInfo, build_connect_client
-from mm2ctl.core.admin import TP, GroupDescription, GroupOffsets, KafkaAdmin, PartitionResult
-from mm2ctl.core.authorization import principal_of, raise_for
-from mm2ctl.core.config import MM2Config, load_mm2_config
-from mm2ctl.core.connect_offsets import StoredOffset, latest_offsets, live_offsets
+from mm2ctl.core.config.mm2_config import MM2Config, load_mm2_config
 from mm2ctl.core.errors import ConfigError, ConnectNotFoundError, Mm2ctlError, UnhostedGroupTypeError
-from mm2ctl.core.group_admin import UNMIRRORED_TYPES, GroupAdmin, TypedGroup
-from mm2ctl.core.redaction import redact_json
+from mm2ctl.core.kafka.admin import TP, GroupDescription, GroupOffsets, KafkaAdmin, PartitionResult
+from mm2ctl.core.kafka.connect_offsets_topic import StoredOffset, latest_offsets, live_offsets
+from mm2ctl.core.kafka.group_admin import UNMIRRORED_TYPES, GroupAdmin, TypedGroup
+from mm2ctl.core.security.authorization import principal_of, raise_for
+from mm2ctl.core.security.redaction import redact_json
 from mm2ctl.plans.fingerprint import Fingerprint, JSONable, canonical_json, fingerprint_of
 
 # ------------------------------------------------------------------------------------------- part names
@@ -67,7 +67,7 @@ def part_group_offsets(cluster: str, group: str) -> str:
 
 
 def part_share_offsets(cluster: str, group: str) -> str:
-    """A share group's start offsets (read through ``core.group_admin``)."""
+    """A share group's start offsets (read through ``core.kafka.group_admin``)."""
     return _name("share-offsets", cluster, group)
 
 
@@ -124,7 +124,7 @@ class LiveState:
         default=lambda conf, name: KafkaAdmin.connect(conf, name=name)
     )
     _admins: dict[str, KafkaAdmin] = field(default_factory=dict, repr=False)
-    #: The share and streams groups met so far, by cluster alias: ``core.group_admin`` reads and writes them
+    #: The share and streams groups met so far, by cluster alias: ``core.kafka.group_admin`` reads and writes them
     #: (librdkafka knows neither type). A group not named here is a classic or consumer group. Filled by
     #: ``typed_groups`` (a planner's listing), ``note_group_type`` (apply, from each ``GroupTarget.group_type``) and
     #: the ``share-offsets`` fingerprint parts.
@@ -146,7 +146,7 @@ class LiveState:
         return self._admins[alias]
 
     def group_admin(self, alias: str) -> GroupAdmin:
-        """The Java AdminClient's group calls on cluster ``alias`` (``core.group_admin``)."""
+        """The Java AdminClient's group calls on cluster ``alias`` (``core.kafka.group_admin``)."""
         if alias not in self._group_admins:
             self.kafka_config(alias)  # the alias check
             self._group_admins[alias] = GroupAdmin(self.mm2.client_settings(alias), alias)
@@ -358,7 +358,7 @@ class LiveState:
     ) -> dict[str, list[PartitionResult]]:
         """Write each group's offsets through its type's call: a share group's start offsets with
         ``alterShareGroupOffsets`` (which keeps no metadata), every other group's committed offsets, with their
-        ``metadata`` (``plans.provenance``), in one concurrent batch (Kafka refuses a group with members; that
+        ``metadata`` (``plans.offset_metadata``), in one concurrent batch (Kafka refuses a group with members; that
         comes back per partition as data)."""
         shares = [g for g in offsets if self.group_type(cluster, g) == "share"]
         rest = {g: o for g, o in offsets.items() if g not in shares}

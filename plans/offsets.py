@@ -17,7 +17,7 @@ from mm2ctl.plans.validation import check_b64, check_int, check_str, set_field
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ConnectorOffset:
+class PlannedConnectorOffset:
     """One entry of KIP-875's ``{"offsets": [{"partition": {...}, "offset": {...}}]}``.
 
     ``offset`` None means "reset this partition" in a PATCH body.

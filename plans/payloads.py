@@ -14,11 +14,11 @@ from typing import TypeAlias
 from mm2ctl.core.errors import PlanError
 
 # A row's method is a payload field; the planners, apply and the report import it from here too.
-from mm2ctl.core.translation_methods import EXACT_METHODS as EXACT_METHODS
-from mm2ctl.core.translation_methods import TranslationMethod as TranslationMethod
+from mm2ctl.core.translation.methods import EXACT_METHODS as EXACT_METHODS
+from mm2ctl.core.translation.methods import TranslationMethod as TranslationMethod
 from mm2ctl.plans.connector_config import ConnectorConfig, SecretSource
 from mm2ctl.plans.fingerprint import thaw_json
-from mm2ctl.plans.offsets import ConnectorOffset, GroupOffset, TombstoneRecord
+from mm2ctl.plans.offsets import GroupOffset, PlannedConnectorOffset, TombstoneRecord
 from mm2ctl.plans.validation import (
     check_bool,
     check_file_name,
@@ -85,7 +85,7 @@ class ConnectOffsetsDelete:
 class ConnectOffsetsPatch:
     """``PATCH /connectors/{c}/offsets`` with an explicit partition -> offset list (offset null = reset)."""
 
-    offsets: tuple[ConnectorOffset, ...]
+    offsets: tuple[PlannedConnectorOffset, ...]
 
     def __post_init__(self) -> None:
         freeze_tuple(self, "offsets")

@@ -3,7 +3,7 @@
 A plan that fails half-way because one ACL is missing leaves a journal to resume or roll back; a plan refused
 before it starts leaves nothing. Each step kind says here which operations on which resources its executor
 performs (and its undo, for rollback), and :func:`check_permissions` asks the brokers which of them this
-principal may do (``core.admin.KafkaAdmin.authorized_operations``). A missing one is an
+principal may do (``core.kafka.admin.KafkaAdmin.authorized_operations``). A missing one is an
 ``AuthorizationError``: one line, exit 4, nothing written. Connect REST steps need no Kafka ACL.
 
 README.md's ACL table is this module's answer per command.
@@ -13,8 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from mm2ctl.core.admin import ItemError
-from mm2ctl.core.authorization import AuthorizationError, Operation, Permission, ResourceType, is_denial, principal_of
+from mm2ctl.core.kafka.admin import ItemError
+from mm2ctl.core.security.authorization import (
+    AuthorizationError,
+    Operation,
+    Permission,
+    ResourceType,
+    is_denial,
+    principal_of,
+)
 from mm2ctl.plans.document import Plan
 from mm2ctl.plans.live_state import LiveState
 from mm2ctl.plans.payloads import (

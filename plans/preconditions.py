@@ -1,7 +1,7 @@
 """What must still hold, against live state, right before a step runs.
 
 A plan is reviewed now and applied later; a precondition is how a step says what it assumed. Apply checks
-each one immediately before its step (``mm2ctl.remediate.preconditions``) and refuses with a
+each one immediately before its step (``mm2ctl.remediate.precondition_checks``) and refuses with a
 ``PreconditionError`` instead of writing over a change it never saw. Each class carries a ``KIND`` tag (the
 ``kind`` field in a plan file); ``AllOf`` combines them.
 """
@@ -15,7 +15,7 @@ from typing import ClassVar, TypeAlias
 
 from mm2ctl.connect_client.models import ConnectorState
 from mm2ctl.core.errors import PlanError
-from mm2ctl.plans.offsets import ConnectorOffset, GroupOffset, TombstoneRecord
+from mm2ctl.plans.offsets import GroupOffset, PlannedConnectorOffset, TombstoneRecord
 from mm2ctl.plans.validation import check_int, check_str, check_unique, freeze_tuple, set_field
 
 
@@ -88,7 +88,7 @@ class ConnectorOffsetsUnchanged:
 
     KIND: ClassVar[str] = "connector_offsets_unchanged"
     connector: str
-    expected: tuple[ConnectorOffset, ...]
+    expected: tuple[PlannedConnectorOffset, ...]
 
     def __post_init__(self) -> None:
         check_str(self.connector, "connector")

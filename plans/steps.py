@@ -40,7 +40,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from mm2ctl.core.errors import PlanError
-from mm2ctl.core.redaction import redact_json
+from mm2ctl.core.security.redaction import redact_json
 from mm2ctl.plans.fingerprint import FrozenJSON, freeze_json
 from mm2ctl.plans.payloads import (
     ConnectOffsetsDelete,

@@ -28,7 +28,7 @@ from mm2ctl.plans.steps import Step, StepKind
 from mm2ctl.remediate.executors import EXECUTORS, ExecContext
 from mm2ctl.remediate.executors.base import step_connector
 from mm2ctl.remediate.journal import Journal, StepOutcome
-from mm2ctl.remediate.preconditions import step_failures
+from mm2ctl.remediate.precondition_checks import step_failures
 
 
 class StopFailed(ApplyError):

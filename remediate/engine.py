@@ -60,7 +60,7 @@ from mm2ctl.remediate.group_batches import (
 )
 from mm2ctl.remediate.journal import Journal, JournalState, new_journal_path
 from mm2ctl.remediate.lock import lock_for_plan
-from mm2ctl.remediate.preconditions import StateView, failures, require_step
+from mm2ctl.remediate.precondition_checks import StateView, failures, require_step
 
 #: The phases the engine counts its steps in (``core.progress.count``): done of the plan's steps, or of the
 #: steps a rollback undoes.

@@ -32,17 +32,17 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 
-from mm2ctl.core.admin import TP, PartitionResult
 from mm2ctl.core.errors import ApplyError, JournalError, Mm2ctlError, PreconditionError
+from mm2ctl.core.kafka.admin import TP, PartitionResult
 from mm2ctl.core.progress import count
 from mm2ctl.plans.fingerprint import JSONable
+from mm2ctl.plans.offset_metadata import READ_BACK, same_metadata, write_metadata
 from mm2ctl.plans.payloads import GroupOffsetsVerify, GroupOffsetsWrite
-from mm2ctl.plans.provenance import READ_BACK, same_metadata, write_metadata
 from mm2ctl.plans.steps import Step, StepKind
 from mm2ctl.plans.targets import GroupTarget
 from mm2ctl.remediate.executors.base import ExecContext
 from mm2ctl.remediate.journal import Journal, StepOutcome
-from mm2ctl.remediate.preconditions import StateView, advanced_by_mm2, step_failures
+from mm2ctl.remediate.precondition_checks import StateView, advanced_by_mm2, step_failures
 from mm2ctl.remediate.write_checks import WritesRefused, check_writes
 
 #: Requests in flight at once by default: enough to keep a broker's group coordinators busy, few enough

@@ -31,7 +31,7 @@ Reading: a torn *last* line (the process died mid-write) is ignored and reported
 unreadable line, a CRC mismatch, a gap in ``seq`` or an impossible transition is a ``JournalError``: a
 journal that lies about the past must not drive a rollback.
 
-Secrets never enter the journal: before/after states go through ``mm2ctl.core.redaction.redact_json`` and
+Secrets never enter the journal: before/after states go through ``mm2ctl.core.security.redaction.redact_json`` and
 error text through its ``redact_text``; the embedded plan is already redacted by the model.
 
 Where journals live: ``<state dir>/journals/<plan_id>/<UTC time>-<pid>.jsonl``; the state dir is
@@ -56,7 +56,7 @@ from pathlib import Path
 from types import TracebackType
 
 from mm2ctl.core.errors import JournalError
-from mm2ctl.core.redaction import REDACTED, redact_json, redact_text
+from mm2ctl.core.security.redaction import REDACTED, redact_json, redact_text
 from mm2ctl.plans.document import Plan, tool_version
 from mm2ctl.plans.fingerprint import JSONable, canonical_json
 from mm2ctl.plans.serialize import plan_to_json

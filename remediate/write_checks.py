@@ -21,14 +21,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from mm2ctl.core.admin import TP
 from mm2ctl.core.errors import Mm2ctlError, PreconditionError
+from mm2ctl.core.kafka.admin import TP
 from mm2ctl.plans.payloads import GroupOffsetsWrite
-from mm2ctl.plans.planners.failover_reads import read_checkpoints
+from mm2ctl.plans.planners.failover.cluster_reads import read_checkpoints
 from mm2ctl.plans.steps import Step
 from mm2ctl.plans.targets import GroupTarget
 from mm2ctl.remediate.executors.base import ExecContext
-from mm2ctl.remediate.preconditions import StateView, advanced_by_mm2, planned_offsets, step_failures
+from mm2ctl.remediate.precondition_checks import StateView, advanced_by_mm2, planned_offsets, step_failures
 
 #: (cluster, group) -> the partitions whose move ``--override-mm2-sync`` accepted.
 Accepted = Mapping[tuple[str, str], frozenset[TP]]

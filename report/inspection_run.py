@@ -14,7 +14,7 @@ import datetime as dt
 from pathlib import Path
 
 from mm2ctl.connect_client import ConnectClient
-from mm2ctl.core.config import MM2Config
+from mm2ctl.core.config.mm2_config import MM2Config
 from mm2ctl.core.progress import Progress
 from mm2ctl.inspector.opening import SparkPlace, open_inspection
 from mm2ctl.inspector.selection import InspectOptions

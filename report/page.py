@@ -5,7 +5,7 @@ fetching anything (``default-src 'none'``), so a browser would refuse a request 
 data (``report.digest`` and ``report.charts``) travels as one JSON document in a ``<script
 type="application/json">`` element; ``page.js`` draws the charts from it and builds the sortable, filterable
 tables. The header (setup, times, version) is written here as HTML, every value escaped, and the setup is
-``config show``'s summary with secrets masked (``core.config_report``), masked again on its way in.
+``config show``'s summary with secrets masked (``core.config.describe``), masked again on its way in.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any
 
 from plotly.offline import get_plotlyjs
 
-from mm2ctl.core.config_report import SetupReport
-from mm2ctl.core.redaction import redact_json, redact_text
+from mm2ctl.core.config.describe import SetupReport
+from mm2ctl.core.security.redaction import redact_json, redact_text
 from mm2ctl.report.charts import flow_charts
 from mm2ctl.report.digest import GROUP_LIMIT, ROW_LIMIT, WORST_ROWS, Digest, digest
 from mm2ctl.report.inputs import InspectionTables

@@ -14,7 +14,7 @@ def spark() -> Iterator[object]:
     Two cores and two shuffle partitions keep tiny inline frames fast; the UI is off so parallel test runs do
     not fight over ports. Imported lazily so tests that never ask for Spark do not pay for a JVM.
     """
-    from mm2ctl.inspector.session import build_session
+    from mm2ctl.inspector.spark.session import build_session
 
     # Built the way `mm2ctl inspect` builds it (Spark's Kafka source on the classpath), so the one session of
     # the test run serves the unit transforms and the integration reads of real topics alike.

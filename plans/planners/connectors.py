@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from enum import StrEnum
 
 from mm2ctl.connect_client.models import ConnectorState
+from mm2ctl.core.config.flows import parse_flow
 from mm2ctl.core.errors import PlanError
-from mm2ctl.core.flows import parse_flow
 from mm2ctl.plans.connector_config import ConnectorConfig, SecretSource
 from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.live_state import part_connector_config, part_connector_state
@@ -24,8 +24,8 @@ from mm2ctl.plans.payloads import (
     ConnectorResume,
     ConnectorStop,
 )
-from mm2ctl.plans.planners.context import PlanBuilder
-from mm2ctl.plans.planners.mm2_connectors import find_pair_connectors
+from mm2ctl.plans.planners.builder import PlanBuilder
+from mm2ctl.plans.planners.find_connectors import find_pair_connectors
 from mm2ctl.plans.preconditions import ConnectorAbsent, ConnectorStateIn
 from mm2ctl.plans.steps import Step, StepKind
 from mm2ctl.plans.targets import ConnectorTarget

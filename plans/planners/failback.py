@@ -5,7 +5,7 @@ A group's committed offset ``t`` on B, on a remote topic of A->B (``A.t`` under 
 under the identity policy), is in one of two places:
 
 - **Inside the mirrored range** (at or before the position right after the last record MM2 copied from A):
-  A->B's offset syncs read backwards (``core.translation.inverted``) map it to A, and the records prove it.
+  A->B's offset syncs read backwards (``core.translation.rule.inverted``) map it to A, and the records prove it.
   The record the group reads next on B is found on A, preceded by the one it read last, from the inverse
   rule's answer on (``verified_*``). When A's records cannot be read, the inverse rule alone answers:
   the sync with the greatest downstream ``<= t`` gives its upstream when equal, else upstream + 1, which
@@ -36,28 +36,34 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from mm2ctl.core.admin import TP
-from mm2ctl.core.config import PairConfig
+from mm2ctl.core.config.mm2_config import PairConfig
 from mm2ctl.core.errors import PlanError, PreconditionError
-from mm2ctl.core.patterns import NameFilter
-from mm2ctl.core.positions import Fallback, Sides, locate
+from mm2ctl.core.kafka.admin import TP
+from mm2ctl.core.kafka.records import PartitionReader
+from mm2ctl.core.patterns import NameRegex
 from mm2ctl.core.progress import Progress, count, no_progress
-from mm2ctl.core.record_sources import KafkaRecords, OffsetsForTimes
-from mm2ctl.core.records import PartitionReader
-from mm2ctl.core.spark_queries import query_positions, refuse_named_like_queries
-from mm2ctl.core.timestamp_lookup import by_timestamp
-from mm2ctl.core.translation import DEFAULT_WINDOW, Bounds, Sync, inverted, verified
+from mm2ctl.core.spark_checkpoints.query_sources import query_positions, refuse_named_like_queries
+from mm2ctl.core.translation.positions import Fallback, Sides, locate
+from mm2ctl.core.translation.record_sources import KafkaRecords, OffsetsForTimes
+from mm2ctl.core.translation.rule import DEFAULT_WINDOW, Bounds, Sync, inverted, verified
+from mm2ctl.core.translation.timestamp_lookup import by_timestamp
 from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.kafka_records import read_syncs, syncs_disabled_note
 from mm2ctl.plans.live_state import LiveState
 from mm2ctl.plans.payloads import TranslationMethod
-from mm2ctl.plans.planners.context import PlanBuilder
-from mm2ctl.plans.planners.failover import FailoverReport
-from mm2ctl.plans.planners.failover_checks import note_share_groups, note_untranslatable
-from mm2ctl.plans.planners.failover_reads import bounds_of, committed_positions
-from mm2ctl.plans.planners.failover_translation import FailoverRow
-from mm2ctl.plans.planners.failover_writes import needs_write, write_group_offsets
-from mm2ctl.plans.planners.spark_queries import SparkRequest, methods_note, plan_queries, read_queries, split_rows
+from mm2ctl.plans.planners.builder import PlanBuilder
+from mm2ctl.plans.planners.failover.checks import note_share_groups, note_untranslatable
+from mm2ctl.plans.planners.failover.cluster_reads import bounds_of, committed_positions
+from mm2ctl.plans.planners.failover.planner import FailoverReport
+from mm2ctl.plans.planners.failover.rows import FailoverRow
+from mm2ctl.plans.planners.failover.spark_queries import (
+    SparkRequest,
+    methods_note,
+    plan_queries,
+    read_queries,
+    split_rows,
+)
+from mm2ctl.plans.planners.failover.writes import needs_write, write_group_offsets
 
 #: The phase ``plan_failback`` counts (``core.progress.count``): partitions on B whose groups are translated.
 FAILBACK_PHASE = "partitions translated back"
@@ -153,7 +159,7 @@ def plan_failback(
     live = b.live
     flow = live.mm2.pair(opts.pair)
     a, bb = flow.source, flow.target
-    selected_groups, selected_topics = NameFilter(opts.groups, "--groups"), NameFilter(opts.topics, "--topics")
+    selected_groups, selected_topics = NameRegex(opts.groups, "--groups"), NameRegex(opts.topics, "--topics")
     b.kind = PlanKind.FAILBACK
     b.pair = opts.pair
 
@@ -252,7 +258,7 @@ def _remote_of(flow: PairConfig, remote: str) -> bool:
 
 
 def _positions_on_b(
-    b: PlanBuilder, flow: PairConfig, selected_groups: NameFilter, selected_topics: NameFilter
+    b: PlanBuilder, flow: PairConfig, selected_groups: NameRegex, selected_topics: NameRegex
 ) -> dict[str, dict[TP, int]]:
     """group -> {(remote topic on B, partition): committed offset on B}, for the remote topics of the flow."""
 

@@ -24,8 +24,8 @@ from enum import StrEnum
 from typing import Any
 
 from mm2ctl.connect_client.models import ConnectorState
+from mm2ctl.core.config.flows import parse_flow
 from mm2ctl.core.errors import PlanError
-from mm2ctl.core.flows import parse_flow
 from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.fingerprint import canonical_json
 from mm2ctl.plans.live_state import (
@@ -34,8 +34,9 @@ from mm2ctl.plans.live_state import (
     part_stored_offsets,
     part_topic_bounds,
 )
-from mm2ctl.plans.offsets import ConnectorOffset, TombstoneRecord
+from mm2ctl.plans.offsets import PlannedConnectorOffset, TombstoneRecord
 from mm2ctl.plans.payloads import ConnectOffsetsDelete, ConnectOffsetsPatch, ConnectOffsetsTombstone
+from mm2ctl.plans.planners.builder import PlanBuilder, offsets_cluster_for_worker
 from mm2ctl.plans.planners.connectors import (
     Action,
     create_step,
@@ -44,8 +45,7 @@ from mm2ctl.plans.planners.connectors import (
     observed_state,
     restore_step,
 )
-from mm2ctl.plans.planners.context import PlanBuilder, offsets_cluster_for_worker
-from mm2ctl.plans.planners.mm2_connectors import DEDICATED_NAMES, find_pair_connectors
+from mm2ctl.plans.planners.find_connectors import DEDICATED_NAMES, find_pair_connectors
 from mm2ctl.plans.preconditions import (
     AllOf,
     ConnectorAbsent,
@@ -68,7 +68,7 @@ class Method(StrEnum):
 
 
 @dataclass(frozen=True)
-class Selection:
+class PartitionSelection:
     """Which partitions of a connector to reset; empty means all. ``positions`` sets explicit ones."""
 
     topics: tuple[str, ...] = ()
@@ -122,12 +122,12 @@ def resolve_method(b: PlanBuilder, method: Method) -> Method:
     return method
 
 
-def _rest_offsets_steps(b: PlanBuilder, connector: str, selection: Selection, stopped: Precondition) -> None:
+def _rest_offsets_steps(b: PlanBuilder, connector: str, selection: PartitionSelection, stopped: Precondition) -> None:
     current = b.read(part_connector_offsets(connector))
     before = {"offsets": current}
     unchanged = ConnectorOffsetsUnchanged(
         connector=connector,
-        expected=tuple(ConnectorOffset(partition=o["partition"], offset=o["offset"]) for o in current),
+        expected=tuple(PlannedConnectorOffset(partition=o["partition"], offset=o["offset"]) for o in current),
     )
     pre = AllOf(conditions=(stopped, unchanged))
     target = ConnectorTarget(connector=connector)
@@ -145,17 +145,19 @@ def _rest_offsets_steps(b: PlanBuilder, connector: str, selection: Selection, st
             description=f"DELETE /connectors/{connector}/offsets: forget all {len(current)} source offsets",
         )
         return
-    entries: dict[str, ConnectorOffset] = {}
+    entries: dict[str, PlannedConnectorOffset] = {}
     for o in current:
         if (
             selection.matches(o["partition"])
             and (o["partition"].get("topic"), o["partition"].get("partition")) not in selection.positions
         ):
-            entries[canonical_json(o["partition"])] = ConnectorOffset(partition=o["partition"], offset=None)
+            entries[canonical_json(o["partition"])] = PlannedConnectorOffset(partition=o["partition"], offset=None)
     cluster = _source_alias_of(b, connector, current)
     for (topic, partition), position in sorted(selection.positions.items()):
         part: dict[str, Any] = {"cluster": cluster, "partition": partition, "topic": topic}
-        entries[canonical_json(part)] = ConnectorOffset(partition=part, offset=stored_offset_for_position(position))
+        entries[canonical_json(part)] = PlannedConnectorOffset(
+            partition=part, offset=stored_offset_for_position(position)
+        )
     if not entries:
         b.notes.append(f"{connector}: no stored offset matches the selection: nothing to reset")
         return
@@ -187,7 +189,7 @@ def _source_alias_of(b: PlanBuilder, connector: str, current: Sequence[Mapping[s
 
 
 def tombstone_step(
-    b: PlanBuilder, connector: str, selection: Selection, location: OffsetsLocation, guard: Precondition
+    b: PlanBuilder, connector: str, selection: PartitionSelection, location: OffsetsLocation, guard: Precondition
 ) -> bool:
     """One tombstone step for the connector's live keys that match; False when there is nothing to reset."""
     if selection.positions:
@@ -232,7 +234,7 @@ def tombstone_step(
 def reset_connector_steps(
     b: PlanBuilder,
     connectors: Sequence[str],
-    selection: Selection,
+    selection: PartitionSelection,
     method: Method,
     location: OffsetsLocation | None,
     *,
@@ -274,7 +276,7 @@ def plan_reset_connector_offsets(
     connectors: Sequence[str] = (),
     pair: str | None = None,
     roles: Sequence[str] = ("source",),
-    selection: Selection | None = None,
+    selection: PartitionSelection | None = None,
     method: Method = Method.AUTO,
     offsets_topic: str | None = None,
     offsets_cluster: str | None = None,
@@ -282,13 +284,13 @@ def plan_reset_connector_offsets(
 ) -> Plan:
     """The whole ``reset-connector-offsets`` plan, Connect-mode or dedicated MM2."""
     b.kind = PlanKind.RESET_CONNECTOR_OFFSETS
-    selection = selection or Selection()
+    selection = selection or PartitionSelection()
     if pair is not None:
         b.pair = pair
     if resume_at_target:
         if pair is None:
             raise PlanError("--preset resume-at-target needs --pair")
-        selection = Selection(positions=resume_positions(b, pair))
+        selection = PartitionSelection(positions=resume_positions(b, pair))
     if b.live.connect is None:
         if pair is None:
             raise PlanError("dedicated MM2 (no --connect-url) needs --pair")
@@ -316,7 +318,7 @@ def plan_reset_connector_offsets(
 
 
 def _plan_dedicated(
-    b: PlanBuilder, pair: str, roles: Sequence[str], selection: Selection, offsets_topic: str | None
+    b: PlanBuilder, pair: str, roles: Sequence[str], selection: PartitionSelection, offsets_topic: str | None
 ) -> Plan:
     target = parse_flow(pair).target
     flow = b.live.mm2.pair(pair)
@@ -351,8 +353,8 @@ def resume_positions(b: PlanBuilder, pair: str) -> dict[tuple[str, int], int]:
     records after u upstream, because MM2 writes a sync at every upstream gap. So the position is
     ``u + (target_end - d)``. A partition with nothing on the target starts at the source's earliest offset.
     """
-    from mm2ctl.core.codecs import RecordDecodeError, decode_offset_sync
-    from mm2ctl.core.records import read_partitions
+    from mm2ctl.core.kafka.codecs import RecordDecodeError, decode_offset_sync
+    from mm2ctl.core.kafka.records import read_partitions
 
     flow = b.live.mm2.pair(pair)
     source_admin = b.live.admin(flow.source)

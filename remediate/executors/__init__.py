@@ -11,8 +11,8 @@ from mm2ctl.remediate.executors.base import ExecContext, Executor, UndoContext
 from mm2ctl.remediate.executors.connect_offsets import RestDelete, RestPatch, Tombstones
 from mm2ctl.remediate.executors.group_offsets import VerifyGroupOffsets, WaitForCatchUpExecutor, WriteGroupOffsets
 from mm2ctl.remediate.executors.lifecycle import Create, Delete, StateChange
-from mm2ctl.remediate.executors.offset_syncs import Backup, Truncate
 from mm2ctl.remediate.executors.spark_query import WriteSparkQuery
+from mm2ctl.remediate.executors.truncation import Backup, Truncate
 
 EXECUTORS: Mapping[StepKind, Executor] = MappingProxyType(
     {

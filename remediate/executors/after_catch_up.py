@@ -2,7 +2,7 @@
 
 It runs after the catch-up wait and after the flow's connectors are stopped, so the records at every group's
 position are on the target and nothing moves them any more. Each row is translated as planning translates
-(``plans.planners.failover_translation.translate_partitions``: the log end, the offset syncs verified by content, the
+(``plans.planners.failover.rows.translate_partitions``: the log end, the offset syncs verified by content, the
 timestamp fallback), and the answers go to the journal as the step's outcome (``plans.deferred``); the group
 writes after it write those answers. A row that stays untranslatable, still lies past MM2's position, or
 would move a target offset back without the plan's ``allow_rewind`` fails the step, before any write.
@@ -11,14 +11,14 @@ would move a target offset back without the plan's ``allow_rewind`` fails the st
 from __future__ import annotations
 
 from mm2ctl.core.errors import ApplyError
-from mm2ctl.core.positions import Fallback
+from mm2ctl.core.translation.positions import Fallback
 from mm2ctl.plans.deferred import translated_json
 from mm2ctl.plans.fingerprint import JSONable
 from mm2ctl.plans.kafka_records import read_syncs, syncs_disabled_note
 from mm2ctl.plans.payloads import EXACT_METHODS, TranslateAfterCatchUp, TranslationMethod
-from mm2ctl.plans.planners.failover_mirroring import not_copied
-from mm2ctl.plans.planners.failover_reads import bounds_of, mm2_copy_positions
-from mm2ctl.plans.planners.failover_translation import FailoverRow, PartitionState, translate_partitions
+from mm2ctl.plans.planners.failover.cluster_reads import bounds_of, mm2_copy_positions
+from mm2ctl.plans.planners.failover.mirroring import not_copied
+from mm2ctl.plans.planners.failover.rows import FailoverRow, PartitionState, translate_partitions
 from mm2ctl.plans.steps import Step
 from mm2ctl.remediate.executors.base import ExecContext, ReadOnlyStep
 

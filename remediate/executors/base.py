@@ -18,7 +18,7 @@ from mm2ctl.plans.fingerprint import FrozenJSON, JSONable
 from mm2ctl.plans.live_state import LiveState
 from mm2ctl.plans.steps import Step
 from mm2ctl.plans.targets import ConnectorTarget, TopicPartitionsTarget
-from mm2ctl.remediate.preconditions import StateView
+from mm2ctl.remediate.precondition_checks import StateView
 
 
 @dataclass
@@ -40,7 +40,7 @@ class ExecContext:
     #: ``apply --override-mm2-sync``: a target offset MM2's own group-offset sync moved since planning is
     #: written over instead of refusing the apply (``remediate.write_checks``).
     override_mm2_sync: bool = False
-    #: The plan being applied or rolled back: every offset written carries it (``plans.provenance``).
+    #: The plan being applied or rolled back: every offset written carries it (``plans.offset_metadata``).
     plan_id: str = ""
 
     @property

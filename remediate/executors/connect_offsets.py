@@ -15,15 +15,15 @@ import time
 from typing import Any
 
 from mm2ctl.connect_client import ConnectorOffset as RestOffset
-from mm2ctl.core import records
 from mm2ctl.core.errors import ApplyError
+from mm2ctl.core.kafka import records
 from mm2ctl.plans.fingerprint import JSONable, canonical_json, thaw_json
 from mm2ctl.plans.offsets import TombstoneRecord
 from mm2ctl.plans.payloads import ConnectOffsetsPatch, ConnectOffsetsTombstone
 from mm2ctl.plans.preconditions import WorkerGroupHasNoMembers, iter_preconditions
 from mm2ctl.plans.steps import Step
 from mm2ctl.remediate.executors.base import ExecContext, UndoContext, as_dict, step_connector, step_topic
-from mm2ctl.remediate.preconditions import StateView, failures
+from mm2ctl.remediate.precondition_checks import StateView, failures
 
 
 def _halted(ctx: ExecContext, name: str) -> list[str]:

@@ -5,7 +5,7 @@ target sees either none or all of them. The before-state journaled at apply (eve
 group, and whether it had any) is what rollback restores: previous offsets are written back; partitions that
 had none are removed by deleting the group when it had no offsets at all before. Kafka's OffsetDelete (needed
 to remove single partitions of a group that keeps others) is not in confluent-kafka, so those partitions are
-reported by rollback instead (``plans.planners.failover.NEW_PARTITIONS_NOTE``).
+reported by rollback instead (``plans.planners.failover.planner.NEW_PARTITIONS_NOTE``).
 """
 
 from __future__ import annotations
@@ -13,17 +13,17 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from mm2ctl.core.admin import TP
 from mm2ctl.core.errors import ApplyError, KafkaClusterError
-from mm2ctl.core.record_sources import last_record_offsets
-from mm2ctl.core.translation import Bounds
+from mm2ctl.core.kafka.admin import TP
+from mm2ctl.core.translation.record_sources import last_record_offsets
+from mm2ctl.core.translation.rule import Bounds
 from mm2ctl.plans.fingerprint import JSONable
+from mm2ctl.plans.offset_metadata import ROLLBACK, parse_provenance, same_metadata, write_metadata
 from mm2ctl.plans.payloads import GroupOffsetsVerify, GroupOffsetsWrite, WaitForCatchUp
-from mm2ctl.plans.provenance import ROLLBACK, parse_provenance, same_metadata, write_metadata
 from mm2ctl.plans.steps import Step
 from mm2ctl.plans.targets import GroupTarget
 from mm2ctl.remediate.executors.base import ExecContext, ReadOnlyStep, UndoContext, as_dict
-from mm2ctl.remediate.preconditions import StateView
+from mm2ctl.remediate.precondition_checks import StateView
 
 #: The pause between two reads of MM2's position while waiting for its catch-up: one Connect request each, and
 #: MM2 commits its position every offset flush (the worker's ``offset.flush.interval.ms``), so the wait ends

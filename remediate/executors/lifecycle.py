@@ -16,7 +16,7 @@ from mm2ctl.plans.fingerprint import JSONable
 from mm2ctl.plans.payloads import ConnectorCreate, ConnectorDelete, ConnectorRestart
 from mm2ctl.plans.steps import Step, StepKind
 from mm2ctl.remediate.executors.base import ExecContext, UndoContext, as_dict, step_connector
-from mm2ctl.remediate.preconditions import StateView
+from mm2ctl.remediate.precondition_checks import StateView
 
 _TARGET_STATE = {
     StepKind.CONNECTOR_STOP: "STOPPED",

@@ -1,6 +1,6 @@
 """A Spark query's translated position written beside its checkpoint (``SparkQueryWrite``): the
 ``startingOffsets`` file(s) of a new query on the target, or a copy of the checkpoint that resumes at the
-translated offsets (``core.spark_checkpoint_write``). The original checkpoint is only read.
+translated offsets (``core.spark_checkpoints.write``). The original checkpoint is only read.
 
 The step checks the checkpoint again right before it copies (the query may have run since the precondition),
 reads its result back before it counts as done, and removes what it wrote when the read-back fails. A resumed
@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mm2ctl.core.errors import ApplyError
-from mm2ctl.core.spark_checkpoint import Positions, read_checkpoint
-from mm2ctl.core.spark_checkpoint_write import (
+from mm2ctl.core.spark_checkpoints.query_sources import checkpoint_moved, local_files
+from mm2ctl.core.spark_checkpoints.read import Positions, read_checkpoint
+from mm2ctl.core.spark_checkpoints.write import (
     json_files,
     output_paths,
     read_copy_back,
@@ -24,14 +25,13 @@ from mm2ctl.core.spark_checkpoint_write import (
     write_copy,
     write_json,
 )
-from mm2ctl.core.spark_queries import checkpoint_moved, local_files
 from mm2ctl.plans.fingerprint import JSONable
 from mm2ctl.plans.payloads import SparkQueryWrite
 from mm2ctl.plans.preconditions import SparkCheckpointAt, iter_preconditions
 from mm2ctl.plans.steps import Step
 from mm2ctl.plans.targets import SparkQueryTarget
 from mm2ctl.remediate.executors.base import ExecContext, UndoContext
-from mm2ctl.remediate.preconditions import StateView
+from mm2ctl.remediate.precondition_checks import StateView
 
 #: ``startingOffsets``' offset for a partition to start at its earliest record.
 EARLIEST = -2

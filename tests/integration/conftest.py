@@ -26,7 +26,7 @@ import pytest
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab import spark_cluster as spark_cluster_core
 from mm2ctl.lab.lab import LabInfo
-from mm2ctl.lab.versions import DEFAULT_KAFKA_VERSION
+from mm2ctl.lab.releases import DEFAULT_KAFKA_VERSION
 
 
 @dataclass(frozen=True, order=True)

@@ -18,8 +18,8 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from mm2ctl.inspector import spark_compat
-from mm2ctl.inspector.kafka_read import read_ranges, read_topic
+from mm2ctl.inspector.reads.kafka_read import read_ranges, read_topic
+from mm2ctl.inspector.spark import compat
 
 
 def main(url: str, bootstrap: str, topic: str) -> None:
@@ -40,7 +40,7 @@ def main(url: str, bootstrap: str, topic: str) -> None:
         ]
         schema = StructType([StructField("name", StringType()), StructField("offset", LongType())])
         table = pa.table({"name": ["a", None], "offset": [2**63 - 1, None]})
-        back = spark_compat.to_arrow(spark_compat.frame_from_arrow(spark, table, schema).orderBy("offset"))
+        back = compat.to_arrow(compat.frame_from_arrow(spark, table, schema).orderBy("offset"))
         from pyspark import SparkContext
 
         print(

@@ -26,10 +26,10 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.spark_checkpoint import CheckpointRead, LocalCheckpointFiles, read_checkpoint
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.core.spark_checkpoints.read import CheckpointRead, LocalCheckpointFiles, read_checkpoint
 from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import Flow, LabInfo
+from mm2ctl.lab.lab import LabFlow, LabInfo
 from mm2ctl.plans.kafka_records import read_syncs
 from mm2ctl.plans.live_state import open_live_state
 from tests.integration.support import eventually, source_conf, target_conf
@@ -59,7 +59,7 @@ class Mirrored:
     """A two-partition topic on the lab's source cluster, an isolated flow mirroring it, and what was produced."""
 
     lab: LabInfo
-    flow: Flow
+    flow: LabFlow
     topic: str
     remote: str
     base_ms: int

@@ -1,4 +1,4 @@
-"""``core.committed_offsets`` against the real lab: the driver JVM's AdminClient and librdkafka read the same
+"""``inspector.reads.committed_offsets`` against the real lab: the driver JVM's AdminClient and librdkafka read the same
 committed offsets, and the admin state ``collect_pair_state`` builds from either is the one it built when it
 made a Python object per offset (kept below as ``_per_offset_tables``, the code it ran until then).
 
@@ -29,16 +29,16 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.authorization import principal_of
-from mm2ctl.core.committed_offsets import JVM, LIBRDKAFKA, JvmAdmin, read_columns
-from mm2ctl.core.config import MM2Config, PairConfig, load_mm2_config
-from mm2ctl.inspector.admin_state import PairState, _err, _Side, collect_pair_state
+from mm2ctl.core.config.mm2_config import MM2Config, PairConfig, load_mm2_config
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.core.security.authorization import principal_of
+from mm2ctl.inspector.reads.committed_offsets import JVM, LIBRDKAFKA, JvmAdmin, read_columns
+from mm2ctl.inspector.reads.pair_admin import PairState, _err, _Side, collect_pair_state
 from mm2ctl.inspector.selection import Selection
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import LabInfo
 from mm2ctl.lab.mm2_setup import ROLES
-from mm2ctl.lab.security import MM2CTL
+from mm2ctl.lab.secured import MM2CTL
 from tests.integration.support import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

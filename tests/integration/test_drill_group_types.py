@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from mm2ctl.core.group_admin import GROUP_TYPES
+from mm2ctl.core.kafka.group_admin import GROUP_TYPES
 from mm2ctl.lab.lab import LabInfo
 
 pytestmark = [pytest.mark.integration, pytest.mark.extended]

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import LabInfo
 from mm2ctl.plans.kafka_records import read_sync_histories

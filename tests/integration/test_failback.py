@@ -18,13 +18,13 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from mm2ctl.connect_client import build_connect_client
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.drill.sync_truncation import truncate_partition_syncs
 from mm2ctl.lab import connect_worker
 from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import Flow, LabInfo, wait_for_connectors_running
+from mm2ctl.lab.lab import LabFlow, LabInfo, wait_for_connectors_running
 from mm2ctl.lab.mm2_setup import Mm2Setup
 from mm2ctl.plans.kafka_records import read_syncs
 from mm2ctl.plans.live_state import open_live_state
@@ -48,7 +48,7 @@ class Mirrored:
     """An isolated flow whose topic MM2 copied, then stopped: nothing moves while a test plans."""
 
     lab: LabInfo
-    flow: Flow
+    flow: LabFlow
     topic: str
     remote: str
     records: int

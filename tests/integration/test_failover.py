@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.codecs import decode_offset_sync
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.core.kafka.codecs import decode_offset_sync
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.jars import kafka_classpath
-from mm2ctl.lab.lab import Flow, LabInfo
+from mm2ctl.lab.lab import LabFlow, LabInfo
 from tests.integration.support import eventually, source_conf, target_conf, uniq
 from tests.integration.test_remediate import mm2ctl
 
@@ -39,11 +39,11 @@ def _name(prefix: str) -> str:
     return prefix + uuid.uuid4().hex[:6]
 
 
-def _pair(flow: Flow) -> str:
+def _pair(flow: LabFlow) -> str:
     return f"{flow.source_alias}->{flow.target_alias}"
 
 
-def _remote(lab: LabInfo, flow: Flow, topic: str) -> str:
+def _remote(lab: LabInfo, flow: LabFlow, topic: str) -> str:
     return topic if lab.replication_policy == "identity" else f"{flow.source_alias}.{topic}"
 
 
@@ -52,7 +52,7 @@ def _target_end(lab: LabInfo, topic: str, partition: int = 0) -> int:
     return b.latest if b.latest is not None and b.error is None else -1
 
 
-def _plan(lab: LabInfo, flow: Flow, out: Path, state: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def _plan(lab: LabInfo, flow: LabFlow, out: Path, state: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return mm2ctl(
         "plan",
         "failover",
@@ -76,7 +76,7 @@ def _commit_source(lab: LabInfo, group: str, topic: str, offsets: dict[int, int]
     assert all(r.error is None for r in res[group]), res
 
 
-def _syncs(lab: LabInfo, flow: Flow, topic: str) -> list[tuple[int, int]]:
+def _syncs(lab: LabInfo, flow: LabFlow, topic: str) -> list[tuple[int, int]]:
     out = []
     for r in records.read_partitions(source_conf(lab), f"mm2-offset-syncs.{flow.target_alias}.internal", [0]):
         s = decode_offset_sync(r.key, r.value)

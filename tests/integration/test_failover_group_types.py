@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import AcknowledgeType, ShareConsumer
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.group_admin import GroupAdmin
-from mm2ctl.core.records import read_partitions
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.core.kafka.group_admin import GroupAdmin
+from mm2ctl.core.kafka.records import read_partitions
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import LabInfo
 from mm2ctl.lab.share_consumer import accept_prefix, consume_all, read_from_earliest

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import TP, KafkaAdmin
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import TP, KafkaAdmin
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import LabInfo
 from mm2ctl.remediate.journal import read_journal

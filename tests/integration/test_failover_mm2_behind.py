@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 import requests
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import TP, KafkaAdmin
-from mm2ctl.core.records import read_partitions
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import TP, KafkaAdmin
+from mm2ctl.core.kafka.records import read_partitions
 from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import Flow, LabInfo
+from mm2ctl.lab.lab import LabFlow, LabInfo
 from mm2ctl.lab.quotas import set_producer_quota, task_producer_client_id
 from mm2ctl.remediate.journal import read_journal
 from tests.integration.support import eventually, source_conf, target_conf
@@ -60,7 +60,7 @@ def _mm2_next(lab: LabInfo, connector: str, topic: str, partition: int) -> int:
     return 0
 
 
-def _lagging_flow(lab: LabInfo, name: str) -> tuple[Flow, str, str]:
+def _lagging_flow(lab: LabInfo, name: str) -> tuple[LabFlow, str, str]:
     """A flow whose topic has partition 0 (``HEAD`` records copied, then ``TAIL`` produced with MM2
     throttled), partition 1 (50 records, copied) and partition 2 (empty)."""
     topic = f"iso-{name}-t"

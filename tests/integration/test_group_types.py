@@ -1,4 +1,4 @@
-"""Every group type, seen and moved through ``core.group_admin`` (the Java AdminClient on a JVM of its own):
+"""Every group type, seen and moved through ``core.kafka.group_admin`` (the Java AdminClient on a JVM of its own):
 a share group driven by a real share consumer, on Kafka 4.3.1, and a Kafka 3.9.2 cluster where share and
 streams groups do not exist."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.errors import KafkaClusterError, UnhostedGroupTypeError
-from mm2ctl.core.group_admin import GroupAdmin
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.core.kafka.group_admin import GroupAdmin
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import LabInfo
 from mm2ctl.lab.share_consumer import accept_prefix, read_from_earliest

@@ -26,13 +26,13 @@ import pytest
 from confluent_kafka import Consumer
 
 from mm2ctl.connect_client import build_connect_client
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.codecs import OffsetSync, encode_offset_sync
-from mm2ctl.core.config import load_mm2_config
+from mm2ctl.core.config.mm2_config import load_mm2_config
 from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.core.kafka.codecs import OffsetSync, encode_offset_sync
 from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import Flow, LabInfo
+from mm2ctl.lab.lab import LabFlow, LabInfo
 from tests.integration.support import eventually
 
 pytestmark = pytest.mark.integration
@@ -40,7 +40,7 @@ pytestmark = pytest.mark.integration
 
 @dataclass
 class Scenario:
-    flow: Flow
+    flow: LabFlow
     name: str
     rows: list[dict[str, Any]]
     exit_code: int
@@ -362,7 +362,7 @@ def test_the_same_job_runs_under_spark_submit(scenario: Scenario, tmp_path: Path
     import pyarrow.parquet as pq
     import pyspark
 
-    from mm2ctl.inspector.spark_packages import submit_arguments
+    from mm2ctl.inspector.spark.packages import submit_arguments
 
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     job = Path(__file__).resolve().parents[2] / "inspector" / "job.py"

@@ -30,14 +30,15 @@ from typing import Any
 import pytest
 
 from mm2ctl.connect_client import ConnectClient, build_connect_client
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.codecs import encode_offset_sync_key
-from mm2ctl.core.config import PairConfig, load_mm2_config
-from mm2ctl.inspector import kafka_read, pair_topics
+from mm2ctl.core.config.mm2_config import PairConfig, load_mm2_config
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.core.kafka.codecs import encode_offset_sync_key
 from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
+from mm2ctl.inspector.kept import pair_topics
+from mm2ctl.inspector.reads import kafka_read
 from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import Flow, LabInfo
+from mm2ctl.lab.lab import LabFlow, LabInfo
 from mm2ctl.lab.process import free_port
 from tests.integration.support import eventually
 
@@ -51,7 +52,7 @@ PARTITIONS = 2
 @dataclass
 class Setup:
     lab: LabInfo
-    flow: Flow
+    flow: LabFlow
     pair: PairConfig
     name: str
     connect: ConnectClient
@@ -340,7 +341,7 @@ def test_a_live_run_classifies_again_only_the_groups_that_changed(spark: Any, se
     next run classifies that group's rows and keeps the other groups': Spark's own row counts of the
     source group offsets it scanned (every group's in the first run), of the live checkpoints it joined, and of
     the kept rows it read back. Its rows equal a cold run's."""
-    from mm2ctl.inspector.classify import fresh_checkpoint_age
+    from mm2ctl.inspector.transforms.classify import fresh_checkpoint_age
 
     # Every checkpoint is past the age that proves MM2 is keeping up (MM2 is stopped), so the clock changes no
     # row between the runs.

@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.exit_codes import ExitCode
-from mm2ctl.inspector import spark_packages as sp
-from mm2ctl.inspector.package_repositories import in_ivy_cache
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.inspector.spark import packages as sp
+from mm2ctl.inspector.spark.repositories import in_ivy_cache
 from mm2ctl.lab.lab import LabInfo
 from tests.integration.support import eventually
 

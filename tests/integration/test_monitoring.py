@@ -33,12 +33,12 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from mm2ctl.connect_client import ConnectClient, build_connect_client
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.config import load_mm2_config
+from mm2ctl.core.config.mm2_config import load_mm2_config
 from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import Flow, LabInfo
+from mm2ctl.lab.lab import LabFlow, LabInfo
 from mm2ctl.lab.process import free_port
 from tests.integration.support import eventually
 
@@ -105,7 +105,7 @@ class Prometheus:
 @dataclass
 class Env:
     lab: LabInfo
-    flow: Flow
+    flow: LabFlow
     name: str
     connect: ConnectClient
     source: KafkaAdmin

@@ -28,13 +28,13 @@ from typing import Any
 import pytest
 
 from mm2ctl.connect_client import build_connect_client
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.codecs import decode_checkpoint, decode_checkpoint_key
 from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.core.kafka.codecs import decode_checkpoint, decode_checkpoint_key
 from mm2ctl.lab import connect_worker
 from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import Flow, LabInfo, wait_for_connectors_running
+from mm2ctl.lab.lab import LabFlow, LabInfo, wait_for_connectors_running
 from tests.integration.support import eventually, source_conf, target_conf
 from tests.integration.test_failback import _record
 from tests.integration.test_remediate import mm2ctl
@@ -50,7 +50,7 @@ VALUE = re.compile(rb"^\w+ p(\d+) #(\d+)$")
 @dataclass
 class Switched:
     lab: LabInfo
-    flow: Flow  # as it runs now: offset syncs disabled, no checkpoint connector
+    flow: LabFlow  # as it runs now: offset syncs disabled, no checkpoint connector
     topic: str
     remote: str
     #: The source positions MM2 checkpointed while its offset syncs were on, per group.
@@ -131,7 +131,7 @@ def switched(lab_pool: Any) -> Iterator[Switched]:
         wait_for_connectors_running(lab.connect_url, list(setup.connector_names.values()), timeout_s=120)
         disabled = Path(flow.mm2_config).with_name(f"mm2-{name}-no-syncs.properties")
         disabled.write_text(setup.mm2_properties())
-        now = Flow(setup=setup, connectors=setup.connector_names, mm2_config=str(disabled))
+        now = LabFlow(setup=setup, connectors=setup.connector_names, mm2_config=str(disabled))
         syncs = (source_conf(lab), f"mm2-offset-syncs.{flow.target_alias}.internal")
         syncs_end = _end(*syncs)
         # More records, mirrored without syncs; one group moves on past its last checkpoint.

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import LabInfo
 from tests.integration.support import eventually, source_conf, target_conf

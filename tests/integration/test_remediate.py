@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 import requests
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import Flow, LabInfo
+from mm2ctl.lab.lab import LabFlow, LabInfo
 from mm2ctl.plans.serialize import load_plan
 from mm2ctl.remediate.journal import Journal
 from tests.integration.faulty_apply import Faults
@@ -47,7 +47,7 @@ def mm2ctl(
     return proc
 
 
-def make_flow(lab: LabInfo, name: str, topic_records: int = 12, *, rest: bool = True) -> tuple[Flow, str]:
+def make_flow(lab: LabInfo, name: str, topic_records: int = 12, *, rest: bool = True) -> tuple[LabFlow, str]:
     """A source-only flow with one replicated two-partition topic, replicated and offset-committed."""
     flow = lab_core.add_flow(lab, name, roles=("source",))
     topic = f"iso-{name}-orders"
@@ -64,7 +64,7 @@ def make_flow(lab: LabInfo, name: str, topic_records: int = 12, *, rest: bool = 
     return flow, topic
 
 
-def offsets(lab: LabInfo, flow: Flow) -> list[dict[str, Any]]:
+def offsets(lab: LabInfo, flow: LabFlow) -> list[dict[str, Any]]:
     """The source connector's offsets from Connect's REST API. A partition listed with a null offset has none
     (a worker can list just-deleted partitions that way for a moment), so it is left out, as mm2ctl does."""
     body = requests.get(f"{lab.connect_url}/connectors/{flow.connectors['source']}/offsets", timeout=10).json()
@@ -76,21 +76,21 @@ def offsets(lab: LabInfo, flow: Flow) -> list[dict[str, Any]]:
     return sorted(live, key=lambda o: o["partition"]["partition"])
 
 
-def state(lab: LabInfo, flow: Flow) -> str:
+def state(lab: LabInfo, flow: LabFlow) -> str:
     body = requests.get(f"{lab.connect_url}/connectors/{flow.connectors['source']}/status", timeout=10).json()
     return str(body["connector"]["state"])
 
 
-def syncs(lab: LabInfo, flow: Flow) -> list[tuple[bytes | None, bytes | None]]:
+def syncs(lab: LabInfo, flow: LabFlow) -> list[tuple[bytes | None, bytes | None]]:
     topic = f"mm2-offset-syncs.{flow.target_alias}.internal"
     return [(r.key, r.value) for r in records.read_partitions(source_conf(lab), topic, [0])]
 
 
-def snapshot(lab: LabInfo, flow: Flow) -> dict[str, Any]:
+def snapshot(lab: LabInfo, flow: LabFlow) -> dict[str, Any]:
     return {"state": state(lab, flow), "offsets": offsets(lab, flow)}
 
 
-def plan_reset(lab: LabInfo, flow: Flow, out: Path, state_dir: Path, *extra: str) -> None:
+def plan_reset(lab: LabInfo, flow: LabFlow, out: Path, state_dir: Path, *extra: str) -> None:
     r = mm2ctl(
         "plan",
         "reset-mm2",

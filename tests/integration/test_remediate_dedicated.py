@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.config import load_mm2_config
-from mm2ctl.core.connect_offsets import latest_offsets
-from mm2ctl.inspector.mm2_position import read_position
+from mm2ctl.core.config.mm2_config import load_mm2_config
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.core.kafka.connect_offsets_topic import latest_offsets
+from mm2ctl.inspector.reads.mm2_position import read_position
 from mm2ctl.lab import dedicated_mm2
 from mm2ctl.lab.dedicated_mm2 import DedicatedMm2
 from mm2ctl.lab.lab import LabInfo

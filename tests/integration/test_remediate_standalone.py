@@ -14,11 +14,11 @@ import pytest
 import requests
 import yaml
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.codecs import decode_offset_sync
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.core.kafka.codecs import decode_offset_sync
 from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import Flow, LabInfo
+from mm2ctl.lab.lab import LabFlow, LabInfo
 from tests.integration.faulty_apply import Faults
 from tests.integration.support import eventually, source_conf, target_conf
 from tests.integration.test_remediate import make_flow, mm2ctl, offsets, syncs
@@ -43,7 +43,7 @@ def conn_state(lab: LabInfo, connector: str) -> str:
 
 
 def plan_and_apply(
-    lab: LabInfo, flow: Flow, state_dir: Path, name: str, *plan_args: str, faults: Faults | None = None
+    lab: LabInfo, flow: LabFlow, state_dir: Path, name: str, *plan_args: str, faults: Faults | None = None
 ) -> tuple[Path, Path, Any]:
     """``mm2ctl plan …`` then ``apply --auto-approve`` (under ``faults``, if any); returns (plan, journal, apply
     result)."""

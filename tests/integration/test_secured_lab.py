@@ -37,15 +37,15 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.config_source import ConfigSource, resolve_config
+from mm2ctl.core.config.sources import ConfigSource, resolve_config
 from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
 from mm2ctl.inspector.selection import Selection
 from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import Flow, LabInfo
-from mm2ctl.lab.security import MM2CTL, LabSecurity
+from mm2ctl.lab.lab import LabFlow, LabInfo
+from mm2ctl.lab.secured import MM2CTL, LabSecurity
 from tests.integration.support import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.lab(security="sasl-ssl")]
@@ -81,7 +81,7 @@ def admin(lab: LabInfo, alias: str) -> KafkaAdmin:
     return KafkaAdmin.connect(lab.client_config(alias))
 
 
-def seed(lab: LabInfo, name: str, policy: str = "default") -> Flow:
+def seed(lab: LabInfo, name: str, policy: str = "default") -> LabFlow:
     """An isolated flow with a topic of 3 partitions and two groups, as the admin principal; returns once MM2
     replicated it and synced both groups' offsets to the target."""
     flow = lab_core.add_flow(lab, name, replication_policy=policy)
@@ -107,7 +107,7 @@ def group(name: str, suffix: str) -> str:
     return f"iso-{name}-g{suffix}"
 
 
-def pair_of(flow: Flow) -> str:
+def pair_of(flow: LabFlow) -> str:
     return f"{flow.source_alias}->{flow.target_alias}"
 
 

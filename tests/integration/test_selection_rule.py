@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.config import load_mm2_config
-from mm2ctl.inspector.admin_state import collect_pair_state
+from mm2ctl.core.config.mm2_config import load_mm2_config
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.inspector.reads.pair_admin import collect_pair_state
 from mm2ctl.inspector.selection import Selection
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import LabInfo
@@ -25,7 +25,7 @@ from mm2ctl.plans.document import PlanKind
 from mm2ctl.plans.live_state import open_live_state
 from mm2ctl.plans.planners import PlanBuilder
 from mm2ctl.plans.planners.failback import FailbackOptions, plan_failback
-from mm2ctl.plans.planners.failover import FailoverOptions, plan_failover
+from mm2ctl.plans.planners.failover.planner import FailoverOptions, plan_failover
 from tests.integration.support import eventually, source_conf, target_conf
 from tests.integration.test_remediate import mm2ctl
 

@@ -23,12 +23,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from mm2ctl.connect_client import build_connect_client
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.config import load_mm2_config
+from mm2ctl.core.config.mm2_config import load_mm2_config
 from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.inspector import job
-from mm2ctl.inspector.spark_packages import submit_arguments
+from mm2ctl.inspector.spark.packages import submit_arguments
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab import spark_cluster as cluster_core
 from mm2ctl.lab.lab import LabInfo

@@ -28,12 +28,12 @@ from typing import Any
 import pytest
 
 from mm2ctl.connect_client import build_connect_client
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.config import load_mm2_config
+from mm2ctl.core.config.mm2_config import load_mm2_config
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab import spark_connect
-from mm2ctl.lab.lab import Flow, LabInfo
+from mm2ctl.lab.lab import LabFlow, LabInfo
 from mm2ctl.lab.process import free_port, is_alive
 from tests.integration.support import eventually, source_conf, target_conf, uniq
 
@@ -94,7 +94,7 @@ CLOCK_COLUMNS = ("group_checkpoint_age_seconds",)
 
 
 @pytest.fixture(scope="module")
-def frozen_flow(lab_pool: Any) -> Iterator[Flow]:
+def frozen_flow(lab_pool: Any) -> Iterator[LabFlow]:
     """A flow with three groups that MM2 has checkpointed, then stopped, so every run reads the same state."""
     from tests.integration.conftest import DEFAULT_KEY
 
@@ -127,7 +127,7 @@ def frozen_flow(lab_pool: Any) -> Iterator[Flow]:
         connect.close()
 
 
-def _inspect_rows(flow: Flow, tmp: Path, *extra: str) -> tuple[list[dict[str, Any]], str]:
+def _inspect_rows(flow: LabFlow, tmp: Path, *extra: str) -> tuple[list[dict[str, Any]], str]:
     out = tmp / f"rows-{uuid.uuid4().hex[:6]}.jsonl"
     proc = subprocess.run(
         [sys.executable, "-m", "mm2ctl", "inspect", "--mm2-config", flow.mm2_config, "--format", "json",
@@ -141,7 +141,7 @@ def _inspect_rows(flow: Flow, tmp: Path, *extra: str) -> tuple[list[dict[str, An
 
 
 def test_inspect_on_the_connect_server_gives_the_embedded_rows(
-    frozen_flow: Flow, connect_server: spark_connect.SparkConnectServer, tmp_path: Path
+    frozen_flow: LabFlow, connect_server: spark_connect.SparkConnectServer, tmp_path: Path
 ) -> None:
     embedded, _ = _inspect_rows(frozen_flow, tmp_path)
     remote, stderr = _inspect_rows(frozen_flow, tmp_path, "--remote", connect_server.url)
@@ -190,7 +190,7 @@ def _metric(port: int, name: str) -> float | None:
 
 
 def test_the_exporter_keeps_one_session_and_reconnects_after_a_server_restart(
-    frozen_flow: Flow, tmp_path: Path
+    frozen_flow: LabFlow, tmp_path: Path
 ) -> None:
     server = spark_connect.start(tmp_path / "server")
     port = free_port()

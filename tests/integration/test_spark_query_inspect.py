@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.exit_codes import ExitCode
-from mm2ctl.core.translation_methods import EXACT_METHODS
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.core.translation.methods import EXACT_METHODS
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import LabInfo
 from tests.integration.support import eventually, source_conf, target_conf

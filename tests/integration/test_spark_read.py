@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from mm2ctl.core import codecs, records
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.inspector import decode, kafka_read
-from mm2ctl.inspector.kafka_read import read_topic
+from mm2ctl.core.kafka import codecs, records
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.inspector.reads import kafka_read
+from mm2ctl.inspector.reads.kafka_read import read_topic
+from mm2ctl.inspector.transforms import decode
 from mm2ctl.lab.lab import LabInfo
 from tests.integration.support import eventually, source_conf, uniq
 

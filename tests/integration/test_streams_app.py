@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.lab.jars import kafka_classpath
 from mm2ctl.lab.lab import LabInfo
 from mm2ctl.lab.process import java_executable

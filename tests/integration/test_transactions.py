@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 import yaml
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
 from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import Flow, LabInfo
+from mm2ctl.lab.lab import LabFlow, LabInfo
 from tests.integration.support import eventually, source_conf, target_conf, uniq
 from tests.integration.test_remediate import mm2ctl
 from tests.integration.transactions import (
@@ -49,7 +49,7 @@ class Mirrored:
     """An isolated flow whose transactional topic MM2 has copied completely."""
 
     lab: LabInfo
-    flow: Flow
+    flow: LabFlow
     topic: str
     remote: str
 

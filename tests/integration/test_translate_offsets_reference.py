@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.codecs import RecordDecodeError, decode_checkpoint
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.core.kafka.codecs import RecordDecodeError, decode_checkpoint
 from mm2ctl.lab import lab as lab_core
 from mm2ctl.lab.lab import LabInfo
 from mm2ctl.lab.mm2_setup import POLICY_CLASSES

@@ -1,5 +1,5 @@
 """``inspect`` and ``plan failover`` give the same translated offset for every group partition of the same
-state: the one rule of ``core.translation`` (inspect, and ``plan failover --source-unavailable``), and the
+state: the one rule of ``core.translation.rule`` (inspect, and ``plan failover --source-unavailable``), and the
 position proven by reading records (``inspect --exact``, and ``plan failover``). Each runs Spark twice over,
 so each runs under one replication policy (the policies only rename the topics here; the failback and drill
 tests cover both).
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from mm2ctl.core import records
-from mm2ctl.core.admin import KafkaAdmin
-from mm2ctl.core.codecs import (
+from mm2ctl.core.kafka import records
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.core.kafka.codecs import (
     encode_checkpoint_key,
     encode_checkpoint_value,
     encode_offset_sync_key,

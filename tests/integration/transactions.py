@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from mm2ctl.core import records
+from mm2ctl.core.kafka import records
 from tests.integration.support import uniq
 
 #: ``p<partition>-<c|a><n>``: a committed or an aborted record.

@@ -1,6 +1,6 @@
-"""Positions proven by content when the source holds aborted transactions (core.translation and
-core.timestamp_lookup): a consumer reads ``read_committed``, MM2 copies aborted records as ordinary ones unless
-its source consumer reads committed records only, and the answer is the copy of the next committed record.
+"""Positions proven by content when the source holds aborted transactions (core.translation.rule and
+core.translation.timestamp_lookup): a consumer reads ``read_committed``, MM2 copies aborted records as ordinary ones
+unless its source consumer reads committed records only, and the answer is the copy of the next committed record.
 
 The reference knows the truth because every record is unique: for a committed source offset ``c`` the right
 target position is the offset of the copy of the first *committed* source record at or after ``c``; with none,
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from mm2ctl.core.timestamp_lookup import by_timestamp
-from mm2ctl.core.translation import (
+from mm2ctl.core.translation.methods import TranslationMethod
+from mm2ctl.core.translation.rule import (
     Bounds,
     Digested,
     Sync,
@@ -27,7 +27,7 @@ from mm2ctl.core.translation import (
     record_digest,
     verified,
 )
-from mm2ctl.core.translation_methods import TranslationMethod
+from mm2ctl.core.translation.timestamp_lookup import by_timestamp
 
 EXACT = (TranslationMethod.VERIFIED_DELTA, TranslationMethod.VERIFIED_SEARCH)
 

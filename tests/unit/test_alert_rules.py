@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mm2ctl.inspector.prometheus_output import METRIC_NAMES
+from mm2ctl.inspector.output.prometheus import METRIC_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "examples" / "prometheus" / "mm2ctl-rules.yaml"

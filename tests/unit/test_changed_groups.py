@@ -1,4 +1,4 @@
-"""Which groups a live session's run classifies again (``inspector.changed_groups``): pure pyarrow, no Spark."""
+"""Which groups a live session's run classifies again (``inspector.kept.changed_groups``): pure pyarrow, no Spark."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from mm2ctl.inspector import schemas
-from mm2ctl.inspector.changed_groups import (
+from mm2ctl.inspector.kept.changed_groups import (
     ClassifyInputs,
     TopicChanges,
     changed_groups,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mm2ctl.inspector import class_archive as ca
-from mm2ctl.inspector.spark_packages import class_path_request
+from mm2ctl.inspector.spark import class_archive as ca
+from mm2ctl.inspector.spark.packages import class_path_request
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mm2ctl.core.codecs import (
+from mm2ctl.core.kafka.codecs import (
     Checkpoint,
     Heartbeat,
     OffsetSync,

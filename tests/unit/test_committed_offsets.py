@@ -1,6 +1,6 @@
-"""The pure parts of ``core.committed_offsets``: the columns both clients' answers become, the JVM's file
+"""The pure parts of ``inspector.reads.committed_offsets``: the columns both clients' answers become, the JVM's file
 format, and the fall-back to librdkafka when the JVM cannot read; and the admin state's per-group and per-topic
-filtering of those columns (``inspector.group_offset_tables``)."""
+filtering of those columns (``inspector.reads.group_offset_tables``)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pyarrow as pa
 import pytest
 from py4j.protocol import Py4JError
 
-from mm2ctl.core import committed_offsets as co
-from mm2ctl.core.admin import GroupOffsets, ItemError, OffsetLists
-from mm2ctl.inspector import group_offset_tables as tables
+from mm2ctl.core.kafka.admin import GroupOffsets, ItemError, OffsetLists
+from mm2ctl.inspector.reads import committed_offsets as co
+from mm2ctl.inspector.reads import group_offset_tables as tables
 
 
 def _columns(

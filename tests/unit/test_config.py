@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from mm2ctl.core.config import (
+from mm2ctl.core.config.mm2_config import (
     MM2Config,
     is_client_setting,
     load_mm2_config,
     mm2_config_from_text,
     parse_list,
 )
+from mm2ctl.core.config.naming import OffsetSyncsLocation
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.exit_codes import ExitCode
-from mm2ctl.core.naming import OffsetSyncsLocation
 
 BASE = """\
 clusters = A, B

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from mm2ctl.cli.main import main
-from mm2ctl.core.config import MM2Config, mm2_config_from_text
-from mm2ctl.core.config_report import describe_setup, diff_setups
-from mm2ctl.core.config_source import ConfigSource, resolve_config
+from mm2ctl.core.config.describe import describe_setup, diff_setups
+from mm2ctl.core.config.mm2_config import MM2Config, mm2_config_from_text
+from mm2ctl.core.config.sources import ConfigSource, resolve_config
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.exit_codes import ExitCode
 
@@ -227,8 +227,8 @@ def test_a_declaration_that_contradicts_a_known_class() -> None:
 
 
 def test_a_resolved_setup_written_as_a_properties_file_reads_back_the_same(tmp_path: Path) -> None:
-    from mm2ctl.core.config import load_mm2_config
-    from mm2ctl.core.config_source import write_properties_file
+    from mm2ctl.core.config.mm2_config import load_mm2_config
+    from mm2ctl.core.config.sources import write_properties_file
 
     resolved = from_connect(LIVE, policy_naming="default")
     path = write_properties_file(resolved, tmp_path / "mm2.properties")

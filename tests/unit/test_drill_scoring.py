@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mm2ctl.core.translation import Sync
+from mm2ctl.core.translation.rule import Sync
 from mm2ctl.drill.load import ABORTED, commit_before_aborted
 from mm2ctl.drill.result import Strategy
 from mm2ctl.drill.truth import score, sync_intervals, upstream_decreases

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mm2ctl.core.config import load_mm2_config
+from mm2ctl.core.config.mm2_config import load_mm2_config
 from mm2ctl.inspector.driver_sizing import SMALL_GROUPS, SMALL_TOPIC_RECORDS, Probe, probe
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from mm2ctl.core.config import MM2Config, load_mm2_config
-from mm2ctl.core.naming import OffsetSyncsLocation
-from mm2ctl.core.redaction import redact
+from mm2ctl.core.config.mm2_config import MM2Config, load_mm2_config
+from mm2ctl.core.config.naming import OffsetSyncsLocation
+from mm2ctl.core.security.redaction import redact
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

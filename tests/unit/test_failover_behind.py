@@ -8,16 +8,16 @@ import dataclasses
 import pytest
 
 from mm2ctl.core.errors import JournalError
-from mm2ctl.core.positions import Sides, at_log_end
-from mm2ctl.core.translation import Bounds
+from mm2ctl.core.translation.positions import Sides, at_log_end
+from mm2ctl.core.translation.rule import Bounds
 from mm2ctl.plans.deferred import parse_translated, plan_as_applied, translated_json, with_translations
 from mm2ctl.plans.document import Plan
 from mm2ctl.plans.fingerprint import freeze_json
 from mm2ctl.plans.payloads import GroupOffsetsVerify, GroupOffsetsWrite, TranslationMethod
-from mm2ctl.plans.planners.failover import FailoverRow, not_copied
+from mm2ctl.plans.planners.failover.planner import FailoverRow, not_copied
 from mm2ctl.plans.preconditions import AllOf, GroupOffsetsInRange
 from mm2ctl.plans.steps import StepKind
-from mm2ctl.remediate.preconditions import UNBOUNDED, planned_offsets
+from mm2ctl.remediate.precondition_checks import UNBOUNDED, planned_offsets
 from tests.unit.test_plan_samples import sample_plan
 
 M = TranslationMethod

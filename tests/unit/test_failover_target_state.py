@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from mm2ctl.core.admin import TP, GroupDescription
 from mm2ctl.core.errors import Mm2ctlError
-from mm2ctl.plans.planners.failover_checks import TargetState, _target_state, read_target_state
+from mm2ctl.core.kafka.admin import TP, GroupDescription
+from mm2ctl.plans.planners.failover.checks import TargetState, _target_state, read_target_state
 
 T = ("B.orders", 0)
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from mm2ctl.core.config import mm2_config_from_text
-from mm2ctl.core.positions import Fallback
-from mm2ctl.core.translation import Bounds, Sync
+from mm2ctl.core.config.mm2_config import mm2_config_from_text
+from mm2ctl.core.translation.positions import Fallback
+from mm2ctl.core.translation.rule import Bounds, Sync
 from mm2ctl.plans.live_state import LiveState
-from mm2ctl.plans.planners import failover_translation
-from mm2ctl.plans.planners.failover_translation import PartitionState, translate_partitions
+from mm2ctl.plans.planners.failover import rows as failover_rows
+from mm2ctl.plans.planners.failover.rows import PartitionState, translate_partitions
 
 MM2_TEXT = """
 clusters = A, B
@@ -37,13 +37,13 @@ def test_each_position_is_located_once_and_rows_keep_their_order(
     live = _live(tmp_path)
     flow = live.mm2.pair("A->B")
     located: list[tuple[int, int]] = []
-    real = failover_translation.locate
+    real = failover_rows.locate
 
     def counting(syncs: Any, committed: int, sides: Any, fallback: Fallback) -> Any:
         located.append((len(syncs), committed))
         return real(syncs, committed, sides, fallback)
 
-    monkeypatch.setattr(failover_translation, "locate", counting)
+    monkeypatch.setattr(failover_rows, "locate", counting)
     partitions = [("orders", p) for p in range(6)]
     syncs = {tp: [Sync(0, 0), Sync(50, 40 + tp[1])] for tp in partitions}
     state = PartitionState(

@@ -1,5 +1,5 @@
-"""A flow's configured conditions (core.flow_conditions) and what inspect makes of them
-(inspector.flow_states): offset syncs disabled (KIP-1031) and MM2 copying aborted transactions."""
+"""A flow's configured conditions (core.config.flow_conditions) and what inspect makes of them
+(inspector.reads.flow_notes): offset syncs disabled (KIP-1031) and MM2 copying aborted transactions."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ from typing import Any
 
 import pytest
 
-from mm2ctl.core.config import mm2_config_from_text
-from mm2ctl.core.config_report import describe_setup
-from mm2ctl.core.flow_conditions import Condition, configured_conditions, needs_sample, observed_conditions
-from mm2ctl.core.transactional_data import TransactionSample
-from mm2ctl.inspector import classify, flow_states
+from mm2ctl.core.config.describe import describe_setup
+from mm2ctl.core.config.flow_conditions import Condition, configured_conditions, needs_sample, observed_conditions
+from mm2ctl.core.config.mm2_config import mm2_config_from_text
+from mm2ctl.core.kafka.transactional_data import TransactionSample
+from mm2ctl.inspector.reads import flow_notes
 from mm2ctl.inspector.schemas import JOINED_SCHEMA
 from mm2ctl.inspector.statuses import Status
+from mm2ctl.inspector.transforms import classify
 
 from .test_inspector_classify import NOT_SYNCED_HERE, _df, healthy
 
@@ -90,11 +91,11 @@ def test_offset_syncs_disabled_is_a_condition_with_its_origin() -> None:
     assert c.condition is Condition.OFFSET_SYNCS_DISABLED
     assert "emit.offset-syncs.enabled = false (mm2.properties:5 A->B.emit.offset-syncs.enabled)" in c.message
     assert [x.condition for x in observed_conditions(config, pair, [])] == [Condition.OFFSET_SYNCS_DISABLED]
-    assert flow_states.expected_absent(pair, pair.offset_syncs_topic)
-    assert flow_states.expected_absent(pair, pair.checkpoints_topic)
-    assert not flow_states.expected_absent(pair, "orders")
+    assert flow_notes.expected_absent(pair, pair.offset_syncs_topic)
+    assert flow_notes.expected_absent(pair, pair.checkpoints_topic)
+    assert not flow_notes.expected_absent(pair, "orders")
     _config, enabled = flow()
-    assert not flow_states.expected_absent(enabled, enabled.offset_syncs_topic)
+    assert not flow_notes.expected_absent(enabled, enabled.offset_syncs_topic)
 
 
 def test_rows_of_a_flow_without_offset_syncs_are_a_configuration_not_a_fault(spark: Any) -> None:
@@ -119,7 +120,7 @@ def test_rows_of_a_flow_without_offset_syncs_are_a_configuration_not_a_fault(spa
     classified = classify.classify(_df(spark, JOINED_SCHEMA, rows), sync_group_offsets_enabled=True)
     before = {r.group: r.status for r in classified.collect()}
     assert before["nosync"] == Status.NO_OFFSET_SYNCS.value
-    got = {r.group: r for r in flow_states.with_offset_syncs_disabled(classified).collect()}
+    got = {r.group: r for r in flow_notes.with_offset_syncs_disabled(classified).collect()}
     for group in ("nosync", "written"):
         row = got[group]
         assert row.status == Status.OFFSET_SYNCS_DISABLED.value and row.is_ok, row
@@ -127,7 +128,7 @@ def test_rows_of_a_flow_without_offset_syncs_are_a_configuration_not_a_fault(spa
         assert "--fallback timestamp" in row.explanation
     assert got["empty"].status == Status.SOURCE_PARTITION_EMPTY.value
     assert got["gone"].status == Status.REMOTE_TOPIC_MISSING.value and not got["gone"].is_ok
-    assert flow_states.with_offset_syncs_disabled(classified).columns == classified.columns
+    assert flow_notes.with_offset_syncs_disabled(classified).columns == classified.columns
 
 
 def test_a_consumer_override_is_named_as_not_reaching_mm2s_source_consumer() -> None:

@@ -1,12 +1,12 @@
-"""Flow names are parsed in one place (``mm2ctl.core.flows``), and a malformed one is a ConfigError (exit 3)."""
+"""Flow names are parsed in one place (``mm2ctl.core.config.flows``), and a malformed one is a ConfigError (exit 3)."""
 
 from __future__ import annotations
 
 import pytest
 
+from mm2ctl.core.config.flows import Flow, is_cluster_alias, parse_flow
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.exit_codes import ExitCode
-from mm2ctl.core.flows import Flow, is_cluster_alias, parse_flow
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from mm2ctl.inspector.prometheus_output import METRIC_NAMES
+from mm2ctl.inspector.output.prometheus import METRIC_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = json.loads((ROOT / "examples" / "grafana" / "mm2ctl.json").read_text(encoding="utf-8"))

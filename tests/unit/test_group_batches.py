@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from mm2ctl.core.admin import TP, GroupDescription, GroupOffsets, ItemError, PartitionBounds, PartitionResult
-from mm2ctl.core.config import mm2_config_from_text
+from mm2ctl.core.config.mm2_config import mm2_config_from_text
 from mm2ctl.core.errors import ApplyError, PreconditionError
 from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.core.kafka.admin import TP, GroupDescription, GroupOffsets, ItemError, PartitionBounds, PartitionResult
 from mm2ctl.plans.document import Plan, PlanKind, new_plan
 from mm2ctl.plans.fingerprint import fingerprint_of
 from mm2ctl.plans.live_state import LiveState
@@ -554,7 +554,7 @@ def test_parallelism_is_bounded() -> None:
     ],
 )
 def test_a_read_back_settles_for_twice_the_flows_sync_interval(settings: str, expected: float) -> None:
-    from mm2ctl.plans.planners.failover import settle_window
+    from mm2ctl.plans.planners.failover.planner import settle_window
 
     flow = mm2_config_from_text(MM2 + settings).pair("A->B")
     assert settle_window(flow) == expected

@@ -1,4 +1,4 @@
-"""A live session's reuse of the group types' listings (``inspector.typed_groups.GroupListings``)."""
+"""A live session's reuse of the group types' listings (``inspector.reads.typed_groups.GroupListings``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from mm2ctl.core.group_admin import TypedGroup
-from mm2ctl.inspector import typed_groups
-from mm2ctl.inspector.typed_groups import GroupListings, TypedGroups
+from mm2ctl.core.kafka.group_admin import TypedGroup
+from mm2ctl.inspector.reads import typed_groups
+from mm2ctl.inspector.reads.typed_groups import GroupListings, TypedGroups
 
 PLAIN = [TypedGroup("a", "classic", "Empty"), TypedGroup("b", "consumer", "Stable")]
 WITH_SHARE = [*PLAIN, TypedGroup("s", "share", "Stable")]

@@ -3,9 +3,9 @@ only the layers below it, never a sibling in its own layer (docs/design.md, "Par
 
     core  <  connect_client  <  inspector  <  plans, lab  <  remediate  <  drill, report  <  cli
 
-The translation rule (``core.translation``, ``core.positions``, ``core.translation_methods``) sits in the core
-because both ``inspect`` and the planners apply it; the planners read MM2's position through
-``inspector.mm2_position`` and the lab's Spark Connect server is built by ``inspector.spark_packages``, so the
+The translation rule (``core.translation.rule``, ``core.translation.positions``, ``core.translation.methods``) sits in
+the core because both ``inspect`` and the planners apply it; the planners read MM2's position through
+``inspector.reads.mm2_position`` and the lab's Spark Connect server is built by ``inspector.spark.packages``, so the
 inspector sits below both.
 
 Every module of the installed ``mm2ctl`` is parsed with ``ast``, not imported, so an import inside a function

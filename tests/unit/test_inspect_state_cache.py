@@ -1,6 +1,7 @@
-"""The decoded internal topics saved between processes (``inspector.state_cache``, ``inspector.saved_topics``):
-the files themselves, and a property test that a chain of processes each starting from the last one's files
-keeps exactly what a process reading the topic in full keeps, over random histories of the topic."""
+"""The decoded internal topics saved between processes (``inspector.kept.topic_cache``,
+``inspector.kept.saved_topics``): the files themselves, and a property test that a chain of processes each starting
+from the last one's files keeps exactly what a process reading the topic in full keeps, over random histories of the
+topic."""
 
 from __future__ import annotations
 
@@ -17,14 +18,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mm2ctl.core import codecs
-from mm2ctl.core.translation import Sync
-from mm2ctl.inspector import pair_topics, state_cache
-from mm2ctl.inspector.internal_topics import TopicSnapshot
-from mm2ctl.inspector.pair_topics import PairTopics
-from mm2ctl.inspector.saved_topics import SavedTopics
+from mm2ctl.core.kafka import codecs
+from mm2ctl.core.translation.rule import Sync
+from mm2ctl.inspector.kept import pair_topics, topic_cache
+from mm2ctl.inspector.kept.pair_topics import PairTopics
+from mm2ctl.inspector.kept.saved_topics import SavedTopics
+from mm2ctl.inspector.kept.topic_cache import SYNCS, SavedState, StateKey, Unusable
+from mm2ctl.inspector.reads.internal_topics import TopicSnapshot
 from mm2ctl.inspector.schemas import KAFKA_RECORD_SCHEMA
-from mm2ctl.inspector.state_cache import SYNCS, SavedState, StateKey, Unusable
 
 PAIR = "a->b"
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
@@ -39,15 +40,15 @@ def _state(rows: int = 3, key: StateKey = KEY) -> SavedState:
 @pytest.fixture
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("MM2CTL_CACHE", str(tmp_path))
-    return state_cache.cache_dir()
+    return topic_cache.cache_dir()
 
 
 # --- the files ---
 
 
 def test_a_saved_state_reads_back_whole(folder: Path) -> None:
-    path = state_cache.save(_state())
-    got = state_cache.load(KEY)
+    path = topic_cache.save(_state())
+    got = topic_cache.load(KEY)
     assert isinstance(got, SavedState)
     assert got.table.equals(_state().table)
     assert (got.topic_id, dict(got.bounds), dict(got.extra)) == (
@@ -60,7 +61,7 @@ def test_a_saved_state_reads_back_whole(folder: Path) -> None:
 
 
 def test_no_file_is_no_state(folder: Path) -> None:
-    assert state_cache.load(KEY) is None
+    assert topic_cache.load(KEY) is None
 
 
 @pytest.mark.parametrize(
@@ -73,24 +74,24 @@ def test_no_file_is_no_state(folder: Path) -> None:
     ids=["truncated", "corrupt", "empty"],
 )
 def test_a_damaged_file_is_thrown_away_with_the_reason(folder: Path, damage: Any) -> None:
-    path = state_cache.save(_state())
+    path = topic_cache.save(_state())
     damage(path)
-    got = state_cache.load(KEY)
+    got = topic_cache.load(KEY)
     assert isinstance(got, Unusable) and "unreadable" in got.reason
     assert not path.exists()
 
 
 def test_a_file_of_another_version_or_topic_is_thrown_away(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    state_cache.save(_state())
-    monkeypatch.setattr(state_cache, "_version", lambda: "9.9.9")
-    got = state_cache.load(KEY)
+    topic_cache.save(_state())
+    monkeypatch.setattr(topic_cache, "_version", lambda: "9.9.9")
+    got = topic_cache.load(KEY)
     assert isinstance(got, Unusable) and "another version" in got.reason
     monkeypatch.undo()
     monkeypatch.setenv("MM2CTL_CACHE", str(folder.parent))
     other = StateKey(SYNCS, PAIR, "cluster-2", KEY.topic)
-    path = state_cache.save(_state())
+    path = topic_cache.save(_state())
     path.rename(folder / other.file_name())  # a file under another key's name
-    got = state_cache.load(other)
+    got = topic_cache.load(other)
     assert isinstance(got, Unusable) and "does not describe" in got.reason
 
 
@@ -98,12 +99,12 @@ def test_the_folder_keeps_to_its_bound_least_recently_used_first(folder: Path, m
     keys = [StateKey(SYNCS, f"p{i}", "c", "t") for i in range(4)]
     big = 20_000
     for i, key in enumerate(keys):
-        path = state_cache.save(_state(big, key))
+        path = topic_cache.save(_state(big, key))
         os.utime(path, (1_000 + i, 1_000 + i))
     size = (folder / keys[0].file_name()).stat().st_size
-    assert isinstance(state_cache.load(keys[0]), SavedState)  # used now: the most recent
+    assert isinstance(topic_cache.load(keys[0]), SavedState)  # used now: the most recent
     monkeypatch.setenv("MM2CTL_INSPECT_CACHE_MB", str(2.5 * size / (1 << 20)))
-    newest = state_cache.save(_state(big, StateKey(SYNCS, "p9", "c", "t")))
+    newest = topic_cache.save(_state(big, StateKey(SYNCS, "p9", "c", "t")))
     left = {p.name for p in folder.iterdir()}
     assert left == {newest.name, keys[0].file_name()}
 
@@ -114,7 +115,7 @@ def test_a_dead_writers_temporary_file_goes(folder: Path) -> None:
     for p in (stale, fresh):
         p.write_bytes(b"half")
     os.utime(stale, (0, 0))
-    state_cache.save(_state())
+    topic_cache.save(_state())
     assert not stale.exists() and fresh.exists()
 
 
@@ -252,10 +253,10 @@ def test_a_file_holding_something_else_is_thrown_away_with_a_note(spark: Any, fo
     now = TopicSnapshot("b", "syncs", "id-0", {0: (0, 10)}, cluster_id="cluster-b")
     key = pair_topics.state_key(SYNCS, PAIR, now)
     assert key is not None
-    state_cache.save(SavedState(key, "id-0", {0: (0, 10)}, _state().table, {"runs_at_full": 1}))
+    topic_cache.save(SavedState(key, "id-0", {0: (0, 10)}, _state().table, {"runs_at_full": 1}))
     kept = PairTopics(PAIR)
     notes = SavedTopics().restore(spark, kept, now, None)
     assert [n.message for n in notes] == [
         "read again in full: its saved state does not hold what mm2ctl saves (KeyError('numbering'))"
     ]
-    assert kept.syncs_read is None and state_cache.load(key) is None
+    assert kept.syncs_read is None and topic_cache.load(key) is None

@@ -1,5 +1,5 @@
-"""MM2's live checkpoints (``inspector.checkpoint_state``): the newest record of each key, a tombstone deleting
-it, in a full read and folded in by a later one; and the same answers as ``core.compaction``, the rule
+"""MM2's live checkpoints (``inspector.transforms.live_checkpoints``): the newest record of each key, a tombstone
+deleting it, in a full read and folded in by a later one; and the same answers as ``core.kafka.compaction``, the rule
 ``plan failover --from checkpoints`` applies."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from mm2ctl.core.compaction import Keyed, live_values
-from mm2ctl.inspector import checkpoint_state
+from mm2ctl.core.kafka.compaction import Keyed, live_values
 from mm2ctl.inspector.schemas import CHECKPOINTS_SCHEMA, DECODED_CHECKPOINT_SCHEMA
+from mm2ctl.inspector.transforms import live_checkpoints
 
 pytestmark = pytest.mark.spark
 
@@ -64,13 +64,13 @@ RECORDS = [
 
 
 def test_live_checkpoints_newest_wins_tombstone_deletes(spark: Any) -> None:
-    got = checkpoint_state.live_checkpoints(_df(spark, DECODED_CHECKPOINT_SCHEMA, RECORDS))
+    got = live_checkpoints.live_checkpoints(_df(spark, DECODED_CHECKPOINT_SCHEMA, RECORDS))
     assert [(f.name, f.dataType) for f in got.schema] == [(f.name, f.dataType) for f in CHECKPOINTS_SCHEMA]
     assert _live(got) == {"g1": (5, 4, 1), "g3": (7, 7, 5)}
 
 
 def test_a_later_read_folds_in_newer_checkpoints_and_tombstones(spark: Any) -> None:
-    kept = checkpoint_state.live_checkpoints(_df(spark, DECODED_CHECKPOINT_SCHEMA, RECORDS))
+    kept = live_checkpoints.live_checkpoints(_df(spark, DECODED_CHECKPOINT_SCHEMA, RECORDS))
     later = _df(
         spark,
         DECODED_CHECKPOINT_SCHEMA,
@@ -81,7 +81,7 @@ def test_a_later_read_folds_in_newer_checkpoints_and_tombstones(spark: Any) -> N
             _checkpoint_record(10, "g1", 8, 7),  # the newer of two in one read
         ],
     )
-    assert _live(checkpoint_state.merged_checkpoints(kept, later)) == {"g1": (8, 7, 10), "g4": (1, 1, 8)}
+    assert _live(live_checkpoints.merged_checkpoints(kept, later)) == {"g1": (8, 7, 10), "g4": (1, 1, 8)}
 
 
 #: A record of one of three groups: a checkpoint (its upstream offset) or a tombstone (None).
@@ -93,13 +93,13 @@ record = st.tuples(st.sampled_from(["g1", "g2", "g3"]), st.one_of(st.none(), st.
 def test_property_spark_and_core_compaction_agree(
     spark: Any, records: list[tuple[str, int | None]], split: float
 ) -> None:
-    """The inspection's live checkpoints, whether read at once or in two reads, are ``core.compaction``'s:
+    """The inspection's live checkpoints, whether read at once or in two reads, are ``core.kafka.compaction``'s:
     what ``plan failover --from checkpoints`` reads as MM2's checkpoints."""
     rows = [_checkpoint_record(i, g, up, None if up is None else up + 1) for i, (g, up) in enumerate(records)]
     expected = live_values(Keyed(g, i, up) for i, (g, up) in enumerate(records))
-    once = checkpoint_state.live_checkpoints(_df(spark, DECODED_CHECKPOINT_SCHEMA, rows))
+    once = live_checkpoints.live_checkpoints(_df(spark, DECODED_CHECKPOINT_SCHEMA, rows))
     assert {g: up for g, (up, _d, _r) in _live(once).items()} == expected
     cut = int(split * len(rows))
-    first = checkpoint_state.live_checkpoints(_df(spark, DECODED_CHECKPOINT_SCHEMA, rows[:cut]))
-    twice = checkpoint_state.merged_checkpoints(first, _df(spark, DECODED_CHECKPOINT_SCHEMA, rows[cut:]))
+    first = live_checkpoints.live_checkpoints(_df(spark, DECODED_CHECKPOINT_SCHEMA, rows[:cut]))
+    twice = live_checkpoints.merged_checkpoints(first, _df(spark, DECODED_CHECKPOINT_SCHEMA, rows[cut:]))
     assert {g: up for g, (up, _d, _r) in _live(twice).items()} == expected

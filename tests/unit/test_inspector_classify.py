@@ -10,8 +10,8 @@ import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from mm2ctl.inspector import classify, statuses
-from mm2ctl.inspector.pair_topics import Numbering
+from mm2ctl.inspector import statuses
+from mm2ctl.inspector.kept.pair_topics import Numbering
 from mm2ctl.inspector.schemas import (
     CHECKPOINTS_SCHEMA,
     CLASSIFIED_SCHEMA,
@@ -25,10 +25,11 @@ from mm2ctl.inspector.schemas import (
     TARGET_GROUP_OFFSETS_SCHEMA,
     TARGET_PARTITIONS_SCHEMA,
 )
-from mm2ctl.inspector.sql_text import micros
 from mm2ctl.inspector.statuses import Blocking, Status
-from mm2ctl.inspector.sync_state import RUN_COLUMNS
-from mm2ctl.inspector.translation import translate
+from mm2ctl.inspector.transforms import classify
+from mm2ctl.inspector.transforms.sql_text import micros
+from mm2ctl.inspector.transforms.sync_runs import RUN_COLUMNS
+from mm2ctl.inspector.transforms.translated_offsets import translate
 
 PAIR = "a->b"
 NOW = dt.datetime(2024, 6, 1, 12, 0, tzinfo=dt.UTC)
@@ -627,7 +628,7 @@ T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 
 
 def _translated(spark: Any, offsets: Any) -> Any:
-    """``offsets`` translated through one sync, ``orders``/0 10 -> 8 (``inspector.translation``)."""
+    """``offsets`` translated through one sync, ``orders``/0 10 -> 8 (``inspector.transforms.translated_offsets``)."""
     partitions = sorted({(r.topic, r.partition) for r in offsets.collect()})
     numbering = Numbering.of(partitions)
     numbers = spark.createDataFrame(numbering.table(PAIR), schema=PARTITION_NUMBERS_SCHEMA)

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from mm2ctl.core import codecs
-from mm2ctl.inspector import checkpoint_state, decode
+from mm2ctl.core.kafka import codecs
 from mm2ctl.inspector.schemas import DECODED_CHECKPOINT_SCHEMA, DECODED_OFFSET_SYNC_SCHEMA, KAFKA_RECORD_SCHEMA
-from mm2ctl.inspector.spark_compat import frame_from_arrow
+from mm2ctl.inspector.spark.compat import frame_from_arrow
+from mm2ctl.inspector.transforms import decode, live_checkpoints
 
 pytestmark = pytest.mark.spark
 
@@ -141,7 +141,7 @@ def test_offset_sync_malformed_shapes(spark: Any) -> None:
 def test_a_read_of_checkpoints_counts_the_malformed_records_and_names_the_groups_of_the_others(spark: Any) -> None:
     good = [codecs.encode_checkpoint(codecs.Checkpoint(g, "src.t", 0, 5, 5, "")) for g in ("g1", "g2", "g1")]
     decoded = decode.decode_checkpoints(_records(spark, [*good, (None, None), (b"", b"")]))
-    facts = {r.malformed_reason: (r.records, sorted(r.groups)) for r in checkpoint_state.read_facts(decoded).collect()}
+    facts = {r.malformed_reason: (r.records, sorted(r.groups)) for r in live_checkpoints.read_facts(decoded).collect()}
     assert facts[None] == (3, ["g1", "g2"])
     assert sum(n for reason, (n, _) in facts.items() if reason is not None) == 2
     assert all(groups == [] for reason, (_, groups) in facts.items() if reason is not None)

@@ -10,10 +10,10 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from mm2ctl.core import codecs
-from mm2ctl.inspector import decode, sync_state
-from mm2ctl.inspector.pair_topics import Numbering
+from mm2ctl.core.kafka import codecs
+from mm2ctl.inspector.kept.pair_topics import Numbering
 from mm2ctl.inspector.schemas import KAFKA_RECORD_SCHEMA, PARTITION_NUMBERS_SCHEMA
+from mm2ctl.inspector.transforms import decode, sync_runs
 
 pytestmark = pytest.mark.spark
 
@@ -36,8 +36,8 @@ def test_malformed_offset_syncs_are_counted_per_reason_and_the_good_ones_kept(sp
     )
     numbering = Numbering.of([("orders", 0)])
     known = spark.createDataFrame(numbering.table("a->b"), schema=PARTITION_NUMBERS_SCHEMA)
-    records = sync_state.sorted_records(sync_state.records(decode.decode_offset_syncs(raw, known=known)), 2)
-    facts = {f._part: f for f in sync_state.partition_facts(records).collect()}
+    records = sync_runs.sorted_records(sync_runs.records(decode.decode_offset_syncs(raw, known=known)), 2)
+    facts = {f._part: f for f in sync_runs.partition_facts(records).collect()}
     counts = dict(zip(decode.MALFORMED_REASONS, facts[None].malformed, strict=True))
     assert {r: n for r, n in counts.items() if n} == {"key truncated": 1, "null key": 1, "value truncated": 2}
     newest = facts[numbering.parts[("orders", 0)]]
@@ -54,7 +54,7 @@ def test_numbering_is_in_key_order_and_covers_what_it_numbered() -> None:
 def test_parquet_rows_skip_the_dictionary_on_near_unique_columns_only(spark: Any, tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    from mm2ctl.inspector.report import PARQUET_PLAIN_COLUMNS, parquet_writer_options
+    from mm2ctl.inspector.output.row_files import PARQUET_PLAIN_COLUMNS, parquet_writer_options
 
     rows = spark.range(2000).selectExpr("id AS source_offset", "IF(id % 2 = 0, 'synced', 'stale_sync') AS status")
     out = tmp_path / "rows.parquet"

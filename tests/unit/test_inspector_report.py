@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mm2ctl.inspector.inspection import SparkRows
-from mm2ctl.inspector.report import csv_text, write_csv, write_json_lines
+from mm2ctl.inspector.output.row_files import csv_text, write_csv, write_json_lines
 from mm2ctl.inspector.schemas import GROUP_ROWS_SCHEMA
 
 COLUMNS = tuple(GROUP_ROWS_SCHEMA.fieldNames())

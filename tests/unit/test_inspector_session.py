@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mm2ctl.inspector.spark_compat import spark_major
+from mm2ctl.inspector.spark.compat import spark_major
 
 pytestmark = pytest.mark.spark
 
@@ -18,7 +18,7 @@ def test_kafka_is_read_through_spark_v2_source_and_other_v1_sources_stay(spark: 
 
 
 def test_a_v1_source_list_the_user_gave_is_left_as_given(spark: Any) -> None:
-    from mm2ctl.inspector.session import _read_kafka_through_v2
+    from mm2ctl.inspector.spark.session import _read_kafka_through_v2
 
     key = "spark.sql.sources.useV1SourceList"
     before = spark.conf.get(key)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mm2ctl.inspector.sql_text import Statement, literal
+from mm2ctl.inspector.transforms.sql_text import Statement, literal
 
 TRICKY = [
     "the partition's oldest",

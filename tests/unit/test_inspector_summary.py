@@ -1,5 +1,5 @@
-"""Every count an inspection reports, from its one final aggregation (``inspector.summary``) and the plain
-Python over its rows (``inspector.result.summarize``)."""
+"""Every count an inspection reports, from its one final aggregation (``inspector.transforms.summary``) and the plain
+Python over its rows (``inspector.output.inspection_result.summarize``)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from mm2ctl.inspector import summary
-from mm2ctl.inspector.result import PairTotals, StatusCount, summarize
+from mm2ctl.inspector.output.inspection_result import PairTotals, StatusCount, summarize
 from mm2ctl.inspector.schemas import KEPT_ROWS_SCHEMA
+from mm2ctl.inspector.transforms import summary
 
 
 def _row(pair: str, group: str, partition: int, status: str, ok: bool, replay: int | None, age: float | None) -> dict:

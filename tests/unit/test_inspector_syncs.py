@@ -1,5 +1,5 @@
-"""The offset syncs kept as runs (``inspector.sync_state``) and the translation through them
-(``inspector.translation``), against the one rule of ``core.translation`` as the oracle."""
+"""The offset syncs kept as runs (``inspector.transforms.sync_runs``) and the translation through them
+(``inspector.transforms.translated_offsets``), against the one rule of ``core.translation.rule`` as the oracle."""
 
 from __future__ import annotations
 
@@ -15,23 +15,23 @@ from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StructType
 
-from mm2ctl.core import codecs
-from mm2ctl.core.translation import (
+from mm2ctl.core.kafka import codecs
+from mm2ctl.core.translation.rule import (
     Sync,
     conservative,
     current_mapping_start,
     newest_sync_at_or_below,
     normalize_syncs,
 )
-from mm2ctl.inspector import decode, sync_state
-from mm2ctl.inspector.pair_topics import Numbering
+from mm2ctl.inspector.kept.pair_topics import Numbering
 from mm2ctl.inspector.schemas import (
     KAFKA_RECORD_SCHEMA,
     PARTITION_NUMBERS_SCHEMA,
     SOURCE_GROUP_OFFSETS_SCHEMA,
     TRANSLATION_FIELDS,
 )
-from mm2ctl.inspector.translation import translate
+from mm2ctl.inspector.transforms import decode, sync_runs
+from mm2ctl.inspector.transforms.translated_offsets import translate
 
 pytestmark = pytest.mark.spark
 
@@ -72,25 +72,25 @@ def _numbering(spark: Any, partitions: list[tuple[str, int]]) -> tuple[Numbering
 
 
 def _records(raw: Any, numbers: DataFrame) -> DataFrame:
-    return sync_state.records(decode.decode_offset_syncs(raw, known=numbers))
+    return sync_runs.records(decode.decode_offset_syncs(raw, known=numbers))
 
 
 def cold_runs(records: DataFrame) -> tuple[DataFrame, list[Any]]:
     """What a full read keeps: the facts pass over the sorted records, then the current mappings as runs."""
-    ordered = sync_state.sorted_records(records, 3).cache()
-    facts = sync_state.partition_facts(ordered).collect()
-    return sync_state.current_runs(ordered, sync_state.tangled(facts)), facts
+    ordered = sync_runs.sorted_records(records, 3).cache()
+    facts = sync_runs.partition_facts(ordered).collect()
+    return sync_runs.current_runs(ordered, sync_runs.tangled(facts)), facts
 
 
 def folded_runs(kept: DataFrame, new_records: DataFrame) -> DataFrame | None:
     """What a later read does with new records: None when it must read the topic in full again."""
-    facts = sync_state.partition_facts(sync_state.sorted_records(new_records, 1)).collect()
-    if sync_state.tangled(facts):
+    facts = sync_runs.partition_facts(sync_runs.sorted_records(new_records, 1)).collect()
+    if sync_runs.tangled(facts):
         return None
-    candidates = kept.unionByName(sync_state.new_syncs_as_runs(new_records))
-    if sync_state.disagreeing_runs(candidates).count():
+    candidates = kept.unionByName(sync_runs.new_syncs_as_runs(new_records))
+    if sync_runs.disagreeing_runs(candidates).count():
         return None
-    return sync_state.merge_runs(candidates)
+    return sync_runs.merge_runs(candidates)
 
 
 def _syncs_of(runs: DataFrame, numbering: Numbering) -> dict[tuple[str, int], tuple[list[Sync], int]]:
@@ -138,7 +138,7 @@ def test_runs_keep_every_live_sync_and_count_the_records(spark: Any) -> None:
     )
     numbering, numbers = _numbering(spark, [("t", 0), ("t", 1)])
     runs, facts = cold_runs(_records(raw, numbers))
-    assert [c for c in runs.columns] == list(sync_state.RUN_COLUMNS)
+    assert [c for c in runs.columns] == list(sync_runs.RUN_COLUMNS)
     got = _syncs_of(runs, numbering)
     assert got[("t", 0)] == ([Sync(0, 0), Sync(1, 1), Sync(100, 98)], 4)
     assert got[("t", 1)] == ([Sync(5, 5)], 1)
@@ -240,7 +240,7 @@ def test_translation_fields_are_longs_but_the_method() -> None:
     assert all(isinstance(f.dataType, LongType) for f in TRANSLATION_FIELDS if f.name != "translation_method")
 
 
-# --- translate: the one rule (core.translation) is the oracle ---
+# --- translate: the one rule (core.translation.rule) is the oracle ---
 
 
 #: What a partition's history is made of. ``run`` appends syncs advancing on both sides (one mapping); the
@@ -312,7 +312,7 @@ def _interleaved(histories: dict[int, list[Sync | str | None]], seed: int) -> li
 def test_property_translate_computes_the_one_rule(
     spark: Any, partitions: list[tuple[list[tuple[Any, ...]], list[int | None]]], seed: int
 ) -> None:
-    """``inspect``'s Spark translation equals ``core.translation`` (what every planner runs) on every history:
+    """``inspect``'s Spark translation equals ``core.translation.rule`` (what every planner runs) on every history:
     out-of-order writes, upstream and target rewinds, duplicates, compaction holes, tombstones, malformed
     records and arbitrary syncs, the partitions' records interleaved in the topic as MM2 writes them."""
     histories = {p: _history(ops) for p, (ops, _) in enumerate(partitions)}

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mm2ctl.core.errors import JournalError
-from mm2ctl.core.redaction import REDACTED
+from mm2ctl.core.security.redaction import REDACTED
 from mm2ctl.plans.document import Plan
 from mm2ctl.remediate.journal import (
     EntryType,

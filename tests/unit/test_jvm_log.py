@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from mm2ctl.cli import run_log
-from mm2ctl.inspector.jvm_log import log4j2_config_path, log4j_java_option
-from mm2ctl.inspector.session import embedded_settings
+from mm2ctl.inspector.spark.jvm_log import log4j2_config_path, log4j_java_option
+from mm2ctl.inspector.spark.session import embedded_settings
 
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
@@ -75,7 +75,7 @@ def test_log4j2_option_is_added_to_the_driver_options_unless_the_user_chose_a_co
 
 
 def test_a_config_path_with_spaces_stays_one_java_option(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mm2ctl.inspector import jvm_log
+    from mm2ctl.inspector.spark import jvm_log
 
     monkeypatch.setattr(jvm_log, "log4j2_config_path", lambda: Path('/opt/my "apps"/log4j2.properties'))
     assert log4j_java_option("-Xss4m") == r'-Xss4m "-Dlog4j2.configurationFile=/opt/my \"apps\"/log4j2.properties"'
@@ -100,7 +100,7 @@ def test_librdkafka_lines_go_to_the_runs_log_file_not_the_terminal(
 ) -> None:
     import logging
 
-    from mm2ctl.core.client_log import librdkafka_log
+    from mm2ctl.core.kafka.client_log import librdkafka_log
 
     run_log.start(verbose=False, command="plan")
     assert run_log.failure_line() is None
@@ -144,7 +144,7 @@ def test_py4j_lines_go_to_the_runs_log_file_not_the_terminal(tmp_path: Path) -> 
 def test_verbose_sends_librdkafka_lines_to_the_terminal(tmp_path: Path) -> None:
     import logging
 
-    from mm2ctl.core.client_log import LIBRDKAFKA_LOGGER
+    from mm2ctl.core.kafka.client_log import LIBRDKAFKA_LOGGER
 
     run_log.start(verbose=True, command="plan")
     library = logging.getLogger(LIBRDKAFKA_LOGGER)

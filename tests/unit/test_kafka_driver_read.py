@@ -9,11 +9,12 @@ from typing import Any
 import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, TIMESTAMP_NOT_AVAILABLE
 
-from mm2ctl.core import codecs
-from mm2ctl.core.records import RawRecord, java_timestamp_type
-from mm2ctl.inspector import decode, kafka_read
+from mm2ctl.core.kafka import codecs
+from mm2ctl.core.kafka.records import RawRecord, java_timestamp_type
+from mm2ctl.inspector.reads import kafka_read
 from mm2ctl.inspector.schemas import KAFKA_RECORD_SCHEMA, arrow_schema
-from mm2ctl.inspector.spark_compat import frame_from_arrow
+from mm2ctl.inspector.spark.compat import frame_from_arrow
+from mm2ctl.inspector.transforms import decode
 
 MS = 1_700_000_000_123
 

@@ -1,4 +1,4 @@
-"""A live session's kept rows (``inspector.kept_rows``): the groups classified again replace theirs, every other
+"""A live session's kept rows (``inspector.kept.kept_rows``): the groups classified again replace theirs, every other
 group keeps its rows and its figures, and the clock finds the groups a fresh checkpoint kept synced."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructType
 
-from mm2ctl.inspector.changed_groups import ClassifyInputs
-from mm2ctl.inspector.kept_rows import KeptRows
+from mm2ctl.inspector.kept.changed_groups import ClassifyInputs
+from mm2ctl.inspector.kept.kept_rows import KeptRows
 from mm2ctl.inspector.schemas import FRESH_CHECKPOINT, GROUP_CHECKPOINT_AGE, GROUP_NEWEST_CHECKPOINT, KEPT_ROWS_SCHEMA
 
 PAIR = "a->b"

@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from mm2ctl.core.config import MM2Config, mm2_config_from_text
+from mm2ctl.core.config.filters import IncludeExcludeFilter, compile_patterns, is_cycle, java_regex_to_python
+from mm2ctl.core.config.mm2_config import MM2Config, mm2_config_from_text
+from mm2ctl.core.config.naming import replication_policy
 from mm2ctl.core.errors import ConfigError
-from mm2ctl.core.mm2_filters import NameFilter, compile_patterns, is_cycle, java_regex_to_python
-from mm2ctl.core.naming import replication_policy
 
 BASE = """\
 clusters = A, B
@@ -116,8 +116,8 @@ def test_java_regex_translation(java: str, python: str) -> None:
 # --- the filter itself ----------------------------------------------------------------------------
 
 
-def _filter(include: tuple[str, ...], exclude: tuple[str, ...]) -> NameFilter:
-    return NameFilter(
+def _filter(include: tuple[str, ...], exclude: tuple[str, ...]) -> IncludeExcludeFilter:
+    return IncludeExcludeFilter(
         "topics", include, "topics.exclude", exclude, compile_patterns(include), compile_patterns(exclude)
     )
 

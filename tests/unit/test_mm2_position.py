@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from mm2ctl.connect_client import ConnectorInfo, ConnectorOffset, ConnectorOffsets, ConnectorOverview, ServerInfo
-from mm2ctl.core.config import mm2_config_from_text
+from mm2ctl.core.config.connector_names import ROLE_CLASSES, connectors_by_role, next_offsets_to_copy
+from mm2ctl.core.config.mm2_config import mm2_config_from_text
 from mm2ctl.core.errors import ConnectTransportError
-from mm2ctl.core.mm2_connectors import ROLE_CLASSES, connectors_by_role, next_offsets_to_copy
-from mm2ctl.inspector.mm2_position import read_position
+from mm2ctl.inspector.reads.mm2_position import read_position
 
 MM2 = """
 clusters = A, B

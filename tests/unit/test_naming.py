@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from mm2ctl.core import naming
-from mm2ctl.core.naming import (
+from mm2ctl.core.config import naming
+from mm2ctl.core.config.naming import (
     DEFAULT_POLICY_CLASS,
     IDENTITY_POLICY_CLASS,
     OffsetSyncsLocation,

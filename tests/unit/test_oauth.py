@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from mm2ctl.core.client_security import portable_java_client_settings, to_librdkafka
-from mm2ctl.core.config import mm2_config_from_text
+from mm2ctl.core.config.mm2_config import mm2_config_from_text
 from mm2ctl.core.errors import ConfigError
+from mm2ctl.core.security.client_settings import portable_java_client_settings, to_librdkafka
 
 SECRET = "oauth-s3cret-9d2f"
 BASE = {"bootstrap.servers": "b:9093", "security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER"}

@@ -10,7 +10,7 @@ import typer
 
 from mm2ctl.cli.main import app
 from mm2ctl.core.errors import ConfigError
-from mm2ctl.core.patterns import NameFilter
+from mm2ctl.core.patterns import NameRegex
 from mm2ctl.inspector.selection import Selection
 
 NAMES = ("billing", "billing-v2", "old-billing", "payments")
@@ -29,20 +29,20 @@ NAMES = ("billing", "billing-v2", "old-billing", "payments")
     ],
 )
 def test_a_regex_selects_whole_names(expression: str, selected: set[str]) -> None:
-    assert {n for n in NAMES if NameFilter(expression).matches(n)} == selected
+    assert {n for n in NAMES if NameRegex(expression).matches(n)} == selected
     selection = Selection(groups=expression, topics=expression)
     assert {n for n in NAMES if selection.group_ok(n)} == selected
     assert {n for n in NAMES if selection.topic_ok(n)} == selected
 
 
 def test_no_regex_selects_every_name() -> None:
-    assert all(NameFilter(None).matches(n) for n in NAMES)
+    assert all(NameRegex(None).matches(n) for n in NAMES)
 
 
 @pytest.mark.parametrize("option", ["--groups", "--topics"])
 def test_a_regex_that_does_not_compile_names_its_option(option: str) -> None:
     with pytest.raises(ConfigError, match=rf"^{option} '\(billing' is not a valid regular expression"):
-        NameFilter("(billing", option)
+        NameRegex("(billing", option)
 
 
 def _commands(group: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from mm2ctl.core.admin import ItemError
-from mm2ctl.core.authorization import AuthorizationError, Operation, Permission, ResourceType, principal_of
 from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.core.kafka.admin import ItemError
+from mm2ctl.core.security.authorization import AuthorizationError, Operation, Permission, ResourceType, principal_of
 from mm2ctl.plans.permissions import check_permissions, plan_permissions
 from tests.unit.test_plan_samples import sample_plan
 

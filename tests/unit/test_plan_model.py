@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from mm2ctl.core.errors import PlanError, PreconditionError
-from mm2ctl.core.redaction import REDACTED, is_secret_key, redact_json, redact_text, strip_url_credentials
+from mm2ctl.core.security.redaction import REDACTED, is_secret_key, redact_json, redact_text, strip_url_credentials
 from mm2ctl.plans.connect_target import ConnectTarget
 from mm2ctl.plans.connector_config import ConnectorConfig, unredact_config
 from mm2ctl.plans.document import SCHEMA_VERSION, PlanKind, new_plan

@@ -16,7 +16,7 @@ from mm2ctl.plans.connect_target import ConnectTarget
 from mm2ctl.plans.connector_config import ConnectorConfig, SecretSource
 from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.fingerprint import fingerprint_of
-from mm2ctl.plans.offsets import ConnectorOffset, GroupOffset, TombstoneRecord
+from mm2ctl.plans.offsets import GroupOffset, PlannedConnectorOffset, TombstoneRecord
 from mm2ctl.plans.payloads import (
     CatchUpTarget,
     ConnectOffsetsDelete,
@@ -161,7 +161,7 @@ def every_step() -> list[Step]:
                     ConnectorOffsetsUnchanged(
                         connector=SRC,
                         expected=(
-                            ConnectorOffset(
+                            PlannedConnectorOffset(
                                 partition={"cluster": "A", "topic": "orders", "partition": 0},
                                 offset={"offset": 1000},
                             ),
@@ -179,10 +179,10 @@ def every_step() -> list[Step]:
             src,
             ConnectOffsetsPatch(
                 offsets=(
-                    ConnectorOffset(
+                    PlannedConnectorOffset(
                         partition={"cluster": "A", "topic": "orders", "partition": 0}, offset={"offset": 5}
                     ),
-                    ConnectorOffset(partition={"cluster": "A", "topic": "orders", "partition": 1}, offset=None),
+                    PlannedConnectorOffset(partition={"cluster": "A", "topic": "orders", "partition": 1}, offset=None),
                 )
             ),
             ConnectorStopped(connector=SRC),

@@ -13,7 +13,7 @@ import yaml
 
 from mm2ctl.core.errors import PlanError, UntranslatableError
 from mm2ctl.core.exit_codes import ExitCode
-from mm2ctl.core.redaction import REDACTED
+from mm2ctl.core.security.redaction import REDACTED
 from mm2ctl.plans.document import SetupSource, UntranslatablePartition
 from mm2ctl.plans.serialize import (
     dump_plan,

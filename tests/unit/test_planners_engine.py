@@ -20,14 +20,14 @@ import pytest
 
 from mm2ctl.connect_client import ConnectorOffset, ConnectorOffsets, ConnectorStatus, ServerInfo
 from mm2ctl.connect_client.models import ConnectorInfo, ConnectorOverview, TaskStatus
-from mm2ctl.core.admin import GroupDescription, PartitionBounds
-from mm2ctl.core.config import mm2_config_from_text
-from mm2ctl.core.connect_offsets import StoredOffset
+from mm2ctl.core.config.mm2_config import mm2_config_from_text
 from mm2ctl.core.errors import ConnectNotFoundError, ForeignPlanError, PlanError, PreconditionError, StalePlanError
+from mm2ctl.core.kafka.admin import GroupDescription, PartitionBounds
+from mm2ctl.core.kafka.connect_offsets_topic import StoredOffset
 from mm2ctl.plans.document import Plan, PlanKind
 from mm2ctl.plans.live_state import LiveState
-from mm2ctl.plans.planners import Action, Method, PlanBuilder, Selection, plan_connectors, plan_reset_mm2
-from mm2ctl.plans.planners.offset_syncs import plan_truncate_offset_syncs
+from mm2ctl.plans.planners import Action, Method, PartitionSelection, PlanBuilder, plan_connectors, plan_reset_mm2
+from mm2ctl.plans.planners.reset_mm2 import plan_truncate_offset_syncs
 from mm2ctl.plans.planners.reset_offsets import plan_reset_connector_offsets
 from mm2ctl.plans.serialize import dump_plan, load_plan
 from mm2ctl.plans.steps import StepKind
@@ -282,7 +282,9 @@ def test_rest_method_refused_before_3_6(world: World) -> None:
 
 def test_explicit_positions_become_a_patch_of_position_minus_one(world: World) -> None:
     plan = plan_reset_connector_offsets(
-        world.builder(), connectors=["ab-source"], selection=Selection(positions={("orders", 0): 2, ("orders", 1): 0})
+        world.builder(),
+        connectors=["ab-source"],
+        selection=PartitionSelection(positions={("orders", 0): 2, ("orders", 1): 0}),
     )
     assert [k for k, _ in kinds(plan)] == ["connector_stop", "connect_offsets_patch", "connector_resume"]
     patch = {o.partition["partition"]: o.offset for o in plan.steps[1].payload.offsets}  # type: ignore[union-attr]

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from mm2ctl.cli.progress import Mode, TerminalProgress, choose_mode
+from mm2ctl.cli.progress_bar import Mode, TerminalProgress, choose_mode
 from mm2ctl.core.progress import CountingProgress, count, no_progress
-from mm2ctl.inspector.task_progress import _StageTally
+from mm2ctl.inspector.spark.task_progress import _StageTally
 
 
 class Clock:
@@ -171,7 +171,7 @@ def test_bar_mode_draws_on_a_terminal_and_leaves_only_the_messages() -> None:
 
 @pytest.mark.spark
 def test_a_spark_action_counts_its_tasks_to_the_end(spark: Any) -> None:
-    from mm2ctl.inspector.task_progress import counting_tasks
+    from mm2ctl.inspector.spark.task_progress import counting_tasks
 
     class Recorder:
         def __init__(self) -> None:

@@ -17,8 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from mm2ctl.inspector import exporter as exporter_module
 from mm2ctl.inspector.exporter import Exporter, Listen, MetricsServer, metrics_app, one_line
-from mm2ctl.inspector.health_metrics import GroupMetrics, InspectionMetrics, PartitionMetrics
-from mm2ctl.inspector.prometheus_output import InspectionCollector, write_textfile
+from mm2ctl.inspector.output.health_metrics import GroupMetrics, InspectionMetrics, PartitionMetrics
+from mm2ctl.inspector.output.prometheus import InspectionCollector, write_textfile
 
 FLOW = "a->b"
 
@@ -131,7 +131,7 @@ def test_a_failed_run_keeps_the_last_good_metrics_and_counts(tmp_path: Path) -> 
 def samples_of(collector: InspectionCollector) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
     from prometheus_client import generate_latest
 
-    from mm2ctl.inspector.prometheus_output import registry_of
+    from mm2ctl.inspector.output.prometheus import registry_of
 
     return samples(generate_latest(registry_of(collector)).decode())
 
@@ -229,9 +229,9 @@ def test_http_routes() -> None:
 def test_every_group_status_is_a_sample_per_flow_zeros_included() -> None:
     """``mm2ctl_group_partitions`` has a sample for every status of every flow, so a dashboard or an alert on
     one (``not_yet_copied`` among them) sees 0 rather than no data."""
-    from mm2ctl.core.config import mm2_config_from_text
-    from mm2ctl.inspector.health_metrics import inspection_metrics
-    from mm2ctl.inspector.result import InspectionResult, summarize
+    from mm2ctl.core.config.mm2_config import mm2_config_from_text
+    from mm2ctl.inspector.output.health_metrics import inspection_metrics
+    from mm2ctl.inspector.output.inspection_result import InspectionResult, summarize
     from mm2ctl.inspector.schemas import PARTITION_HEALTH_SCHEMA, arrow_schema
     from mm2ctl.inspector.statuses import Status
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from mm2ctl.core.config.properties import Property, load_properties, parse_properties
 from mm2ctl.core.errors import ConfigError
-from mm2ctl.core.properties import Property, load_properties, parse_properties
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,9 @@ import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from mm2ctl.core.codecs import OffsetSync, encode_offset_sync
-from mm2ctl.inspector import decode, replication_health, statuses, sync_state
-from mm2ctl.inspector.pair_topics import Numbering
+from mm2ctl.core.kafka.codecs import OffsetSync, encode_offset_sync
+from mm2ctl.inspector import statuses
+from mm2ctl.inspector.kept.pair_topics import Numbering
 from mm2ctl.inspector.schemas import (
     KAFKA_RECORD_SCHEMA,
     NEWEST_SYNCS_SCHEMA,
@@ -23,8 +23,9 @@ from mm2ctl.inspector.schemas import (
     REPLICATED_PARTITIONS_SCHEMA,
     arrow_schema,
 )
-from mm2ctl.inspector.sql_text import micros
 from mm2ctl.inspector.statuses import PartitionStatus
+from mm2ctl.inspector.transforms import decode, replication_health, sync_runs
+from mm2ctl.inspector.transforms.sql_text import micros
 
 pytestmark = pytest.mark.spark
 
@@ -161,8 +162,8 @@ def test_newest_sync_of_each_partition_by_record_offset(spark: Any) -> None:
     ]
     numbering = Numbering.of([("orders", p) for p in range(4)])
     known = spark.createDataFrame(numbering.table(PAIR), schema=PARTITION_NUMBERS_SCHEMA)
-    decoded = sync_state.records(decode.decode_offset_syncs(_records(spark, records), known=known))
-    facts = sync_state.partition_facts(sync_state.sorted_records(decoded, 2)).collect()
+    decoded = sync_runs.records(decode.decode_offset_syncs(_records(spark, records), known=known))
+    facts = sync_runs.partition_facts(sync_runs.sorted_records(decoded, 2)).collect()
     key_of = {n: tp for tp, n in numbering.parts.items()}
     got = {
         key_of[f._part][1]: (f.newest_upstream, f.newest_downstream, f.newest_timestamp)
@@ -196,9 +197,9 @@ def test_the_table_section_and_the_partition_csv(spark: Any) -> None:
     from types import SimpleNamespace
 
     from mm2ctl.cli.render import replication_summary_lines
-    from mm2ctl.inspector.mm2_position import Mm2Position
-    from mm2ctl.inspector.report import write_csv
-    from mm2ctl.inspector.result import PairTotals
+    from mm2ctl.inspector.output.inspection_result import PairTotals
+    from mm2ctl.inspector.output.row_files import write_csv
+    from mm2ctl.inspector.reads.mm2_position import Mm2Position
 
     partitions = replication_health.classify_partitions(
         _df(spark, REPLICATED_PARTITIONS_SCHEMA, [partition(), partition(partition=1, mm2_next_offset=40)]),

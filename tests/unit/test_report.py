@@ -243,7 +243,7 @@ def test_an_empty_folder_holds_no_inspection(tmp_path: Path) -> None:
 def test_the_rows_inspect_writes_read_back_the_same(spark: Any, tmp_path: Path) -> None:
     """The inspection's own writers (JSON lines, Spark's Parquet folder) give the report the same tables."""
     from mm2ctl.inspector.inspection import SparkRows
-    from mm2ctl.inspector.report import write_json_lines, write_parquet
+    from mm2ctl.inspector.output.row_files import write_json_lines, write_parquet
     from mm2ctl.inspector.schemas import GROUP_ROWS_SCHEMA, PARTITION_HEALTH_SCHEMA, arrow_schema
 
     full_group = {f.name: None for f in GROUP_ROWS_SCHEMA.fields}
@@ -273,8 +273,8 @@ def test_the_rows_inspect_writes_read_back_the_same(spark: Any, tmp_path: Path) 
 
 
 def test_the_setup_header_masks_secrets(tmp_path: Path) -> None:
-    from mm2ctl.core.config import load_mm2_config
-    from mm2ctl.core.config_report import describe_setup
+    from mm2ctl.core.config.describe import describe_setup
+    from mm2ctl.core.config.mm2_config import load_mm2_config
     from mm2ctl.report.page import render
 
     secret = "pa55-w0rd-never-shown"

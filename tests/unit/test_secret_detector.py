@@ -1,4 +1,4 @@
-"""mm2ctl has one secret detector (``mm2ctl.core.redaction``); plans, journals and config display all use it.
+"""mm2ctl has one secret detector (``mm2ctl.core.security.redaction``); plans, journals and config display all use it.
 
 It is the union of two rule sets, a key regex and key tokens: every key either catches is secret, and the keys
 both keep stay readable.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from mm2ctl.core import redaction
+from mm2ctl.core.security import redaction
 from mm2ctl.plans.connector_config import ConnectorConfig
 
 #: Caught by the key regex only, the key tokens only, or both.

@@ -17,11 +17,11 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import NameOID
 
-from mm2ctl.core.client_security import SettingOrigin, to_librdkafka
 from mm2ctl.core.errors import ConfigError
-from mm2ctl.core.jaas import parse_jaas_config
-from mm2ctl.core.keystores import normalize_pem, sniff_store_type
-from mm2ctl.core.redaction import is_secret_key, redact
+from mm2ctl.core.security.client_settings import SettingOrigin, to_librdkafka
+from mm2ctl.core.security.jaas import parse_jaas_config
+from mm2ctl.core.security.keystores import normalize_pem, sniff_store_type
+from mm2ctl.core.security.redaction import is_secret_key, redact
 
 SECRET = "s3cr3t-Value"  # every secret in this module; never allowed in a message
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mm2ctl.core.errors import InspectError
-from mm2ctl.inspector import session
+from mm2ctl.inspector.spark import session
 
 
 def test_the_gateway_comes_while_the_session_still_starts(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""A Structured Streaming checkpoint read by ``core.spark_checkpoint``: hand-made checkpoint folders written byte
+"""A Structured Streaming checkpoint read by ``core.spark_checkpoints.read``: hand-made checkpoint folders written byte
 for byte as Spark 3.5-4.1 writes them (``OffsetSeqLog``, ``CommitLog``, ``StreamMetadata``,
 ``KafkaSourceInitialOffsetWriter``; docs/design.md, "Spark queries"), the last committed batch and its Kafka sources
 found, and each malformed file refused with the file named."""
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mm2ctl.core.errors import SparkCheckpointError
-from mm2ctl.core.spark_checkpoint import (
+from mm2ctl.core.spark_checkpoints.read import (
     CheckpointRead,
     KafkaSource,
     LocalCheckpointFiles,

@@ -1,4 +1,4 @@
-"""The translated copy of a checkpoint (``core.spark_checkpoint_copy``): which checkpoints allow one,
+"""The translated copy of a checkpoint (``core.spark_checkpoints.copy_form``): which checkpoints allow one,
 and the rewritten offset and initial-offset files, byte for byte as Spark writes them and read back by the
 reader."""
 
@@ -9,13 +9,18 @@ from pathlib import Path
 import pytest
 
 from mm2ctl.core.errors import SparkCheckpointError
-from mm2ctl.core.spark_checkpoint import kafka_positions, parse_initial_offsets, parse_offset_file, read_checkpoint
-from mm2ctl.core.spark_checkpoint_copy import (
+from mm2ctl.core.spark_checkpoints.copy_form import (
     copy_refusals,
     initial_offsets_file,
     initial_offsets_path,
     kafka_offset_json,
     rewritten_offset_file,
+)
+from mm2ctl.core.spark_checkpoints.read import (
+    kafka_positions,
+    parse_initial_offsets,
+    parse_offset_file,
+    read_checkpoint,
 )
 from tests.unit.test_spark_checkpoint import METADATA_40, kafka_json, make_checkpoint, offsets_file
 

@@ -1,4 +1,4 @@
-"""A query's translated position written to local files (``core.spark_checkpoint_write``): the translated copy of
+"""A query's translated position written to local files (``core.spark_checkpoints.write``): the translated copy of
 a hand-made checkpoint (batches, commits, initial offsets, state store files, Hadoop checksums), the
 ``startingOffsets`` files, what each reads back, and the refusal to write over anything. The copy of a checkpoint
 Spark itself wrote, resumed by Spark, is ``test_spark_checkpoint_written.py``'s."""
@@ -10,8 +10,15 @@ from pathlib import Path
 import pytest
 
 from mm2ctl.core.errors import SparkCheckpointError
-from mm2ctl.core.spark_checkpoint import read_checkpoint
-from mm2ctl.core.spark_checkpoint_write import (
+from mm2ctl.core.spark_checkpoints.query_sources import (
+    batch_digest,
+    checkpoint_moved,
+    local_files,
+    local_path,
+    query_sources,
+)
+from mm2ctl.core.spark_checkpoints.read import read_checkpoint
+from mm2ctl.core.spark_checkpoints.write import (
     json_outputs,
     read_copy_back,
     read_json_back,
@@ -19,7 +26,6 @@ from mm2ctl.core.spark_checkpoint_write import (
     write_copy,
     write_json,
 )
-from mm2ctl.core.spark_queries import batch_digest, checkpoint_moved, local_files, local_path, query_sources
 from tests.unit.test_spark_checkpoint import commit_file, kafka_json, make_checkpoint
 
 TRANSLATED = {0: {"orders": {0: 17, 1: 4}}}

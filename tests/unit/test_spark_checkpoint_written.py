@@ -1,4 +1,4 @@
-"""Checkpoints written by the installed Spark itself, read by ``core.spark_checkpoint``: a stateful query (a
+"""Checkpoints written by the installed Spark itself, read by ``core.spark_checkpoints.read``: a stateful query (a
 count per value over a file source, two batches), and the same on RocksDB with state store checkpoint format 2
 (Spark 4.0+). Then the copy the translated-checkpoint form makes (docs/design.md, "The checkpoint form"): the query
 resumed on the copy runs the next batch only, with its state.
@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from mm2ctl.core.errors import SparkCheckpointError
-from mm2ctl.core.spark_checkpoint import LocalCheckpointFiles, read_checkpoint
-from mm2ctl.core.spark_checkpoint_write import write_copy
-from mm2ctl.inspector.spark_checkpoint_hadoop import hadoop_checkpoint_files
+from mm2ctl.core.spark_checkpoints.hadoop import hadoop_checkpoint_files
+from mm2ctl.core.spark_checkpoints.read import LocalCheckpointFiles, read_checkpoint
+from mm2ctl.core.spark_checkpoints.write import write_copy
 
 pytestmark = pytest.mark.spark
 

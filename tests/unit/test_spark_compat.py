@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import BinaryType, BooleanType, LongType, StringType, StructField, StructType, TimestampType
 
-from mm2ctl.inspector import spark_compat
+from mm2ctl.inspector.spark import compat
 
 pytestmark = pytest.mark.spark
 
@@ -73,8 +73,8 @@ SAMPLES = [
 def _utf8_flags(spark: Any, samples: list[bytes | None]) -> list[bool | None]:
     table = pa.table({"i": list(range(len(samples))), "b": pa.array(samples, pa.binary())})
     schema = StructType([StructField("i", LongType()), StructField("b", BinaryType())])
-    frame = spark_compat.frame_from_arrow(spark, table, schema)
-    checked = frame.select("i", spark_compat.is_valid_utf8(F.col("b").cast("string")).alias("v"))
+    frame = compat.frame_from_arrow(spark, table, schema)
+    checked = frame.select("i", compat.is_valid_utf8(F.col("b").cast("string")).alias("v"))
     return [r.v for r in sorted(checked.collect(), key=lambda r: r.i)]
 
 
@@ -107,21 +107,21 @@ def _collected(frame: Any) -> list[dict[str, Any]]:
 def test_a_frame_from_arrow_keeps_every_value_on_the_35_path(spark: Any) -> None:
     expected = sorted(ROWS, key=lambda r: (r["name"] is None, str(r["name"])))
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
-    frame = spark_compat._frame_from_arrow_35(spark, _table(ROWS), SCHEMA)
+    frame = compat._frame_from_arrow_35(spark, _table(ROWS), SCHEMA)
     assert frame.schema == SCHEMA
     assert _collected(frame) == expected
-    assert _collected(spark_compat.frame_from_arrow(spark, _table(ROWS), SCHEMA)) == expected
+    assert _collected(compat.frame_from_arrow(spark, _table(ROWS), SCHEMA)) == expected
 
 
 def test_naive_arrow_timestamps_are_read_in_the_sessions_zone_on_the_35_path(spark: Any) -> None:
     schema = StructType([StructField("seen", TimestampType())])
     naive = pa.table({"seen": pa.array([dt.datetime(2026, 5, 1, 12, 0)], pa.timestamp("us"))})
-    got = spark_compat._frame_from_arrow_35(spark, naive, schema).select(F.unix_timestamp("seen").alias("s"))
+    got = compat._frame_from_arrow_35(spark, naive, schema).select(F.unix_timestamp("seen").alias("s"))
     assert got.collect()[0].s == int(dt.datetime(2026, 5, 1, 12, 0, tzinfo=UTC).timestamp())
 
 
 def test_an_empty_table_is_an_empty_frame_of_the_schema(spark: Any) -> None:
-    for make in (spark_compat._frame_from_arrow_35, spark_compat.frame_from_arrow):
+    for make in (compat._frame_from_arrow_35, compat.frame_from_arrow):
         frame = make(spark, _table([]), SCHEMA)
         assert frame.schema == SCHEMA and frame.count() == 0
 
@@ -129,32 +129,32 @@ def test_an_empty_table_is_an_empty_frame_of_the_schema(spark: Any) -> None:
 def test_to_arrow_gives_the_rows_and_the_schema(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     from pyspark.sql import DataFrame
 
-    frame = spark_compat.frame_from_arrow(spark, _table(ROWS), SCHEMA).repartition(3)
+    frame = compat.frame_from_arrow(spark, _table(ROWS), SCHEMA).repartition(3)
     for native in _native_and_fallback(DataFrame, "toArrow"):
         with monkeypatch.context() as m:
             if not native:
                 m.delattr(DataFrame, "toArrow", raising=False)
-            table = spark_compat.to_arrow(frame)
+            table = compat.to_arrow(frame)
             assert table.schema == to_arrow_schema(SCHEMA), f"native={native}"
             got = sorted(table.to_pylist(), key=lambda r: (r["name"] is None, str(r["name"])))
             assert got == sorted(ROWS, key=lambda r: (r["name"] is None, str(r["name"]))), f"native={native}"
-            empty = spark_compat.to_arrow(frame.where("false"))
+            empty = compat.to_arrow(frame.where("false"))
             assert empty.num_rows == 0 and empty.schema == to_arrow_schema(SCHEMA), f"native={native}"
 
 
 def test_error_condition_on_this_release_and_before_the_rename() -> None:
     error = PySparkRuntimeError(None, "JAVA_GATEWAY_EXITED", {})  # positional: the keywords were renamed too
-    assert spark_compat.error_condition(error) == "JAVA_GATEWAY_EXITED"
+    assert compat.error_condition(error) == "JAVA_GATEWAY_EXITED"
 
     class Before40:
         def getErrorClass(self) -> str:
             return "JAVA_GATEWAY_EXITED"
 
-    assert spark_compat.error_condition(Before40()) == "JAVA_GATEWAY_EXITED"  # type: ignore[arg-type]
+    assert compat.error_condition(Before40()) == "JAVA_GATEWAY_EXITED"  # type: ignore[arg-type]
 
 
 def test_array_position_of_a_column(spark: Any) -> None:
     frame = spark.createDataFrame([("b",), ("z",), (None,)], "v string")
     reasons = F.array(F.lit("a"), F.lit("b"), F.lit("c"))
-    got = frame.select("v", spark_compat.array_position(reasons, F.col("v")).alias("at")).collect()
+    got = frame.select("v", compat.array_position(reasons, F.col("v")).alias("at")).collect()
     assert {r.v: r.at for r in got} == {"b": 2, "z": 0, None: None}

@@ -16,8 +16,8 @@ import pytest
 
 from mm2ctl.core.errors import InspectError, KafkaSourceUnresolvedError
 from mm2ctl.core.exit_codes import ExitCode
-from mm2ctl.inspector import spark_packages as sp
-from mm2ctl.inspector.package_repositories import Look, Module, Presence
+from mm2ctl.inspector.spark import packages as sp
+from mm2ctl.inspector.spark.repositories import Look, Module, Presence
 
 
 def _spark_home(tmp_path: Path, *jars: str) -> Path:

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from mm2ctl.core.errors import ApplyError, SparkCheckpointError
-from mm2ctl.core.spark_checkpoint import read_checkpoint
-from mm2ctl.core.spark_checkpoint_write import write_json
-from mm2ctl.core.spark_queries import batch_digest, local_files
+from mm2ctl.core.spark_checkpoints.query_sources import batch_digest, local_files
+from mm2ctl.core.spark_checkpoints.read import read_checkpoint
+from mm2ctl.core.spark_checkpoints.write import write_json
 from mm2ctl.plans.payloads import SparkOffsetRow, SparkQueryWrite, TranslationMethod
 from mm2ctl.plans.preconditions import SparkCheckpointAt
 from mm2ctl.plans.steps import Step, StepKind

@@ -1,6 +1,6 @@
 """What ``plan failover``/``failback`` decide for a Spark query's rows without a cluster
-(``plans.planners.spark_queries``): when the checkpoint form is offered, which form ``auto`` takes, and where the
-output goes."""
+(``plans.planners.failover.spark_queries``): when the checkpoint form is offered, which form ``auto`` takes, and where
+the output goes."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from mm2ctl.core.errors import ConfigError, SparkCheckpointError
-from mm2ctl.core.spark_checkpoint import read_checkpoint
-from mm2ctl.core.spark_queries import local_files, query_sources, refuse_named_like_queries
+from mm2ctl.core.spark_checkpoints.query_sources import local_files, query_sources, refuse_named_like_queries
+from mm2ctl.core.spark_checkpoints.read import read_checkpoint
 from mm2ctl.plans.payloads import SparkNewPartition, SparkOffsetRow, SparkQueryWrite, TranslationMethod
-from mm2ctl.plans.planners.failover_translation import FailoverRow
-from mm2ctl.plans.planners.spark_queries import (
+from mm2ctl.plans.planners.failover.rows import FailoverRow
+from mm2ctl.plans.planners.failover.spark_queries import (
     SparkRequest,
     _claim,
     _flow_refusals,

@@ -1,4 +1,4 @@
-"""Structured Streaming queries as groups of an inspection (``inspector.spark_query_rows``): read from their
+"""Structured Streaming queries as groups of an inspection (``inspector.reads.spark_query_rows``): read from their
 checkpoints, sent to the pairs that mirror their topics, shaped as the committed offsets and group states the
 admin state holds, and classified as a group MirrorMaker 2 never checkpoints."""
 
@@ -10,15 +10,13 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from mm2ctl.core.committed_offsets import OFFSETS_SCHEMA
-from mm2ctl.core.config import mm2_config_from_text
+from mm2ctl.core.config.mm2_config import mm2_config_from_text
 from mm2ctl.core.errors import SparkCheckpointError
 from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.inspector import statuses
-from mm2ctl.inspector.admin_state import _groups_table
-from mm2ctl.inspector.classify import QUERY_EXPLANATION
-from mm2ctl.inspector.schemas import GROUP_STATES_SCHEMA, arrow_schema
-from mm2ctl.inspector.spark_query_rows import (
+from mm2ctl.inspector.reads.committed_offsets import OFFSETS_SCHEMA
+from mm2ctl.inspector.reads.pair_admin import _groups_table
+from mm2ctl.inspector.reads.spark_query_rows import (
     SPARK_QUERY_TYPE,
     all_local,
     assign_queries,
@@ -27,8 +25,10 @@ from mm2ctl.inspector.spark_query_rows import (
     query_groups_table,
     read_queries,
 )
+from mm2ctl.inspector.reads.typed_groups import appended, columns_of
+from mm2ctl.inspector.schemas import GROUP_STATES_SCHEMA, arrow_schema
 from mm2ctl.inspector.statuses import Status
-from mm2ctl.inspector.typed_groups import appended, columns_of
+from mm2ctl.inspector.transforms.classify import QUERY_EXPLANATION
 from tests.unit.test_inspector_classify import UNMIRRORED, _classify, healthy
 from tests.unit.test_spark_checkpoint import QUERY_ID, kafka_json, make_checkpoint
 

@@ -1,4 +1,4 @@
-"""The ``startingOffsets`` JSON of Spark's Kafka source (``core.spark_starting_offsets``): the shape
+"""The ``startingOffsets`` JSON of Spark's Kafka source (``core.spark_checkpoints.starting_offsets``): the shape
 ``JsonUtils.partitionOffsets`` reads, every partition named, read back exactly; what Spark could not take refused."""
 
 from __future__ import annotations
@@ -11,7 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mm2ctl.core.errors import PlanError, SparkCheckpointError
-from mm2ctl.core.spark_starting_offsets import EARLIEST, LATEST, read_starting_offsets, starting_offsets_json
+from mm2ctl.core.spark_checkpoints.starting_offsets import (
+    EARLIEST,
+    LATEST,
+    read_starting_offsets,
+    starting_offsets_json,
+)
 
 
 def test_the_shape_spark_reads() -> None:

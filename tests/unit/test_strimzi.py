@@ -15,12 +15,12 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from mm2ctl.cli.main import main
-from mm2ctl.core.config import MM2Config
-from mm2ctl.core.config_source import ConfigSource, resolve_config
+from mm2ctl.core.config.k8s_secrets import load_secrets
+from mm2ctl.core.config.mm2_config import MM2Config
+from mm2ctl.core.config.naming import OffsetSyncsLocation
+from mm2ctl.core.config.sources import ConfigSource, resolve_config
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.exit_codes import ExitCode
-from mm2ctl.core.k8s_secrets import load_secrets
-from mm2ctl.core.naming import OffsetSyncsLocation
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "strimzi"
 EXAMPLE_SECRETS = EXAMPLES / "strimzi-secrets.yaml"

@@ -1,4 +1,5 @@
-"""The timestamp fallback (core.timestamp_lookup) and the order core.positions tries every method in.
+"""The timestamp fallback (core.translation.timestamp_lookup) and the order core.translation.positions tries every
+method in.
 
 Sides are lists of records; the lookup by timestamp answers as Kafka does, per batch: the earliest offset
 whose timestamp is at or after the time, where a transaction marker (not a record) may carry a later
@@ -10,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from mm2ctl.core.positions import Fallback, Sides, locate
-from mm2ctl.core.timestamp_lookup import by_timestamp
-from mm2ctl.core.translation import Bounds, Digested, Sync, record_digest
-from mm2ctl.core.translation_methods import TranslationMethod
+from mm2ctl.core.translation.methods import TranslationMethod
+from mm2ctl.core.translation.positions import Fallback, Sides, locate
+from mm2ctl.core.translation.rule import Bounds, Digested, Sync, record_digest
+from mm2ctl.core.translation.timestamp_lookup import by_timestamp
 
 
 @dataclass

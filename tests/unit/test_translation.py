@@ -1,4 +1,4 @@
-"""The failover translation rules (core.translation) against hand-made cases and a brute-force reference.
+"""The failover translation rules (core.translation.rule) against hand-made cases and a brute-force reference.
 
 The reference knows the truth because every record is unique: the right target position for a committed
 source offset ``c`` is the target offset of the copy of the first source record at or after ``c`` (or the
@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from mm2ctl.core.translation import (
+from mm2ctl.core.translation.methods import TranslationMethod
+from mm2ctl.core.translation.rule import (
     Bounds,
     Digested,
     Sync,
@@ -24,7 +25,6 @@ from mm2ctl.core.translation import (
     record_digest,
     verified,
 )
-from mm2ctl.core.translation_methods import TranslationMethod
 
 
 @dataclass
@@ -248,8 +248,8 @@ def test_verified_matches_the_reference_on_random_gapped_topics(seed: int) -> No
 
 
 def test_read_ahead_serves_increasing_windows_from_few_reads_and_never_reads_past_the_limit() -> None:
-    from mm2ctl.core import record_sources
-    from mm2ctl.core.records import RawRecord
+    from mm2ctl.core.kafka.records import RawRecord
+    from mm2ctl.core.translation import record_sources
 
     present = [o for o in range(0, 30_000) if o % 7 != 3]  # gaps, as compaction and markers leave
     calls: list[tuple[int, int]] = []

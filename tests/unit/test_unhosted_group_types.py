@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mm2ctl.core.config import mm2_config_from_text
+from mm2ctl.core.config.mm2_config import mm2_config_from_text
 from mm2ctl.core.errors import UnhostedGroupTypeError
 from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.plans.live_state import LiveState

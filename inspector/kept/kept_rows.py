@@ -1,0 +1,120 @@
+"""What a live session keeps of a pair's classified rows between runs, so that a run classifies again only the
+groups that changed (``inspector.kept.changed_groups``).
+
+It keeps the rows of the last run that classified every group (``base``, a local checkpoint), the rows of the
+groups classified again since (``overlay``, a small local checkpoint), and the groups those replace in the
+base. It keeps each group's figures of the final aggregation (``summary.group_figures``) on the driver too: a
+group's figures come from its own rows alone, so a group not classified again keeps them, its checkpoint age
+taken again at each run's time. A run therefore pays for the changed groups' rows only: no copy of the
+others, and no aggregation of them. Once more than ``changed_groups.MERGE_AT_MOST`` of the groups have been
+classified again since the base, the run classifies every group and starts a new base.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from mm2ctl.inspector import schemas
+from mm2ctl.inspector.kept.changed_groups import ClassifyInputs
+from mm2ctl.inspector.spark.compat import frame_from_arrow
+from mm2ctl.inspector.spark.frames import release
+from mm2ctl.inspector.transforms import classify, summary
+from mm2ctl.inspector.transforms.replication_health import age_seconds_of, with_group_checkpoint_age
+
+#: The columns that name a group.
+GROUP_KEY = ["cluster_pair", "group"]
+#: ``summary.group_figures``' rows, by group.
+Figures = Mapping[str, tuple[dict[str, Any], ...]]
+
+
+def group_keys(spark: SparkSession, pair: str, groups: Iterable[str]) -> DataFrame:
+    """``groups`` of ``pair`` as a frame small enough to broadcast (``schemas.GROUP_KEYS_SCHEMA``)."""
+    names = sorted(groups)
+    table = pa.table({"cluster_pair": [pair] * len(names), "group": names})
+    return F.broadcast(frame_from_arrow(spark, table, schemas.GROUP_KEYS_SCHEMA))
+
+
+def figures_of(rows: DataFrame, as_of: dt.datetime) -> Figures:
+    """The final aggregation of ``rows`` (``KEPT_ROWS_SCHEMA`` less the age), by group."""
+    aged = with_group_checkpoint_age(rows, as_of=as_of)
+    found: dict[str, list[dict[str, Any]]] = {}
+    for row in summary.group_figures(aged).collect():
+        figure = row.asDict(recursive=True)
+        found.setdefault(figure["group"], []).append(figure)
+    return {group: tuple(figures) for group, figures in found.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class KeptRows:
+    """A pair's classified rows as a live session keeps them (module docstring), and the inputs they were
+    classified from."""
+
+    base: DataFrame
+    overlay: DataFrame | None
+    replaced: frozenset[str]
+    inputs: ClassifyInputs
+    figures: Figures
+
+    @classmethod
+    def classified(cls, rows: DataFrame, inputs: ClassifyInputs, as_of: dt.datetime) -> KeptRows:
+        """Every group's ``rows``, freshly classified: materialized, and aggregated."""
+        base = rows.localCheckpoint(eager=True)
+        return cls(base, None, frozenset(), inputs, figures_of(base, as_of))
+
+    def again(
+        self, pair: str, groups: set[str], rows: DataFrame, inputs: ClassifyInputs, as_of: dt.datetime
+    ) -> KeptRows:
+        """These rows with ``groups`` classified again as ``rows``: the overlay gains them (and loses their
+        earlier rows), their figures are aggregated anew, and every other group keeps its own."""
+        spark = rows.sparkSession
+        keys = group_keys(spark, pair, groups)
+        overlay = rows if self.overlay is None else self.overlay.join(keys, GROUP_KEY, "left_anti").unionByName(rows)
+        overlay = overlay.localCheckpoint(eager=True)
+        kept = {group: figures for group, figures in self.figures.items() if group not in groups}
+        fresh = figures_of(overlay.join(keys, GROUP_KEY, "left_semi"), as_of)
+        return KeptRows(self.base, overlay, self.replaced | groups, inputs, {**kept, **fresh})
+
+    def with_inputs(self, inputs: ClassifyInputs) -> KeptRows:
+        return dataclasses.replace(self, inputs=inputs)
+
+    def rows(self, pair: str) -> DataFrame:
+        """Every group's rows (not materialized): the base's, less the replaced groups', and the overlay."""
+        if self.overlay is None:
+            return self.base
+        gone = group_keys(self.base.sparkSession, pair, self.replaced)
+        return self.base.join(gone, GROUP_KEY, "left_anti").unionByName(self.overlay)
+
+    def stale(self, as_of: dt.datetime, fresh_checkpoint_age: dt.timedelta) -> set[str]:
+        """The groups with a row kept in by a checkpoint that is no longer fresh at ``as_of``
+        (``classify.stale_at``)."""
+        return {
+            group
+            for group, figures in self.figures.items()
+            if any(
+                classify.stale_at(f["fresh_until_micros"], as_of=as_of, fresh_checkpoint_age=fresh_checkpoint_age)
+                for f in figures
+            )
+        }
+
+    def figures_at(self, as_of: dt.datetime) -> list[dict[str, Any]]:
+        """Every group's figures, their checkpoint age taken at ``as_of``."""
+        return [
+            {**f, "checkpoint_age": age_seconds_of(f["newest_checkpoint_micros"], as_of)}
+            for figures in self.figures.values()
+            for f in figures
+        ]
+
+    def release_unshared(self, now: KeptRows | None) -> None:
+        """Release what these rows hold that ``now`` (what replaced them, if anything) does not."""
+        if now is None or now.base is not self.base:
+            release(self.base)
+        if self.overlay is not None and (now is None or now.overlay is not self.overlay):
+            release(self.overlay)

@@ -1,0 +1,383 @@
+"""What an inspection keeps of one pair's offset syncs and checkpoints, read once per run.
+
+Each run reads each internal topic once, from the snapshot of its offsets the driver took with the admin
+state (``inspector.reads.internal_topics``), and decodes it into the frames the run needs:
+
+* the offset syncs into each source partition's current mapping, as runs of syncs (``inspector.transforms.sync_runs``),
+  with each partition's newest record (replication health's ``newest_sync_*``) and the malformed records;
+* the checkpoints into the live checkpoint of each key (``inspector.transforms.live_checkpoints``).
+
+A live session keeps these frames (Spark's local checkpoints: materialized once, with no lineage back to the
+reads, so a long-lived session's plans do not grow) and each later run reads only the records past the
+previous snapshot and folds them in. It reads a topic again in full, and says why, when the topic changed
+under it (``internal_topics.plan_read``), when new syncs contradict the kept ones or a tombstone arrives (the
+current mapping must then be found from the whole history), when a partition to inspect appears that the
+kept syncs were not numbered for, or when the kept runs have grown to more than twice what the last full read
+found (the topic's cleaner may have compacted what the session still keeps).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+
+from mm2ctl.core.kafka.admin import TP
+from mm2ctl.core.progress import Progress
+from mm2ctl.inspector import schemas
+from mm2ctl.inspector.kept.changed_groups import TopicChanges
+from mm2ctl.inspector.kept.topic_cache import CHECKPOINTS, SYNCS, SavedState, StateKey
+from mm2ctl.inspector.reads.internal_topics import ReadPlan, TopicSnapshot, plan_read
+from mm2ctl.inspector.reads.kafka_read import read_ranges
+from mm2ctl.inspector.spark.compat import frame_from_arrow, to_arrow
+from mm2ctl.inspector.spark.frames import release
+from mm2ctl.inspector.transforms import decode, live_checkpoints, sync_runs
+
+#: Records per Spark task of a full read, and the same rows per shuffle partition of the records' sort.
+RECORDS_PER_TASK = 500_000
+#: Kept runs may grow to this many times what the last full read found (plus ``RUNS_SLACK``) before the topic
+#: is read in full again.
+RUNS_GROWTH = 2
+RUNS_SLACK = 10_000
+#: ``sync_runs.RUN_COLUMNS`` as a schema.
+RUNS_SCHEMA = StructType(
+    [StructField(sync_runs.PART, IntegerType())]
+    + [StructField(c, LongType()) for c in (sync_runs.U0, sync_runs.D0, sync_runs.N, sync_runs.RECORDS)]
+)
+
+
+def tasks_for(records: int, *, per_task: int = RECORDS_PER_TASK) -> int:
+    """Spark tasks for ``records`` rows: one per ``per_task``, at most four per core, at least one."""
+    return max(1, min(4 * (os.cpu_count() or 2), -(-records // per_task)))
+
+
+@dataclass(frozen=True, slots=True)
+class Numbering:
+    """The small int (``_part``) of each source partition the kept syncs are numbered by: the partitions a
+    run inspects or replicates, numbered in key order at a full read."""
+
+    parts: Mapping[TP, int]
+
+    @classmethod
+    def of(cls, partitions: Iterable[TP]) -> Numbering:
+        return cls({tp: i for i, tp in enumerate(sorted(set(partitions)), start=1)})
+
+    def covers(self, partitions: Iterable[TP]) -> bool:
+        return all(tp in self.parts for tp in partitions)
+
+    def table(self, pair: str) -> pa.Table:
+        keys = sorted(self.parts.items(), key=lambda kv: kv[1])
+        return pa.table(
+            {
+                "cluster_pair": pa.array([pair] * len(keys), pa.string()),
+                "topic": pa.array([tp[0] for tp, _ in keys], pa.string()),
+                "partition": pa.array([tp[1] for tp, _ in keys], pa.int32()),
+                "_part": pa.array([n for _, n in keys], pa.int32()),
+            },
+            schema=schemas.arrow_schema(schemas.PARTITION_NUMBERS_SCHEMA),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class NewestSync:
+    """A source partition's newest offset-sync record: a sync (``upstream -> downstream``), or a tombstone."""
+
+    is_sync: bool
+    upstream: int | None
+    downstream: int | None
+    timestamp: dt.datetime | None
+
+
+class PairTopics:
+    """One pair's decoded internal topics, kept between the runs of a session (``refresh``, ``release``)."""
+
+    def __init__(self, pair: str) -> None:
+        self.pair = pair
+        self.numbering: Numbering | None = None
+        #: ``sync_runs.RUN_COLUMNS``, a local checkpoint; None before the first read or when unreadable.
+        self.runs: DataFrame | None = None
+        self.newest: dict[TP, NewestSync] = {}
+        self.checkpoints: DataFrame | None = None  # schemas.CHECKPOINTS_SCHEMA, a local checkpoint
+        self._syncs_read: TopicSnapshot | None = None
+        self._checkpoints_read: TopicSnapshot | None = None
+        self._syncs_malformed: Counter[str] = Counter()
+        self._checkpoints_malformed: Counter[str] = Counter()
+        self._runs_at_full = 0
+        self._runs = 0
+        #: What changed since the session's rows were last classified (``inspector.kept.changed_groups``).
+        self.changes = TopicChanges()
+
+    # --- offset syncs ---
+
+    def refresh_syncs(
+        self,
+        spark: SparkSession,
+        settings: Mapping[str, str],
+        now: TopicSnapshot | None,
+        partitions: Iterable[TP],
+        say: Progress,
+    ) -> str | None:
+        """Bring the kept syncs to ``now`` (None: the topic cannot be read, so none are kept) for the source
+        ``partitions`` the run inspects or replicates. Returns why the topic was read in full again, if it was.
+        """
+        if now is None:
+            self._drop_syncs()
+            return None
+        wanted = set(partitions)
+        reread = None
+        if self.numbering is not None and not self.numbering.covers(wanted):
+            reread = "partitions to inspect appeared that its kept syncs were not read for"
+        elif self._runs > RUNS_GROWTH * self._runs_at_full + RUNS_SLACK:
+            reread = f"its kept syncs grew from {self._runs_at_full} to {self._runs} runs since it was read in full"
+        plan = plan_read(self._syncs_read, now, reread=reread)
+        if not plan.full and not plan.empty:
+            assert self.numbering is not None and self.runs is not None
+            reread = self._fold_in_syncs(spark, settings, now, plan, say)
+            if reread is not None:
+                plan = ReadPlan(dict(now.bounds), full=True, reason=reread)
+        if plan.full:
+            known = wanted | set(self.numbering.parts if self.numbering is not None else ())
+            self._read_syncs_in_full(spark, settings, now, plan, known, say)
+        self._syncs_read = now
+        return plan.reason if plan.full else None
+
+    def _decoded_syncs(
+        self, spark: SparkSession, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan
+    ) -> DataFrame:
+        assert self.numbering is not None
+        raw = read_ranges(
+            spark,
+            settings,
+            now.topic,
+            plan.ranges,
+            cluster_pair=self.pair,
+            min_partitions=tasks_for(sum(e - s for s, e in plan.ranges.values())),
+        )
+        known = frame_from_arrow(spark, self.numbering.table(self.pair), schemas.PARTITION_NUMBERS_SCHEMA)
+        return sync_runs.records(decode.decode_offset_syncs(raw, known=known))
+
+    def _read_syncs_in_full(
+        self,
+        spark: SparkSession,
+        settings: Mapping[str, str],
+        now: TopicSnapshot,
+        plan: ReadPlan,
+        partitions: set[TP],
+        say: Progress,
+    ) -> None:
+        self.numbering = Numbering.of(partitions)
+        shuffle = tasks_for(now.records_span)
+        records = sync_runs.sorted_records(self._decoded_syncs(spark, settings, now, plan), shuffle).cache()
+        try:
+            facts = sync_runs.partition_facts(records).collect()
+            self._syncs_malformed = Counter()
+            self.newest = {}  # a partition with no record left has no newest one
+            self._take_facts(facts)
+            tangled = sync_runs.tangled(facts)
+            if tangled:
+                say(
+                    f"{self.pair}: the offset syncs of {len(tangled)} source partition(s) hold more than one "
+                    "mapping (a rewound, recreated or re-copied topic): keeping the current one"
+                )
+            runs = sync_runs.current_runs(records, tangled)
+            self._keep_runs(runs.localCheckpoint(eager=True))
+        finally:
+            release(records)
+        self._runs_at_full = self._runs
+        self.changes.all()
+
+    def _fold_in_syncs(
+        self, spark: SparkSession, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan, say: Progress
+    ) -> str | None:
+        """Fold the records past the kept snapshot into the kept runs; or why the topic must be read in full."""
+        assert self.runs is not None
+        records = self._decoded_syncs(spark, settings, now, plan).cache()
+        try:
+            facts = sync_runs.partition_facts(sync_runs.sorted_records(records, 1)).collect()
+            if sync_runs.tangled(facts):
+                return "a tombstone or a contradicting sync arrived: the current mappings are found again"
+            candidates = self.runs.unionByName(sync_runs.new_syncs_as_runs(records))
+            if sync_runs.disagreeing_runs(candidates).limit(1).count():
+                return "new offset syncs contradict the kept ones: the current mappings are found again"
+            self.changes.partitions.update(self._take_facts(facts))
+            self._keep_runs(sync_runs.merge_runs(candidates).localCheckpoint(eager=True))
+        finally:
+            release(records)
+        say(f"{self.pair}: {self._runs} run(s) of offset syncs kept")
+        return None
+
+    def _take_facts(self, facts: Sequence[Row]) -> set[TP]:
+        """Keep each partition's newest sync and the malformed counts of ``facts``; the partitions they were of."""
+        assert self.numbering is not None
+        key_of = {n: tp for tp, n in self.numbering.parts.items()}
+        taken: set[TP] = set()
+        for f in facts:
+            row = f.asDict()
+            if row["_part"] is None:
+                self._syncs_malformed.update(
+                    {r: n for r, n in zip(decode.MALFORMED_REASONS, row["malformed"], strict=True) if n}
+                )
+                continue
+            taken.add(key_of[row["_part"]])
+            self.newest[key_of[row["_part"]]] = NewestSync(
+                row["newest_is_sync"], row["newest_upstream"], row["newest_downstream"], row["newest_timestamp"]
+            )
+        return taken
+
+    def _keep_runs(self, runs: DataFrame) -> None:
+        previous, self.runs = self.runs, runs
+        self._runs = runs.count()
+        if previous is not None:
+            release(previous)
+
+    def _drop_syncs(self) -> None:
+        if self.runs is not None:
+            release(self.runs)
+        self.runs, self.numbering, self._syncs_read = None, None, None
+        self.newest = {}
+        self._syncs_malformed = Counter()
+        self._runs = self._runs_at_full = 0
+        self.changes.all()
+
+    # --- checkpoints ---
+
+    def refresh_checkpoints(
+        self, spark: SparkSession, settings: Mapping[str, str], now: TopicSnapshot | None
+    ) -> str | None:
+        """Bring the kept live checkpoints to ``now`` (None: unreadable, none kept); why it was read in full
+        again, if it was."""
+        if now is None:
+            if self.checkpoints is not None:
+                release(self.checkpoints)
+            self.checkpoints, self._checkpoints_read, self._checkpoints_malformed = None, None, Counter()
+            self.changes.all()
+            return None
+        plan = plan_read(self._checkpoints_read, now)
+        if plan.empty and self.checkpoints is not None:
+            self._checkpoints_read = now
+            return None
+        raw = read_ranges(
+            spark,
+            settings,
+            now.topic,
+            plan.ranges,
+            cluster_pair=self.pair,
+            min_partitions=tasks_for(sum(e - s for s, e in plan.ranges.values())),
+        )
+        decoded = decode.decode_checkpoints(raw).cache()
+        try:
+            facts = live_checkpoints.read_facts(decoded).collect()
+            if plan.full or self.checkpoints is None:
+                self._checkpoints_malformed = Counter()
+                live = live_checkpoints.live_checkpoints(decoded)
+                self.changes.all()
+            else:
+                live = live_checkpoints.merged_checkpoints(self.checkpoints, decoded)
+                self.changes.groups.update(g for r in facts if r["malformed_reason"] is None for g in r["groups"])
+            malformed = [r for r in facts if r["malformed_reason"] is not None]
+            self._checkpoints_malformed.update({r["malformed_reason"]: r["records"] for r in malformed})
+            previous, self.checkpoints = self.checkpoints, live.localCheckpoint(eager=True)
+            if previous is not None:
+                release(previous)
+        finally:
+            release(decoded)
+        self._checkpoints_read = now
+        return plan.reason if plan.full else None
+
+    def empty_checkpoints(self, spark: SparkSession) -> DataFrame:
+        return (
+            self.checkpoints if self.checkpoints is not None else spark.createDataFrame([], schemas.CHECKPOINTS_SCHEMA)
+        )
+
+    def empty_runs(self, spark: SparkSession) -> DataFrame:
+        if self.runs is not None:
+            return self.runs
+        return spark.createDataFrame([], RUNS_SCHEMA)
+
+    def malformed(self) -> tuple[Mapping[str, int], Mapping[str, int]]:
+        """The malformed records skipped, per reason, in the kept offset syncs and checkpoints."""
+        return dict(self._syncs_malformed), dict(self._checkpoints_malformed)
+
+    # --- saved between processes (``inspector.kept.topic_cache``) ---
+
+    @property
+    def syncs_read(self) -> TopicSnapshot | None:
+        """The snapshot the kept syncs were read up to."""
+        return self._syncs_read
+
+    @property
+    def checkpoints_read(self) -> TopicSnapshot | None:
+        """The snapshot the kept checkpoints were read up to."""
+        return self._checkpoints_read
+
+    def saved_syncs(self) -> SavedState | None:
+        """The kept syncs as a file holds them (a Spark job collects the runs); None when there are none, or
+        the topic's snapshot lacks the ids that key a file."""
+        key = state_key(SYNCS, self.pair, self._syncs_read)
+        if key is None or self.runs is None or self.numbering is None or self._syncs_read is None:
+            return None
+        extra = {
+            "numbering": [[t, p, n] for (t, p), n in sorted(self.numbering.parts.items())],
+            "newest": [
+                [t, p, s.is_sync, s.upstream, s.downstream, s.timestamp.isoformat() if s.timestamp else None]
+                for (t, p), s in sorted(self.newest.items())
+            ],
+            "malformed": dict(self._syncs_malformed),
+            "runs_at_full": self._runs_at_full,
+        }
+        read = self._syncs_read
+        return SavedState(key, str(read.topic_id), dict(read.bounds), to_arrow(self.runs), extra)
+
+    def restore_syncs(self, spark: SparkSession, saved: SavedState, now: TopicSnapshot) -> None:
+        """Keep ``saved`` as if this session had read it; ``refresh_syncs`` then reads only past it (or the
+        topic in full again, when ``now`` shows it no longer describes the topic)."""
+        self._drop_syncs()
+        extra = saved.extra
+        self.numbering = Numbering({(str(t), int(p)): int(n) for t, p, n in extra["numbering"]})
+        self.newest = {
+            (str(t), int(p)): NewestSync(bool(s), u, d, dt.datetime.fromisoformat(ts) if ts else None)
+            for t, p, s, u, d, ts in extra["newest"]
+        }
+        self._syncs_malformed = Counter({str(r): int(n) for r, n in extra["malformed"].items()})
+        self._runs_at_full = int(extra["runs_at_full"])
+        self.runs = frame_from_arrow(spark, saved.table, RUNS_SCHEMA).localCheckpoint(eager=False)
+        self._runs = saved.table.num_rows
+        self._syncs_read = TopicSnapshot(now.cluster, now.topic, saved.topic_id, saved.bounds, now.cluster_id)
+        self.changes.all()
+
+    def saved_checkpoints(self) -> SavedState | None:
+        """The kept live checkpoints as a file holds them (a Spark job collects them); None as for syncs."""
+        key = state_key(CHECKPOINTS, self.pair, self._checkpoints_read)
+        if key is None or self.checkpoints is None or self._checkpoints_read is None:
+            return None
+        read = self._checkpoints_read
+        extra = {"malformed": dict(self._checkpoints_malformed)}
+        return SavedState(key, str(read.topic_id), dict(read.bounds), to_arrow(self.checkpoints), extra)
+
+    def restore_checkpoints(self, spark: SparkSession, saved: SavedState, now: TopicSnapshot) -> None:
+        """Keep ``saved`` as if this session had read it (``refresh_checkpoints`` reads past it)."""
+        if self.checkpoints is not None:
+            release(self.checkpoints)
+        table = saved.table
+        self.checkpoints = frame_from_arrow(spark, table, schemas.CHECKPOINTS_SCHEMA).localCheckpoint(eager=False)
+        self._checkpoints_malformed = Counter({str(r): int(n) for r, n in saved.extra["malformed"].items()})
+        self._checkpoints_read = TopicSnapshot(now.cluster, now.topic, saved.topic_id, saved.bounds, now.cluster_id)
+        self.changes.all()
+
+    def release(self) -> None:
+        """Drop everything kept (the session may go on without this pair)."""
+        self._drop_syncs()
+        self.refresh_checkpoints(None, {}, None)  # type: ignore[arg-type]
+
+
+def state_key(kind: str, pair: str, snapshot: TopicSnapshot | None) -> StateKey | None:
+    """The file a pair's decoding of an internal topic is saved in; None without the ids that key it."""
+    if snapshot is None or snapshot.cluster_id is None or snapshot.topic_id is None:
+        return None
+    return StateKey(kind, pair, snapshot.cluster_id, snapshot.topic)
