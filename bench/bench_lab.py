@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from mm2ctl.core.kafka.admin import KafkaAdmin
-from mm2ctl.lab import lab
+from mm2ctl.lab import control as lab_control
+from mm2ctl.lab.control import LabInfo
 from mm2ctl.lab.jars import kafka_classpath
-from mm2ctl.lab.lab import LabInfo
 
 #: Kafka's ``kafka-consumer-groups`` tool (``bin/kafka-consumer-groups.sh`` runs this class).
 STOCK_MAIN = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
@@ -53,13 +53,13 @@ def open_lab(args: argparse.Namespace) -> tuple[LabInfo, Path | None]:
     """The lab of ``--reuse-lab DIR``, or a new one in ``--lab-dir``; also returns the folder of a lab this
     call started (the caller stops it unless ``--keep-lab``), or None for a reused one."""
     if args.reuse_lab:
-        info = lab.read_lab(Path(args.reuse_lab))
+        info = lab_control.read_lab(Path(args.reuse_lab))
         say(f"reusing the lab in {info.dir}")
         return info, None
     lab_dir = Path(args.lab_dir)
     say(f"starting a lab in {lab_dir}")
     kwargs = {"kafka_version": args.kafka_version} if args.kafka_version else {}
-    return lab.up(lab_dir, progress=lambda m: say(f"lab: {m}"), **kwargs), lab_dir
+    return lab_control.up(lab_dir, progress=lambda m: say(f"lab: {m}"), **kwargs), lab_dir
 
 
 class CommitTrickle:

@@ -3,7 +3,7 @@
 Run it as ``.venv/bin/python bench/failback_scale.py [--groups 100] [--partitions 10] [--json]`` (see
 bench/README.md).
 
-It starts a lab (or reuses one) and creates an isolated MM2 flow ``<name>src-><name>dst`` (``lab.add_flow``,
+It starts a lab (or reuses one) and creates an isolated MM2 flow ``<name>src-><name>dst`` (``lab_control.add_flow``,
 the source connector only, offset syncs on the target) mirroring one topic of ``--partitions`` partitions,
 filled with single-record transactions (a commit marker after every record, so the source's offsets advance
 by two per record and the target's by one). Once MM2 copied everything, the flow is stopped, the groups
@@ -33,7 +33,7 @@ from mm2ctl.connect_client import build_connect_client
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.core.polling import poll_until
-from mm2ctl.lab import lab
+from mm2ctl.lab import control as lab_control
 
 DEFAULT_LAB_DIR = "/tmp/mm2ctl-failback-bench-lab"
 
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     load_start = loadavg()
     try:
         name = "fbb" + uuid.uuid4().hex[:6]
-        flow = lab.add_flow(info, name, roles=("source",), offset_syncs_location="target")
+        flow = lab_control.add_flow(info, name, roles=("source",), offset_syncs_location="target")
         pair = f"{flow.source_alias}->{flow.target_alias}"
         topic, remote = f"iso-{name}-t", f"{flow.source_alias}.iso-{name}-t"
         src, dst = {"bootstrap.servers": info.source.bootstrap}, {"bootstrap.servers": info.target.bootstrap}
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if started is not None and not args.keep_lab:
             say("stopping the lab")
-            lab.down(started)
+            lab_control.down(started)
     if args.json:
         print(json.dumps(result))
     else:

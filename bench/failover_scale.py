@@ -3,7 +3,7 @@
 Run it as ``.venv/bin/python bench/failover_scale.py [--scale 1.0 | --groups N --partitions P]
 [--stock-groups 40|all] [--mm2-live] [--stop-mirroring] [--alt-mm2ctl EXE] [--json]`` (see bench/README.md).
 
-It starts a lab (or reuses one) and creates an isolated MM2 flow ``<name>src-><name>dst`` (``lab.add_flow``,
+It starts a lab (or reuses one) and creates an isolated MM2 flow ``<name>src-><name>dst`` (``lab_control.add_flow``,
 every role, offset syncs on the target so the ``--source-unavailable`` plan can read them) that mirrors only
 ``iso-<name>-…``. It produces keyed records to the flow's topics, lets MM2 replicate them and write offset
 syncs, commits the source groups with the admin API (concurrent) and waits until MM2 has checkpointed them.
@@ -56,7 +56,7 @@ from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import TP, KafkaAdmin
 from mm2ctl.core.kafka.codecs import decode_offset_sync
 from mm2ctl.core.polling import poll_until
-from mm2ctl.lab import lab
+from mm2ctl.lab import control as lab_control
 from mm2ctl.plans.serialize import load_plan
 from mm2ctl.plans.steps import StepKind
 
@@ -246,8 +246,8 @@ def stop_connectors(url: str, names: list[str]) -> None:
 
 
 def prepare(
-    info: lab.LabInfo, spec: LoadSpec, checkpoint_wait_s: float, *, live: bool = False
-) -> tuple[lab.LabFlow, dict[str, Any]]:
+    info: lab_control.LabInfo, spec: LoadSpec, checkpoint_wait_s: float, *, live: bool = False
+) -> tuple[lab_control.LabFlow, dict[str, Any]]:
     """Create the flow and its topics, fill them, commit the groups; wait for MM2; stop it (unless ``live``);
     clean the target."""
     figures: dict[str, Any] = {}
@@ -256,7 +256,7 @@ def prepare(
     t0 = time.monotonic()
     source.create_topics({t: spec.partitions_per_topic for t in spec.source_topics})
     # Offset syncs on the target: the --source-unavailable (conservative) plan can only use syncs it can read.
-    flow = lab.add_flow(info, spec.name, offset_syncs_location="target")
+    flow = lab_control.add_flow(info, spec.name, offset_syncs_location="target")
     say(f"flow {flow.source_alias}->{flow.target_alias} running: {sorted(flow.connectors.values())}")
     figures["records"] = produce_records(info.source.bootstrap, spec)
     say(f"produced {figures['records']:,} records")
@@ -393,12 +393,12 @@ def read_csv(path: Path) -> Offsets:
     return out
 
 
-def plan_args(flow: lab.LabFlow, spec: LoadSpec) -> list[str]:
+def plan_args(flow: lab_control.LabFlow, spec: LoadSpec) -> list[str]:
     pair = f"{flow.source_alias}->{flow.target_alias}"
     return ["plan", "failover", "--mm2-config", flow.mm2_config, "--pair", pair, "--groups", f"iso-{spec.name}-g.*"]
 
 
-def measure_conservative(flow: lab.LabFlow, spec: LoadSpec, work: Path) -> dict[str, Any]:
+def measure_conservative(flow: lab_control.LabFlow, spec: LoadSpec, work: Path) -> dict[str, Any]:
     """``plan failover --source-unavailable`` (plan only), timed once."""
     log = work / "mm2ctl.log"
     seconds = mm2ctl(
@@ -436,8 +436,8 @@ def resume_connectors(url: str, names: list[str]) -> None:
 
 
 def measure_mm2ctl_run(
-    info: lab.LabInfo,
-    flow: lab.LabFlow,
+    info: lab_control.LabInfo,
+    flow: lab_control.LabFlow,
     spec: LoadSpec,
     work: Path,
     run: int,
@@ -494,7 +494,9 @@ def sample(groups: list[str], n: int) -> list[str]:
     return [groups[round(i * (len(groups) - 1) / (n - 1))] for i in range(n)]
 
 
-def measure_stock(info: lab.LabInfo, planned: Offsets, groups: list[str], work: Path) -> tuple[list[float], int, int]:
+def measure_stock(
+    info: lab_control.LabInfo, planned: Offsets, groups: list[str], work: Path
+) -> tuple[list[float], int, int]:
     """The stock tool once per group of ``groups`` (target groups deleted first); returns each run's seconds,
     the group partitions read back wrong, and how many were checked."""
     target = KafkaAdmin.connect({"bootstrap.servers": info.target.bootstrap}, name="backup", timeout_s=120)
@@ -662,7 +664,7 @@ def main(argv: list[str] | None = None) -> int:
     alt_runs: list[dict[str, Any]] = []
     stock_times: list[float] = []
     stock_bad = stock_checked = 0
-    flow: lab.LabFlow | None = None
+    flow: lab_control.LabFlow | None = None
     try:
         info, started_lab = open_lab(args)
         figures["kafka_version"] = info.kafka_version
@@ -710,7 +712,7 @@ def main(argv: list[str] | None = None) -> int:
             stop_connectors(info.connect_url, sorted(flow.connectors.values()))  # leave a reused lab quiet
         if started_lab is not None and not args.keep_lab:
             say(f"stopping the lab in {started_lab}")
-            lab.down(started_lab)
+            lab_control.down(started_lab)
     figures["runs"] = runs
     figures["alt_runs"] = alt_runs
     figures["alt_mm2ctl"] = args.alt_mm2ctl

@@ -27,7 +27,7 @@ from bench_lab import loadavg, open_lab, print_figures, say
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.core.kafka.group_admin import GroupAdmin
-from mm2ctl.lab import lab
+from mm2ctl.lab import control as lab_control
 from mm2ctl.lab.share_consumer import accept_prefix, read_from_earliest
 
 
@@ -90,7 +90,7 @@ def main() -> None:
         }
     finally:
         if started is not None and not args.keep_lab:
-            lab.down(started)
+            lab_control.down(started)
 
     def report(f: dict[str, Any]) -> list[str]:
         lines = [f"{f['share_groups']} share groups, {f['rounds']} alternated rounds, load {f['loadavg']}"]

@@ -75,7 +75,7 @@ from typing import Any
 from bench_lab import loadavg, say
 from inspect_scale import MM2_FILE, PAIR  # the sibling script (bench/ is on sys.path when run)
 
-from mm2ctl.lab import lab
+from mm2ctl.lab import control as lab_control
 
 #: mm2ctl's exit codes that end a run normally (10: problem rows, which the load plants).
 OK_EXIT_CODES = (0, 10)
@@ -659,7 +659,7 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(sys.argv[1:] if argv is None else argv)
-    info = lab.read_lab(Path(args.reuse_lab))
+    info = lab_control.read_lab(Path(args.reuse_lab))
     mm2_file = Path(info.dir) / MM2_FILE
     if not mm2_file.exists():
         raise SystemExit(f"{mm2_file} is missing: load the lab with bench/inspect_scale.py or peer_inspect.py")

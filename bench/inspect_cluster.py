@@ -40,7 +40,7 @@ from inspect_scale import LOAD_FILE, MM2_FILE, PAIR, LoadSpec, load, write_mm2_p
 from mm2ctl.core.config.mm2_config import load_mm2_config
 from mm2ctl.inspector import job
 from mm2ctl.inspector.spark.packages import submit_arguments
-from mm2ctl.lab import lab
+from mm2ctl.lab import control as lab_control
 from mm2ctl.lab import spark_cluster as cluster_core
 
 DEFAULT_LAB_DIR = "/tmp/mm2ctl-cluster-bench-lab"
@@ -276,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
             cluster_core.stop(cluster)
         if started_lab is not None and not args.keep_lab:
             say(f"stopping the lab in {started_lab}")
-            lab.down(started_lab)
+            lab_control.down(started_lab)
         shutil.rmtree(work / "cluster-rows", ignore_errors=True)
         shutil.rmtree(work / "embedded-rows", ignore_errors=True)
     figures["logs"] = str(work)

@@ -28,7 +28,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
-from mm2ctl.lab import lab
+from mm2ctl.lab import control as lab_control
 
 _RESOLVE = re.compile(r"resolution report :: resolve (\d+)ms :: artifacts dl (\d+)ms")
 
@@ -141,7 +141,7 @@ def main() -> None:
         figures = measure(info.mm2_config, info.source.bootstrap, args.rounds)
     finally:
         if started is not None and not args.keep_lab:
-            lab.down(started)
+            lab_control.down(started)
     print_figures(figures, args.json, _report)
 
 

@@ -56,7 +56,7 @@ from mm2ctl.inspector.reads.kafka_read import read_topic
 from mm2ctl.inspector.reads.pair_admin import collect_pair_state
 from mm2ctl.inspector.selection import Selection
 from mm2ctl.inspector.spark.session import build_session
-from mm2ctl.lab import lab
+from mm2ctl.lab import control as lab_control
 from mm2ctl.lab.mm2_setup import POLICY_CLASSES
 
 SOURCE_ALIAS = "isobenchsrc"
@@ -330,7 +330,7 @@ def commit_group_offsets(bootstrap: str, spec: LoadSpec, remote_prefix: str | No
     return committed, failed
 
 
-def write_mm2_properties(path: Path, info: lab.LabInfo) -> None:
+def write_mm2_properties(path: Path, info: lab_control.LabInfo) -> None:
     """The bench pair as a MirrorMaker 2 properties file; no connector runs for it."""
     s, t = SOURCE_ALIAS, TARGET_ALIAS
     path.write_text(
@@ -358,7 +358,7 @@ checkpoints.topic.replication.factor = 1
     )
 
 
-def load(info: lab.LabInfo, spec: LoadSpec, pair: PairConfig) -> dict[str, Any]:
+def load(info: lab_control.LabInfo, spec: LoadSpec, pair: PairConfig) -> dict[str, Any]:
     """Create the bench topics and fill them, then commit the groups' offsets on both clusters."""
     source = KafkaAdmin.connect({"bootstrap.servers": info.source.bootstrap}, name="primary", timeout_s=120)
     target = KafkaAdmin.connect({"bootstrap.servers": info.target.bootstrap}, name="backup", timeout_s=120)
@@ -484,7 +484,7 @@ def measure_floor(spark: Any, config: MM2Config, pair: PairConfig, tasks: int) -
     }
 
 
-def measure(info: lab.LabInfo, args: argparse.Namespace, spec: LoadSpec, out_dir: Path) -> dict[str, Any]:
+def measure(info: lab_control.LabInfo, args: argparse.Namespace, spec: LoadSpec, out_dir: Path) -> dict[str, Any]:
     config = load_mm2_config(Path(info.dir) / MM2_FILE)
     pair = config.pair(PAIR)
     figures: dict[str, Any] = {}
@@ -672,7 +672,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(out_dir, ignore_errors=True)
         if started_lab is not None and not args.keep_lab:
             say(f"stopping the lab in {started_lab}")
-            lab.down(started_lab)
+            lab_control.down(started_lab)
     print_figures(figures, args.json, _report)
     return 0
 

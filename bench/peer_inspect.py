@@ -60,8 +60,8 @@ from inspect_scale import (
 )
 
 from mm2ctl.core.config.mm2_config import load_mm2_config
-from mm2ctl.lab import lab
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab import control as lab_control
+from mm2ctl.lab.control import LabInfo
 
 DEFAULT_LAB_DIR = "/tmp/mm2ctl-peer-bench-lab"
 #: 10 topics x 5 partitions, as ``inspect_scale.LoadSpec`` lays them out.
@@ -287,7 +287,7 @@ def small_sizes(args: argparse.Namespace, sizes: list[str], work: Path) -> dict[
     finally:
         if started is not None and not args.keep_lab:
             say(f"stopping the lab in {started}")
-            lab.down(started)
+            lab_control.down(started)
     return figures
 
 

@@ -31,8 +31,8 @@ from confluent_kafka import Producer
 
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
-from mm2ctl.lab import lab
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab import control as lab_control
+from mm2ctl.lab.control import LabInfo
 from mm2ctl.plans.kafka_records import read_sync_histories
 from mm2ctl.plans.live_state import open_live_state
 
@@ -58,8 +58,8 @@ def produce(conf: dict[str, str], topic: str) -> None:
 
 def observe(info: LabInfo, label: str, settings: dict[str, str]) -> dict[str, Any]:
     name = "tf" + uuid.uuid4().hex[:6]
-    flow = lab.add_flow(info, name, source_settings=settings)
-    src, dst = info.client_config(lab.SOURCE_ALIAS), info.client_config(lab.TARGET_ALIAS)
+    flow = lab_control.add_flow(info, name, source_settings=settings)
+    src, dst = info.client_config(lab_control.SOURCE_ALIAS), info.client_config(lab_control.TARGET_ALIAS)
     topic, remote = f"iso-{name}-tx", f"{flow.source_alias}.iso-{name}-tx"
     KafkaAdmin.connect(src).create_topics({topic: PARTITIONS})
     produce(src, topic)
@@ -107,7 +107,7 @@ def refusals(info: LabInfo) -> list[str]:
     out = []
     for role, extra in cases:
         name = "tr" + uuid.uuid4().hex[:6]
-        setup = lab.isolated_setup(info, name)
+        setup = lab_control.isolated_setup(info, name)
         connector, config = next((n, c) for n, c in setup.connector_configs().items() if n.endswith(role))
         resp = requests.put(f"{info.connect_url}/connectors/{connector}/config", json={**config, **extra}, timeout=30)
         lines = resp.json().get("message", "").splitlines() if resp.status_code >= 400 else ["", "accepted"]
@@ -120,7 +120,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lab-dir", type=Path, default=Path(".lab"))
     args = parser.parse_args()
-    info = lab.read_lab(args.lab_dir)
+    info = lab_control.read_lab(args.lab_dir)
     flows: tuple[tuple[str, dict[str, str]], ...] = (
         ("default", {}),
         ("read_committed", {"source.consumer.isolation.level": "read_committed"}),

@@ -153,7 +153,7 @@ def drill(
                 )
             )
     else:
-        from mm2ctl.lab.lab import read_lab
+        from mm2ctl.lab.control import read_lab
 
         info = read_lab(lab_dir)
         with terminal_progress("drill", quiet=quiet) as say:
@@ -172,7 +172,7 @@ def _group_types_drill(lab_dir: Path, workdir: Path | None, *, as_json: bool, qu
     mm2ctl missed its goal. Without ``--workdir`` the plans and logs stay in a new temporary folder."""
     from mm2ctl.drill.group_result import table
     from mm2ctl.drill.group_types import drill_group_types
-    from mm2ctl.lab.lab import read_lab
+    from mm2ctl.lab.control import read_lab
 
     info = read_lab(lab_dir)
     wd = workdir if workdir is not None else Path(tempfile.mkdtemp(prefix="mm2ctl-drill-group-types-"))
@@ -253,7 +253,7 @@ def demo(
     """
     from mm2ctl.drill.demo import build_scenario, remove_flow
     from mm2ctl.drill.failover_drill import drill_on_lab
-    from mm2ctl.lab import lab as lab_core
+    from mm2ctl.lab import control as lab_core
 
     say = _say(False)
     out = _Transcript(to_stderr=as_json)

@@ -1,6 +1,6 @@
 """``mm2ctl lab``: run a real Kafka + Connect + MirrorMaker 2 setup on this machine, from Maven Central jars.
 
-The lab's own modules (``mm2ctl.lab.lab`` and the TLS it makes) are imported by the commands that use them,
+The lab's own modules (``mm2ctl.lab.control`` and the TLS it makes) are imported by the commands that use them,
 not here: every ``mm2ctl`` process imports this module, and a plan or an apply never runs a lab."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def up(
     as_json: bool = typer.Option(False, "--json", help="Print lab.json instead of a summary."),
 ) -> None:
     """Resolve the jars, start both clusters and the Connect worker, create the MM2 connectors, wait."""
-    from mm2ctl.lab import lab as lab_core
+    from mm2ctl.lab import control as lab_core
 
     with terminal_progress("lab", quiet=as_json) as progress:
         info = lab_core.up(
@@ -78,7 +78,7 @@ def up(
 @lab_app.command("status")
 def status(lab_dir: Path = _DIR, as_json: bool = typer.Option(False, "--json", help="The status as JSON.")) -> None:
     """Show the clusters and the connector states. Exit 6 when anything is not healthy."""
-    from mm2ctl.lab import lab as lab_core
+    from mm2ctl.lab import control as lab_core
 
     st = lab_core.status(lab_dir)
     if as_json:
@@ -120,7 +120,7 @@ def down(
     as_json: JsonOutput = False,
 ) -> None:
     """Stop every process the lab started (SIGTERM, then SIGKILL at a deadline). Exit 6 when there is no lab."""
-    from mm2ctl.lab import lab as lab_core
+    from mm2ctl.lab import control as lab_core
 
     stopped = lab_core.down(lab_dir, remove_data=remove)
     if as_json:

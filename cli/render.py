@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from mm2ctl.core.config.describe import Difference, SetupReport
     from mm2ctl.drill.failover_drill import DrillResult
     from mm2ctl.inspector.output.inspection_result import InspectionResult
-    from mm2ctl.lab.lab import LabInfo, LabStatus
+    from mm2ctl.lab.control import LabInfo, LabStatus
     from mm2ctl.plans.document import Plan
     from mm2ctl.plans.planners.failover.planner import FailoverReport
     from mm2ctl.plans.planners.failover.spark_queries import PlannedQuery
@@ -372,7 +372,7 @@ def lab_status_lines(st: LabStatus) -> list[str]:
 
 
 def drill_table(result: DrillResult) -> list[str]:
-    """The drill's table, one line per strategy (docs/drill.md and bench/RESULTS.md quote it)."""
+    """The drill's table, one line per strategy (docs/drill.md quotes it)."""
     from mm2ctl.drill.failover_drill import Strategy
 
     aborted = f", {result.aborted_transactions} aborted" if result.aborted_transactions else ""

@@ -1,6 +1,6 @@
 """Where this run's library output goes: the terminal with ``-v``, otherwise a log file named on failure.
 
-A command that starts a JVM in this process (``inspect`` starts Spark's driver) asks ``jvm_log`` for a
+A command that starts a JVM in this process (``inspect`` starts Spark's driver) asks ``inspector.spark.jvm_log`` for a
 file; everything the JVM prints goes there (``mm2ctl.inspector.spark.jvm_log``). librdkafka's own log lines
 (``mm2ctl.core.kafka.client_log``) go to the same file, which the first of them creates when no JVM did. When the
 command then fails, ``main`` prints the file's path as one line on stderr. With ``-v`` (``--verbose``) there

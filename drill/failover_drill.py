@@ -81,7 +81,7 @@ from mm2ctl.drill.truth import Log, score
 from mm2ctl.plans.live_state import open_live_state
 
 if TYPE_CHECKING:
-    from mm2ctl.lab.lab import LabInfo
+    from mm2ctl.lab.control import LabInfo
 
 # Re-exported, the public names this module had before the drill was split: ``cli.render`` imports DrillResult
 # and Strategy from here.
@@ -272,7 +272,7 @@ def drill_on_lab(
     end unless ``keep``; the topics keep their unique names.
     """
     from mm2ctl.connect_client import build_connect_client
-    from mm2ctl.lab import lab as lab_core
+    from mm2ctl.lab import control as lab_core
     from mm2ctl.lab.quotas import set_producer_quota, task_producer_client_id
 
     name = "drill" + uuid.uuid4().hex[:8]

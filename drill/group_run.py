@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mm2ctl.core.progress import Progress
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab.control import LabInfo
 
 #: The drill's topic has these partitions.
 PARTITIONS = (0, 1)

@@ -74,8 +74,8 @@ from mm2ctl.drill.group_strategies import (
     wait_mm2_synced,
 )
 from mm2ctl.drill.group_truth import score_rows
-from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab import control as lab_core
+from mm2ctl.lab.control import LabInfo
 
 __all__ = ["drill_group_types"]
 

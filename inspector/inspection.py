@@ -140,7 +140,8 @@ class Inspector:
 
     def rebind(self, spark: SparkSession) -> None:
         """Run on a new session from now on (a Spark Connect server restarted): what the old session kept went
-        with it, so the next run starts from the saved files (``saved_topics``), or reads the topics in full."""
+        with it, so the next run starts from the saved files (``inspector.kept.saved_topics``), or reads the topics in
+        full."""
         self.spark = spark
         self._kept = {name: PairTopics(name) for name in self._kept}
         self._rows = {}
@@ -152,8 +153,8 @@ class Inspector:
     def read_cluster_state(self, progress: Progress = no_progress) -> ClusterState:
         """What a run reads on the driver. The flows' conditions are observed again once they are
         ``CONDITIONS_TTL_S`` old: finding them samples the source topics, and they change with the setup. The
-        group types' listings are reused as ``typed_groups.GroupListings`` says. The Structured Streaming
-        checkpoints are read again: their queries move on."""
+        group types' listings are reused as ``inspector.reads.typed_groups.GroupListings`` says. The Structured
+        Streaming checkpoints are read again: their queries move on."""
         fresh = time.monotonic() - self._conditions_at < CONDITIONS_TTL_S
         queries = read_queries(self.options.spark_checkpoints, lambda: self.spark)
         state = read_cluster_state(
@@ -179,7 +180,7 @@ class Inspector:
         self._conditions_at = time.monotonic()
 
     def run(self, *, progress: Progress = no_progress, cluster_state: ClusterState | None = None) -> InspectionResult:
-        """One inspection of every pair; ``cluster_state`` when the caller read it already (else the primed
+        """One inspection of every pair; ``inspector.reads.run_reads`` when the caller read it already (else the primed
         state, once, else a fresh read). A live session's result reads rows the session keeps until its next
         run: close it before that."""
         state, self._primed = cluster_state or self._primed or self.read_cluster_state(progress), None

@@ -90,7 +90,7 @@ def _sized(
 ) -> tuple[dict[str, str], ClusterState | None]:
     """The Spark settings with the driver JVM's sizing added (the user's own win), and the cluster state when
     sizing had to read it first. A live session's embedded JVM also gets its malloc arenas bounded
-    (``driver_sizing.live_driver_environment``)."""
+    (``inspector.driver_sizing.live_driver_environment``)."""
     conf = dict(place.conf)
     if place.remote is not None or under_spark_submit():
         return conf, None

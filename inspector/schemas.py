@@ -1,10 +1,10 @@
 """The explicit shapes of every frame the inspection's pure transforms take and give.
 
 The orchestrator (which reads Kafka and the admin APIs) must build its inputs with exactly these schemas;
-the transforms (``inspector.transforms.decode``, ``sync_state``, ``translation``, ``classify``) select columns by these
-names and never infer them. Keeping them here, as ``StructType`` constants, means a test frame, the orchestrator
-and the transforms cannot drift apart silently: a renamed column fails at analysis time, not as a wrong number
-in a report.
+the transforms (``inspector.transforms.decode``, ``inspector.transforms.sync_runs``,
+``inspector.transforms.translated_offsets``, ``inspector.transforms.classify``) select columns by these names and never
+infer them. Keeping them here, as ``StructType`` constants, means a test frame, the orchestrator and the transforms
+cannot drift apart silently: a renamed column fails at analysis time, not as a wrong number in a report.
 
 Conventions shared by every frame:
 
@@ -111,7 +111,7 @@ CHECKPOINTS_SCHEMA = StructType(
     ]
 )
 
-#: ``pair_topics.Numbering``: a small int per source partition that has a group offset.
+#: ``inspector.kept.pair_topics.Numbering``: a small int per source partition that has a group offset.
 PARTITION_NUMBERS_SCHEMA = StructType(
     [
         _f("cluster_pair", StringType(), False),
@@ -367,7 +367,7 @@ PARTITION_COLUMNS: tuple[str, ...] = tuple(PARTITION_HEALTH_SCHEMA.fieldNames())
 GROUP_CHECKPOINT_AGE = "group_checkpoint_age_seconds"
 #: Columns the group-partition rows carry beside ``GROUP_ROWS_SCHEMA``'s and no output shows (their names start
 #: with ``_``): a row's checkpoint when it proved MM2 was keeping up (``classify.classify``), and its group's
-#: newest checkpoint (``replication_health.with_group_newest_checkpoint``).
+#: newest checkpoint (``inspector.transforms.replication_health.with_group_newest_checkpoint``).
 FRESH_CHECKPOINT = "_fresh_checkpoint"
 GROUP_NEWEST_CHECKPOINT = "_group_newest_checkpoint"
 

@@ -47,8 +47,8 @@ class InspectOptions:
     lag_threshold: int = DEFAULT_LAG_THRESHOLD
     #: Set ``spark.sql.shuffle.partitions`` for each run from its size (off when the user chose it).
     size_shuffles: bool = True
-    #: Structured Streaming checkpoints whose Kafka sources get rows like a group's (``spark_query_rows``),
-    #: read again at every run.
+    #: Structured Streaming checkpoints whose Kafka sources get rows like a group's
+    #: (``inspector.reads.spark_query_rows``), read again at every run.
     spark_checkpoints: tuple[str, ...] = ()
-    #: Start from the decoded internal topics the last process saved, and save them (``state_cache``).
+    #: Start from the decoded internal topics the last process saved, and save them (``inspector.kept.topic_cache``).
     state_cache: bool = True

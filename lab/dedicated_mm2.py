@@ -15,8 +15,8 @@ from pathlib import Path
 
 from mm2ctl.core.errors import KafkaClusterError, LabError
 from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.lab.control import LabInfo, isolated_setup
 from mm2ctl.lab.jars import kafka_classpath
-from mm2ctl.lab.lab import LabInfo, isolated_setup
 from mm2ctl.lab.logging_config import logging_properties
 from mm2ctl.lab.mm2_setup import Mm2Setup
 from mm2ctl.lab.process import JvmSpec, is_alive, start_jvm, stop_pids, wait_until

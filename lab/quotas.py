@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from mm2ctl.core.errors import LabError
+from mm2ctl.lab.control import LabInfo
 from mm2ctl.lab.jars import kafka_classpath
-from mm2ctl.lab.lab import LabInfo
 from mm2ctl.lab.process import JvmSpec, run_java_tool
 
 

@@ -3,13 +3,13 @@
 A plan (:class:`Plan`) is a frozen, versioned document made of steps; each step has a kind, a target, a typed
 payload, a precondition and the state it observed (``mm2ctl.plans.document`` explains the shape). This
 package owns that model, its YAML/JSON form (``serialize``), the fingerprints apply compares against live
-state (``fingerprint``), the one offset translation rule (``translation``), the read-only view of live state
-(``live_state``) and the planners that turn that state into plans (``mm2ctl.plans.planners``). It never
-writes to a cluster: ``mm2ctl.remediate`` executes plans.
+state (``fingerprint``), the read-only view of live state (``live_state``) and the planners that turn that
+state into plans (``mm2ctl.plans.planners``); the translation rule they apply is ``mm2ctl.core.translation``.
+It never writes to a cluster: ``mm2ctl.remediate`` executes plans.
 
 Exported here: the plan model, its serialization, and the fingerprint checks. Code inside mm2ctl imports
-each name from the module that defines it; the translation rule, the live state and the planners are
-imported from their own modules.
+each name from the module that defines it; the live state and the planners are imported from their own
+modules.
 """
 
 from __future__ import annotations

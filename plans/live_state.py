@@ -126,8 +126,8 @@ class LiveState:
     _admins: dict[str, KafkaAdmin] = field(default_factory=dict, repr=False)
     #: The share and streams groups met so far, by cluster alias: ``core.kafka.group_admin`` reads and writes them
     #: (librdkafka knows neither type). A group not named here is a classic or consumer group. Filled by
-    #: ``typed_groups`` (a planner's listing), ``note_group_type`` (apply, from each ``GroupTarget.group_type``) and
-    #: the ``share-offsets`` fingerprint parts.
+    #: ``inspector.reads.typed_groups`` (a planner's listing), ``note_group_type`` (apply, from each
+    #: ``GroupTarget.group_type``) and the ``share-offsets`` fingerprint parts.
     group_types: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
     _group_admins: dict[str, GroupAdmin] = field(default_factory=dict, repr=False)
     _listings: dict[str, Future[list[TypedGroup]]] = field(default_factory=dict, repr=False)
@@ -154,7 +154,7 @@ class LiveState:
 
     def start_listing(self, alias: str) -> None:
         """Start listing every group type on ``alias`` in the background (a JVM's start, about half a second),
-        for the ``typed_groups`` call a planner makes later; the planner reads other state meanwhile."""
+        for the ``inspector.reads.typed_groups`` call a planner makes later; the planner reads other state meanwhile."""
         if alias not in self._listings:
             admin = self.group_admin(alias)
             pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"groups-{alias}")

@@ -186,7 +186,7 @@ class Journal:
         document: Mapping[str, JSONable] | None = None,
     ) -> Journal:
         """Start the journal of a new apply; refuses to overwrite an existing file. ``document``: the plan's
-        JSON document as read from its file (``plans.serialize.read_plan``), embedded as it is instead of
+        JSON document as read from its file (``plans.serialize.load_plan_document``), embedded as it is instead of
         encoding ``plan`` again; the journal records the digest of what it embeds."""
         p = Path(path)
         try:

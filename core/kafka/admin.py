@@ -497,7 +497,8 @@ class KafkaAdmin:
     def committed_offset_lists(self, groups: Sequence[str], *, concurrency: int = 64) -> dict[str, OffsetLists]:
         """Committed offsets of many groups as flat lists per group (``OffsetLists``), ``concurrency`` requests in
         flight (one group per request: confluent-kafka takes no more). ``inspector.reads.committed_offsets`` owns
-        reading many groups' offsets; this is its librdkafka path, and the one ``committed_offsets`` shapes as dicts."""
+        reading many groups' offsets; this is its librdkafka path, and the one ``inspector.reads.committed_offsets``
+        shapes as dicts."""
 
         def submit(group: str) -> Future[Any]:
             try:

@@ -16,7 +16,7 @@ source brings kafka-clients 3.9, which has none either. So ``GroupAdmin.java`` m
 4.3.1 (resolved from Maven Central into the cache, with ``group-admin.pom.xml``) on a short-lived JVM of its
 own: compiled with ``javac`` once per source, started once per batch of calls (one listing, one description
 and one offset read per group type, for every group at once), its settings passed on stdin so no secret
-reaches a command line. The JVM's start is the cost (``bench/RESULTS.md``, "Group types").
+reaches a command line. The JVM's start is most of a batch's cost.
 
 On a cluster older than a type (Kafka 3.x has no share or streams groups) that type is simply absent: the
 listing has none of it and a call for it answers ``unsupported``, which is not an error.

@@ -22,7 +22,7 @@ nothing matches replays records rather than skipping any.
   topic) gives the lookup's answer: method ``timestamp``, which replays rather than skips.
 
 Records of aborted transactions count as ``core.translation.rule`` counts them: ``R`` and ``P`` are committed
-records, and an aborted record on either side may have a copy on the other or none (``translation.align``).
+records, and an aborted record on either side may have a copy on the other or none (``core.translation.rule.align``).
 
 Pure, like ``core.translation.rule``: records come through ``RecordSource`` and the lookup through
 ``OffsetForTime``, which the planners implement over Kafka (``core.translation.record_sources``).

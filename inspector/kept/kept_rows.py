@@ -6,8 +6,8 @@ groups classified again since (``overlay``, a small local checkpoint), and the g
 base. It keeps each group's figures of the final aggregation (``summary.group_figures``) on the driver too: a
 group's figures come from its own rows alone, so a group not classified again keeps them, its checkpoint age
 taken again at each run's time. A run therefore pays for the changed groups' rows only: no copy of the
-others, and no aggregation of them. Once more than ``changed_groups.MERGE_AT_MOST`` of the groups have been
-classified again since the base, the run classifies every group and starts a new base.
+others, and no aggregation of them. Once more than ``inspector.kept.changed_groups.MERGE_AT_MOST`` of the groups have
+been classified again since the base, the run classifies every group and starts a new base.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ state (``inspector.reads.internal_topics``), and decodes it into the frames the 
 A live session keeps these frames (Spark's local checkpoints: materialized once, with no lineage back to the
 reads, so a long-lived session's plans do not grow) and each later run reads only the records past the
 previous snapshot and folds them in. It reads a topic again in full, and says why, when the topic changed
-under it (``internal_topics.plan_read``), when new syncs contradict the kept ones or a tombstone arrives (the
-current mapping must then be found from the whole history), when a partition to inspect appears that the
+under it (``inspector.reads.internal_topics.plan_read``), when new syncs contradict the kept ones or a tombstone
+arrives (the current mapping must then be found from the whole history), when a partition to inspect appears that the
 kept syncs were not numbered for, or when the kept runs have grown to more than twice what the last full read
 found (the topic's cleaner may have compacted what the session still keeps).
 """

@@ -7,7 +7,8 @@ so that the next process starts where the last one stopped and reads only the re
 * one file per (pair, internal topic, the Kafka cluster id of the cluster that holds it), under
   ``$MM2CTL_INSPECT_CACHE``, else ``inspect-state`` in mm2ctl's cache (``$MM2CTL_CACHE``, else
   ``~/.cache/mm2ctl``);
-* an Arrow IPC file (zstd): the kept rows (``sync_state.RUN_COLUMNS`` or ``schemas.CHECKPOINTS_SCHEMA``) and,
+* an Arrow IPC file (zstd): the kept rows (``inspector.transforms.sync_runs.RUN_COLUMNS`` or
+``schemas.CHECKPOINTS_SCHEMA``) and,
   in the schema's metadata, the snapshot they were read up to (topic id, each partition's ``[earliest,
   end)``) and what the pair keeps beside the rows (the partitions' numbering, their newest syncs, the
   malformed records counted);
@@ -17,8 +18,8 @@ so that the next process starts where the last one stopped and reads only the re
   first. It holds topic, group and partition names and offsets, never a setting of a cluster (no address,
   no credential), and its files are readable by their owner only.
 
-Whether a saved state may be used is the live session's rule (``internal_topics.plan_read``), run against
-the topic as it is now: a new topic id, other partitions, an end offset below the saved one or an earliest
+Whether a saved state may be used is the live session's rule (``inspector.reads.internal_topics.plan_read``), run
+against the topic as it is now: a new topic id, other partitions, an end offset below the saved one or an earliest
 offset above it throw it away and the topic is read in full, with a note saying why. A file that cannot be
 read (truncated, corrupt, written by another mm2ctl version or format) is thrown away the same way.
 """

@@ -2,8 +2,8 @@
 
 ``inspection_metrics`` reads the values an inspection hands back (its per-group figures and its
 replicated-partition rows, ``inspector.output.inspection_result``), so it needs no Spark. The result is plain, frozen
-Python: ``prometheus_output`` turns it into metric families, and the exporter keeps the last good one while the next
-inspection runs.
+Python: ``inspector.output.prometheus`` turns it into metric families, and the exporter keeps the last good one while
+the next inspection runs.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
-"""Committed offsets of many consumer groups: the one owner of reading them, for the inspection and the planners.
+"""Committed offsets of many consumer groups, read for an inspection: as columns, through the JVM or librdkafka.
 
-An inspection reads every committed offset of every mirrored group, on both clusters: two million at the
-bench's size (1,000 groups x 1,000 partitions). It gets them as Arrow columns (``GroupOffsetColumns``), read one
+An inspection reads every committed offset of every mirrored group, on both clusters: millions of them on a
+large setup. It gets them as Arrow columns (``GroupOffsetColumns``), read one
 of two ways:
 
 - **The JVM's Kafka AdminClient**, when the process drives a JVM through py4j (``JvmAdmin``): Spark's driver
-  JVM, which an inspection starts anyway. ``CommittedOffsets.java`` (in this package, compiled when first
+  JVM, which an inspection starts anyway. ``CommittedOffsets.java`` (shipped in ``core.java``, compiled when first
   needed by Janino, the compiler Spark ships for its generated code) asks ListConsumerGroupOffsets for many
   groups at once, which the AdminClient sends as one OffsetFetch request per coordinator (KIP-709, brokers
   3.3+), and writes the answer as columns to a file that becomes Arrow arrays here. Nothing is made per offset
@@ -18,9 +18,7 @@ of two ways:
   a Spark Connect session (no driver JVM in the Python process), a JVM that cannot load the Kafka client or
   Janino (the read falls back, and logs why), and the planners.
 
-The figures, with their commands, are in ``bench/RESULTS.md`` ("Committed offsets"): at a million group
-partitions on each cluster, the JVM reads both clusters for a fraction of the CPU time the librdkafka path
-spends in this process.
+``bench/admin_reads.py`` compares the two ways.
 
 The planners (``plans.live_state.LiveState.many_group_offsets``) read through ``KafkaAdmin.committed_offsets``
 instead, the librdkafka path as a dict per group, without this module: a plan runs in a process with no JVM,

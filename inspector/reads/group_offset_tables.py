@@ -16,8 +16,8 @@ from mm2ctl.inspector.reads.committed_offsets import WRITTEN_BY, GroupOffsetColu
 
 
 def kept_rows(table: pa.Table, wanted: Sequence[bool], topic_ok: Callable[[str], bool]) -> pa.Table:
-    """The rows of ``table`` (``committed_offsets.OFFSETS_SCHEMA``) of a wanted group on a topic ``topic_ok``
-    keeps: one decision per group and per distinct topic."""
+    """The rows of ``table`` (``inspector.reads.committed_offsets.OFFSETS_SCHEMA``) of a wanted group on a topic
+    ``topic_ok`` keeps: one decision per group and per distinct topic."""
     topics = pc.unique(table.column("topic")).to_pylist()
     ok_topics = pa.array([t for t in topics if topic_ok(t)], pa.string())
     on_topic = pc.is_in(table.column("topic"), value_set=ok_topics)

@@ -11,12 +11,12 @@ and with ``read_committed``, so aborted records are skipped. Both topics have a 
 
 A read of ranges that hold at most ``DRIVER_READ_MAX_OFFSETS`` offsets (what a live session reads past its
 previous snapshot, or a small topic's whole history) is made on the driver instead, through librdkafka
-(``core.kafka.records.read_ranges``, ``read_committed``, the client settings ``core.security.client_settings`` makes of
-the same Java ones), and handed to Spark as a local relation of the same shape (``records_table``). Spark's Kafka source
-costs a fixed ~0.6 s a read (planning, a task, its consumer's start) where librdkafka reads a few hundred
-records in a few milliseconds; above the threshold the source's parallel tasks win. The local relation is
-Arrow sent to the JVM, or to a Spark Connect server (``spark_compat.frame_from_arrow``). A driver read stops at
-each range's end as the source does; a transaction marker (never delivered) ends a range early, and aborted
+(``core.kafka.records.read_ranges``, ``read_committed``, the client settings ``core.security.client_settings``
+makes of the same Java ones), and handed to Spark as a local relation of the same shape (``records_table``).
+Spark's Kafka source has a fixed cost a read (planning, a task, its consumer's start) that dwarfs librdkafka's
+read of a few hundred records; above the threshold the source's parallel tasks win. The local relation is
+Arrow sent to the JVM, or to a Spark Connect server (``inspector.spark.compat.frame_from_arrow``). A driver read stops
+at each range's end as the source does; a transaction marker (never delivered) ends a range early, and aborted
 records are skipped, as ``read_committed`` has the source skip them.
 """
 

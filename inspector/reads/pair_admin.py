@@ -152,7 +152,7 @@ def collect_pair_state(
 ) -> PairState:
     """The pair's admin state (module docstring). ``queries``: Structured Streaming queries' Kafka sources that
     join the groups, after them (``inspector.reads.spark_query_rows``). ``listings``: a live session's kept group
-    listings (``typed_groups.GroupListings``)."""
+    listings (``inspector.reads.typed_groups.GroupListings``)."""
     say = progress or (lambda _m: None)
     name = pair.name
     source = KafkaAdmin.connect(pair.source_kafka_config, name=pair.source, timeout_s=timeout_s)

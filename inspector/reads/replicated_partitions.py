@@ -1,5 +1,5 @@
 """Collect one pair's replicated source partitions on the driver: their bounds on both clusters and MM2's
-position, as an Arrow table in ``replication_health.REPLICATED_PARTITIONS_SCHEMA``.
+position, as an Arrow table in ``inspector.schemas.REPLICATED_PARTITIONS_SCHEMA``.
 
 Every partition of every source topic MM2 replicates (its topic filter and internal-topic rules, then the
 user's ``--topics``) gets a row, whether or not a consumer group reads it: replication health is about MM2,

@@ -89,7 +89,7 @@ def read_pair(
     conditions, unless the caller has them (``conditions``: they sample the source topics). The committed
     offsets are read in the JVM ``driver_jvm`` gives, when it gives one. ``queries``: the Structured Streaming
     queries' Kafka sources inspected as groups of this pair. ``listings``: a live session's kept group listings
-    (``typed_groups.GroupListings``)."""
+    (``inspector.reads.typed_groups.GroupListings``)."""
     progress(f"{pair.name}: reading admin state")
     replication = collect_replication_state(config, pair, selection, connect, progress=progress)
     state = collect_pair_state(
@@ -125,7 +125,8 @@ def read_cluster_state(
     listings: GroupListings | None = None,
 ) -> ClusterState:
     """Every pair as ``read_pair`` reads it; ``conditions`` per pair name when the caller has them. Each of
-    ``queries`` goes to every pair whose flow mirrors all its topics (``spark_query_rows.assign_queries``)."""
+    ``queries`` goes to every pair whose flow mirrors all its topics
+    (``inspector.reads.spark_query_rows.assign_queries``)."""
     known = conditions or {}
     assigned = assign_queries(queries, pairs)
     return ClusterState(

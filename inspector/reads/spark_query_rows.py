@@ -3,9 +3,9 @@ checkpoint becomes one more "group" of the pair whose flow mirrors its topics, s
 consumer group's, named ``spark:<query id>`` (``core.spark_checkpoints.query_sources``).
 
 A query's position is its checkpoint's last committed batch, per partition the next record to read, as a group's
-committed offset is; it is not in Kafka. So it joins the source's committed offsets (``admin_state``) as columns of
-its own, after the share and streams groups, and the rest of the inspection translates and classifies it as it
-does every group: nothing is looked up for it on the target (it is no Kafka group there either), and its type,
+committed offset is; it is not in Kafka. So it joins the source's committed offsets (``inspector.reads.pair_admin``) as
+columns of its own, after the share and streams groups, and the rest of the inspection translates and classifies it as
+it does every group: nothing is looked up for it on the target (it is no Kafka group there either), and its type,
 ``spark_query``, makes it a group MirrorMaker 2 never checkpoints (``inspector.transforms.classify``,
 ``not_checkpointed``).
 

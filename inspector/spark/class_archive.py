@@ -8,7 +8,7 @@ The first embedded run without an archive asks the JVM to write one when it exit
 
 The archive is only valid for the Java binary and the class path it was made with, so its name carries a
 digest of both: the ``java`` Spark's launcher runs, the pyspark release and its jars, and the settings that
-add jars to the driver (``spark_packages.class_path_request``: the Kafka source's package, its Ivy home, a
+add jars to the driver (``inspector.spark.packages.class_path_request``: the Kafka source's package, its Ivy home, a
 user's ``spark.jars``). The packages' jars are only known once Ivy resolved them inside the JVM, after its
 options are fixed; for a released version they follow from the request. Classes of those jars come through
 Spark's own class loader, and the JVM maps an archived one only when its class file's size and checksum
@@ -97,7 +97,7 @@ def _digest(java: Path, class_path: Sequence[str]) -> str:
 
 
 def class_archive(class_path: Sequence[str], *, create: bool = True) -> ClassArchive | None:
-    """The archive for this Java and the extra ``class_path`` (``spark_packages.class_path_request``): to map
+    """The archive for this Java and the extra ``class_path`` (``inspector.spark.packages.class_path_request``): to map
     when it exists, to make when ``create``, or None (switched off, no ``java`` found, a cache that cannot be
     written, or nothing to map)."""
     if os.environ.get(SWITCH, "").strip().lower() == "off":

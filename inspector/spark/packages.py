@@ -20,7 +20,7 @@ Which release of the Kafka source is decided before the driver JVM starts, since
 resolve kills it (``kafka_source``): the installed Spark's own when one of Ivy's repositories has it, else the
 newest older patch release of the same minor line that one has (Spark keeps binary compatibility within a
 minor line; a pyspark on PyPI can be newer than what a repository, or a company's mirror of it, holds). The
-Ivy cache is looked into first, then the repositories Spark's Ivy uses (``package_repositories``: a ``HEAD``
+Ivy cache is looked into first, then the repositories Spark's Ivy uses (``inspector.spark.repositories``: a ``HEAD``
 of the POM and the jar); where they cannot say (no answer, or the user's ``spark.jars.ivySettings``), Spark's
 own resolution decides, in a short ``spark-submit`` that runs nothing. The choice is recorded in the cache for
 a day, so later runs ask no repository; nothing resolving is a ``KafkaSourceUnresolvedError``.

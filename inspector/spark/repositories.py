@@ -5,7 +5,7 @@ user's Maven cache (``~/.m2/repository``), the Ivy home's ``local`` repository, 
 ``$DEFAULT_ARTIFACT_REPOSITORY`` when set), spark-packages, then each URL of ``spark.jars.repositories``; the
 Ivy home's ``cache`` is consulted before any of them. spark-packages hosts third-party packages only, never
 ``org.apache.spark``'s, so it is not asked here. With ``spark.jars.ivySettings`` the chain is the user's file,
-which only Ivy itself reads (``spark_packages`` then asks Spark).
+which only Ivy itself reads (``inspector.spark.packages`` then asks Spark).
 
 A repository holds a module when it has both its POM and its jar: files for a local one, ``GET`` of the POM and
 ``HEAD`` of the jar answered 200 for a remote one. 404 and 410 are a clear no; anything else (refused, timed

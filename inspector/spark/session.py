@@ -74,10 +74,10 @@ _DATAFRAME_DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"
 
 #: The embedded driver's JVM options: Java's throughput collector instead of its default G1. With ``local[*]``
 #: the driver JVM is also the executor, and a batch job of short-lived rows wants throughput, not pause times:
-#: on two cores G1's concurrent threads and write barriers compete with the task threads (the comparison at a
-#: million group partitions is in bench/RESULTS.md, measured with ``bench/inspect_scale.py``). A
-#: ``--spark-conf spark.driver.extraJavaOptions=…`` replaces it (the log4j2 option of ``jvm_log`` is still
-#: added to the user's options, unless they choose a log4j2 configuration themselves).
+#: on two cores G1's concurrent threads and write barriers compete with the task threads
+#: (``bench/inspect_scale.py`` compares the two). A ``--spark-conf spark.driver.extraJavaOptions=…`` replaces it (the
+#: log4j2 option of ``inspector.spark.jvm_log`` is still added to the user's options, unless they choose a log4j2
+#: configuration themselves).
 _DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 _LOCAL_DRIVER_JAVA_OPTIONS = (_DRIVER_JAVA_OPTIONS, "-XX:+UseParallelGC")
 
@@ -107,7 +107,7 @@ def _read_kafka_through_v2(spark: SparkSession, conf: Mapping[str, str] | None) 
 
 def embedded_settings(master: str, conf: Mapping[str, str] | None, *, log_to_file: bool) -> dict[str, str]:
     """The settings an embedded session is built with: the defaults, then ``conf`` over them, then Spark's
-    Kafka source added to the packages they ask for (unless they name one: ``spark_packages``), then (the
+    Kafka source added to the packages they ask for (unless they name one: ``inspector.spark.packages``), then (the
     JVM's output going to a file) the log4j2 option added to the driver's Java options, whichever they are."""
     settings = dict(_EMBEDDED_DEFAULTS)
     settings[_DATAFRAME_DEBUGGING] = "false"
@@ -134,10 +134,10 @@ def build_session(
 ) -> SparkSession:
     """A session with Spark's Kafka source on the classpath; ``conf`` (``--spark-conf``) wins over defaults.
 
-    With ``jvm_log``, an embedded driver JVM writes everything it prints to that file instead of this
+    With ``inspector.spark.jvm_log``, an embedded driver JVM writes everything it prints to that file instead of this
     process's stdout and stderr. Without it, the JVM shares the terminal and Spark's log level is set to ERROR
-    once the session exists. An embedded driver this call starts maps ``class_archive`` (or writes it when
-    it exits: ``inspector.spark.class_archive``), unless its Java options already choose how it shares classes. A
+    once the session exists. An embedded driver this call starts maps ``inspector.spark.class_archive`` (or writes it
+    when it exits: ``inspector.spark.class_archive``), unless its Java options already choose how it shares classes. A
     JVM that dies while starting is an ``InspectError``.
     """
     builder = SparkSession.builder.appName(APP_NAME)
@@ -205,8 +205,8 @@ def _driver_running() -> bool:
 
 
 def _start_driver(master: str, settings: Mapping[str, str], jvm_log: Path | None) -> None:
-    """Start the driver JVM and its SparkContext, the JVM's output going to ``jvm_log`` when given, else to
-    this process's stderr.
+    """Start the driver JVM and its SparkContext, the JVM's output going to ``inspector.spark.jvm_log`` when given,
+    else to this process's stderr.
 
     PySpark starts the JVM (``bin/spark-submit``, then ``java``) with ``Popen``; given the log file as the
     child's stdout and stderr, the JVM writes there for its whole life: the launcher's own warnings,

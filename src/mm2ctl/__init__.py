@@ -1,14 +1,15 @@
 """mm2ctl: inspect, plan and repair MirrorMaker 2 offsets.
 
-The package is laid out by what each part owns, bottom to top (an import only ever points down this list):
+The package is laid out by what each part owns, top to bottom; an import only ever points down this drawing,
+never to a part beside it (docs/design.md, "Parts", draws the layers inside ``core`` and ``inspector``):
 
-- ``mm2ctl.core`` and ``mm2ctl.connect_client``: MM2's configuration, topic naming, record codecs, the Kafka
-  admin facade, the error tree; the Kafka Connect REST client;
-- ``mm2ctl.inspector``, ``mm2ctl.plans``, ``mm2ctl.lab``: the Spark inspection; the plan model and the
-  planners; the local Kafka + Connect + MM2 lab;
-- ``mm2ctl.remediate``: apply, resume and rollback of a plan, with its journal and lock;
-- ``mm2ctl.drill``: the failover drill and the demo;
-- ``mm2ctl.cli``: the ``mm2ctl`` command line.
+    cli              the ``mm2ctl`` command line: the only part that prints
+    drill  report    the failover drill and the demo; the HTML report of an inspection
+    remediate        apply, resume and rollback of a plan, with its journal and lock
+    plans  lab       the plan model and the planners; the local Kafka + Connect + MM2 lab
+    inspector        the Spark inspection
+    connect_client   the Kafka Connect REST client
+    core             MM2's configuration, client security, Kafka I/O, Java programs, the translation rule, errors
 """
 
 from __future__ import annotations

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from mm2ctl.lab import lab as lab_core
+from mm2ctl.lab import control as lab_core
 from mm2ctl.lab import spark_cluster as spark_cluster_core
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab.control import LabInfo
 from mm2ctl.lab.releases import DEFAULT_KAFKA_VERSION
 
 

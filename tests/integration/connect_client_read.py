@@ -3,7 +3,7 @@
 A remote session turns PySpark's functions into their Spark Connect versions for the whole process, so the
 client runs apart from the test run's classic session. It reads a topic through the server with the
 inspector's own reader, once by the server's Kafka source and once on this process (a small read: librdkafka,
-sent to the server as a local relation), round-trips an Arrow table through ``spark_compat``, checks that no
+sent to the server as a local relation), round-trips an Arrow table through ``inspector.spark.compat``, checks that no
 driver JVM started here, and prints what it read as JSON.
 
     python connect_client_read.py sc://127.0.0.1:PORT BOOTSTRAP TOPIC

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mm2ctl.lab.connect_worker import connector_states
+from mm2ctl.lab.control import LAB_FILE, ClusterInfo, LabInfo, read_lab
 from mm2ctl.lab.kraft import broker_ready
-from mm2ctl.lab.lab import LAB_FILE, ClusterInfo, LabInfo, read_lab
 from mm2ctl.lab.process import is_alive, owned_by
 from tests.integration.support import eventually
 

@@ -28,8 +28,8 @@ from confluent_kafka import Producer
 
 from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.core.spark_checkpoints.read import CheckpointRead, LocalCheckpointFiles, read_checkpoint
-from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import LabFlow, LabInfo
+from mm2ctl.lab import control as lab_core
+from mm2ctl.lab.control import LabFlow, LabInfo
 from mm2ctl.plans.kafka_records import read_syncs
 from mm2ctl.plans.live_state import open_live_state
 from tests.integration.support import eventually, source_conf, target_conf

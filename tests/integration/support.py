@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from confluent_kafka import Consumer
 
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab.control import LabInfo
 
 T = TypeVar("T")
 

@@ -8,7 +8,7 @@ from confluent_kafka import Consumer
 from mm2ctl.core.errors import KafkaClusterError
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab.control import LabInfo
 from mm2ctl.lab.process import free_port
 from tests.integration.support import consume_and_commit, eventually, source_conf, uniq
 

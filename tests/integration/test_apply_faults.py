@@ -24,8 +24,8 @@ import pytest
 
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import TP, KafkaAdmin
-from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab import control as lab_core
+from mm2ctl.lab.control import LabInfo
 from mm2ctl.remediate.journal import read_journal
 from tests.integration.faulty_apply import Faults, paused_marker
 from tests.integration.outages import ConflictProxy, connectors_running, kill, restart

@@ -35,8 +35,8 @@ from mm2ctl.core.security.authorization import principal_of
 from mm2ctl.inspector.reads.committed_offsets import JVM, LIBRDKAFKA, JvmAdmin, read_columns
 from mm2ctl.inspector.reads.pair_admin import PairState, _err, _Side, collect_pair_state
 from mm2ctl.inspector.selection import Selection
-from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab import control as lab_core
+from mm2ctl.lab.control import LabInfo
 from mm2ctl.lab.mm2_setup import ROLES
 from mm2ctl.lab.secured import MM2CTL
 from tests.integration.support import eventually

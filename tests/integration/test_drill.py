@@ -23,7 +23,7 @@ from mm2ctl.cli.render import drill_table
 from mm2ctl.drill.context import DrillOptions
 from mm2ctl.drill.failover_drill import drill_on_lab
 from mm2ctl.drill.result import Strategy
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab.control import LabInfo
 
 pytestmark = pytest.mark.integration
 

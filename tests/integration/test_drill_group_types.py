@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from mm2ctl.core.kafka.group_admin import GROUP_TYPES
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab.control import LabInfo
 
 pytestmark = [pytest.mark.integration, pytest.mark.extended]
 

@@ -24,8 +24,8 @@ import pytest
 from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
-from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab import control as lab_core
+from mm2ctl.lab.control import LabInfo
 from mm2ctl.plans.kafka_records import read_sync_histories
 from mm2ctl.plans.live_state import open_live_state
 from tests.integration.support import eventually, source_conf, target_conf, uniq

@@ -23,8 +23,8 @@ from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.drill.sync_truncation import truncate_partition_syncs
 from mm2ctl.lab import connect_worker
-from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import LabFlow, LabInfo, wait_for_connectors_running
+from mm2ctl.lab import control as lab_core
+from mm2ctl.lab.control import LabFlow, LabInfo, wait_for_connectors_running
 from mm2ctl.lab.mm2_setup import Mm2Setup
 from mm2ctl.plans.kafka_records import read_syncs
 from mm2ctl.plans.live_state import open_live_state

@@ -23,8 +23,8 @@ from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.core.kafka.group_admin import GroupAdmin
 from mm2ctl.core.kafka.records import read_partitions
-from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab import control as lab_core
+from mm2ctl.lab.control import LabInfo
 from mm2ctl.lab.share_consumer import accept_prefix, consume_all, read_from_earliest
 from mm2ctl.lab.streams_app import start_streams_app
 from tests.integration.support import eventually, source_conf, target_conf

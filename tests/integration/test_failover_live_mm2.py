@@ -20,8 +20,8 @@ import requests
 
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import TP, KafkaAdmin
-from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab import control as lab_core
+from mm2ctl.lab.control import LabInfo
 from mm2ctl.remediate.journal import read_journal
 from tests.integration.support import eventually, source_conf, target_conf
 from tests.integration.test_remediate import mm2ctl

@@ -21,8 +21,8 @@ import requests
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import TP, KafkaAdmin
 from mm2ctl.core.kafka.records import read_partitions
-from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import LabFlow, LabInfo
+from mm2ctl.lab import control as lab_core
+from mm2ctl.lab.control import LabFlow, LabInfo
 from mm2ctl.lab.quotas import set_producer_quota, task_producer_client_id
 from mm2ctl.remediate.journal import read_journal
 from tests.integration.support import eventually, source_conf, target_conf

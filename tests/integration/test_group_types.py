@@ -14,8 +14,8 @@ from mm2ctl.core.errors import KafkaClusterError, UnhostedGroupTypeError
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.core.kafka.group_admin import GroupAdmin
-from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab import control as lab_core
+from mm2ctl.lab.control import LabInfo
 from mm2ctl.lab.share_consumer import accept_prefix, read_from_earliest
 from tests.integration.support import eventually, source_conf, target_conf, uniq
 from tests.integration.test_remediate import mm2ctl

@@ -31,8 +31,8 @@ from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.core.kafka.codecs import OffsetSync, encode_offset_sync
-from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import LabFlow, LabInfo
+from mm2ctl.lab import control as lab_core
+from mm2ctl.lab.control import LabFlow, LabInfo
 from tests.integration.support import eventually
 
 pytestmark = pytest.mark.integration

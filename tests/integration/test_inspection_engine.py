@@ -37,8 +37,8 @@ from mm2ctl.core.kafka.codecs import encode_offset_sync_key
 from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
 from mm2ctl.inspector.kept import pair_topics
 from mm2ctl.inspector.reads import kafka_read
-from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import LabFlow, LabInfo
+from mm2ctl.lab import control as lab_core
+from mm2ctl.lab.control import LabFlow, LabInfo
 from mm2ctl.lab.process import free_port
 from tests.integration.support import eventually
 
@@ -191,7 +191,7 @@ Reads = Callable[[Any, int], list[int]]
 @pytest.fixture(params=["spark", "driver"])
 def reads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Reads:
     """Each read through Spark's Kafka source (``kafka_scans``: every read is made to go there), or on the
-    driver (where reads this small are made: the records of each ``kafka_read.read_on_driver``)."""
+    driver (where reads this small are made: the records of each ``inspector.reads.kafka_read.read_on_driver``)."""
     if request.param == "spark":
         monkeypatch.setattr(kafka_read, "DRIVER_READ_MAX_OFFSETS", 0)
         return kafka_scans

@@ -29,7 +29,7 @@ from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.inspector.spark import packages as sp
 from mm2ctl.inspector.spark.repositories import in_ivy_cache
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab.control import LabInfo
 from tests.integration.support import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.extended]

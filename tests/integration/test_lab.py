@@ -11,8 +11,8 @@ from mm2ctl.core.config.mm2_config import load_mm2_config
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.core.kafka.codecs import decode_checkpoint, decode_offset_sync
-from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab import control as lab_core
+from mm2ctl.lab.control import LabInfo
 from mm2ctl.lab.process import is_alive
 from tests.integration.support import (
     consume_and_commit,

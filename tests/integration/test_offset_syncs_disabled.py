@@ -33,8 +33,8 @@ from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.core.kafka.codecs import decode_checkpoint, decode_checkpoint_key
 from mm2ctl.lab import connect_worker
-from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import LabFlow, LabInfo, wait_for_connectors_running
+from mm2ctl.lab import control as lab_core
+from mm2ctl.lab.control import LabFlow, LabInfo, wait_for_connectors_running
 from tests.integration.support import eventually, source_conf, target_conf
 from tests.integration.test_failback import _record
 from tests.integration.test_remediate import mm2ctl

@@ -19,8 +19,8 @@ import requests
 
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
-from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import LabFlow, LabInfo
+from mm2ctl.lab import control as lab_core
+from mm2ctl.lab.control import LabFlow, LabInfo
 from mm2ctl.plans.serialize import load_plan
 from mm2ctl.remediate.journal import Journal
 from tests.integration.faulty_apply import Faults

@@ -19,8 +19,8 @@ from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.core.kafka.connect_offsets_topic import latest_offsets
 from mm2ctl.inspector.reads.mm2_position import read_position
 from mm2ctl.lab import dedicated_mm2
+from mm2ctl.lab.control import LabInfo
 from mm2ctl.lab.dedicated_mm2 import DedicatedMm2
-from mm2ctl.lab.lab import LabInfo
 from tests.integration.support import eventually, source_conf, target_conf
 from tests.integration.test_remediate import mm2ctl
 

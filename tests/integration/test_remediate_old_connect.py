@@ -13,7 +13,7 @@ from mm2ctl.core.config.mm2_config import load_mm2_config
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.connect_offsets_topic import latest_offsets
 from mm2ctl.inspector.reads.mm2_position import read_position
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab.control import LabInfo
 from mm2ctl.remediate.journal import Journal
 from tests.integration.faulty_apply import Faults
 from tests.integration.support import eventually, target_conf

@@ -35,8 +35,8 @@ from mm2ctl.connect_client import build_connect_client
 from mm2ctl.core.config.mm2_config import load_mm2_config
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
-from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab import control as lab_core
+from mm2ctl.lab.control import LabInfo
 from tests.integration.support import eventually
 from tests.integration.test_inspect import ActiveConsumer
 

@@ -43,8 +43,8 @@ from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
 from mm2ctl.inspector.selection import Selection
-from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import LabFlow, LabInfo
+from mm2ctl.lab import control as lab_core
+from mm2ctl.lab.control import LabFlow, LabInfo
 from mm2ctl.lab.secured import MM2CTL, LabSecurity
 from tests.integration.support import eventually
 

@@ -19,8 +19,8 @@ from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.inspector.reads.pair_admin import collect_pair_state
 from mm2ctl.inspector.selection import Selection
-from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab import control as lab_core
+from mm2ctl.lab.control import LabInfo
 from mm2ctl.plans.document import PlanKind
 from mm2ctl.plans.live_state import open_live_state
 from mm2ctl.plans.planners import PlanBuilder

@@ -4,7 +4,7 @@
 fixture (a master and two one-core workers): its rows must equal the embedded ``local[*]`` run's
 (``mm2ctl inspect``) on the same state, and its tasks must have run on the two workers' executors, never in
 the driver. Spark's Kafka source goes to the driver and the executors as ``--packages``, resolved by the
-driver into mm2ctl's Ivy home (``spark_packages.submit_arguments``), as the README tells an operator.
+driver into mm2ctl's Ivy home (``inspector.spark.packages.submit_arguments``), as the README tells an operator.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.inspector import job
 from mm2ctl.inspector.spark.packages import submit_arguments
-from mm2ctl.lab import lab as lab_core
+from mm2ctl.lab import control as lab_core
 from mm2ctl.lab import spark_cluster as cluster_core
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab.control import LabInfo
 from tests.integration.support import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.extended]

@@ -1,8 +1,8 @@
 """A real Spark Connect server from the installed pyspark (``mm2ctl.lab.spark_connect``), read through.
 
 The server runs on loopback with Spark's Kafka source as a package; a client process that has no driver JVM
-of its own reads a lab topic through it with the inspector's reader (``kafka_read.read_topic``), and gets
-exactly the records a Kafka consumer sees. ``spark_compat``'s Arrow helpers work on the remote session.
+of its own reads a lab topic through it with the inspector's reader (``inspector.reads.kafka_read.read_topic``), and
+gets exactly the records a Kafka consumer sees. ``inspector.spark.compat``'s Arrow helpers work on the remote session.
 ``mm2ctl inspect --remote`` (and ``SPARK_REMOTE``, whose run the server's own log shows as a new session that
 ran Spark jobs) gives the rows an embedded run gives on the same state, and
 ``mm2ctl exporter --remote`` keeps inspecting through a restart of the server.
@@ -31,9 +31,9 @@ from mm2ctl.connect_client import build_connect_client
 from mm2ctl.core.config.mm2_config import load_mm2_config
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
-from mm2ctl.lab import lab as lab_core
+from mm2ctl.lab import control as lab_core
 from mm2ctl.lab import spark_connect
-from mm2ctl.lab.lab import LabFlow, LabInfo
+from mm2ctl.lab.control import LabFlow, LabInfo
 from mm2ctl.lab.process import free_port, is_alive
 from tests.integration.support import eventually, source_conf, target_conf, uniq
 

@@ -1,5 +1,5 @@
 """``plan failover --spark-checkpoint`` + ``apply`` move a Structured Streaming query across a real MirrorMaker 2
-flow, proven by content (docs/spark_checkpoints.md, "The two forms of the result").
+flow, proven by content (docs/design.md, "The two forms of the result").
 
 Each case runs a real query on the embedded Spark session against a topic of the lab's source cluster, with
 ``Trigger.AvailableNow`` and ``maxOffsetsPerTrigger`` (a few batches), stops it, produces more, waits until MM2
@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 
 from mm2ctl.core.exit_codes import ExitCode
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab.control import LabInfo
 from tests.integration.spark_queries import (
     PARTITIONS,
     SHIFT,

@@ -4,8 +4,8 @@ MM2's internal topics are compacted and may hold transaction markers, so their o
 what the inspector relies on: a batch read with ``failOnDataLoss=false`` and ``read_committed`` returns
 exactly the records a Kafka consumer sees, split over several Spark tasks; and it records what
 ``failOnDataLoss=true`` does with the same gaps. A small read is made on the driver through librdkafka instead
-(``kafka_read.DRIVER_READ_MAX_OFFSETS``): both ways give the same rows, and the same decoded offset syncs and
-checkpoints.
+(``inspector.reads.kafka_read.DRIVER_READ_MAX_OFFSETS``): both ways give the same rows, and the same decoded offset
+syncs and checkpoints.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.inspector.reads import kafka_read
 from mm2ctl.inspector.reads.kafka_read import read_topic
 from mm2ctl.inspector.transforms import decode
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab.control import LabInfo
 from tests.integration.support import eventually, source_conf, uniq
 
 pytestmark = pytest.mark.integration

@@ -16,8 +16,8 @@ import pytest
 
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.lab.control import LabInfo
 from mm2ctl.lab.jars import kafka_classpath
-from mm2ctl.lab.lab import LabInfo
 from mm2ctl.lab.process import java_executable
 from mm2ctl.lab.streams_app import start_streams_app
 from tests.integration.support import eventually, source_conf, uniq

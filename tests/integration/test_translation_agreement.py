@@ -21,8 +21,8 @@ from mm2ctl.core.kafka.codecs import (
     encode_offset_sync_key,
     encode_offset_sync_value,
 )
-from mm2ctl.lab import lab as lab_core
-from mm2ctl.lab.lab import LabInfo
+from mm2ctl.lab import control as lab_core
+from mm2ctl.lab.control import LabInfo
 from tests.integration.support import source_conf, target_conf
 from tests.integration.test_failback import _mirror
 from tests.integration.test_remediate import mm2ctl

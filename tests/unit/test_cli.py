@@ -17,7 +17,7 @@ import typer
 import mm2ctl
 from mm2ctl.cli.main import app, main
 from mm2ctl.core.exit_codes import ExitCode, meaning_of
-from mm2ctl.lab.lab import ClusterInfo, LabInfo
+from mm2ctl.lab.control import ClusterInfo, LabInfo
 from mm2ctl.plans.serialize import write_plan_file
 from tests.unit.test_plan_samples import sample_plan
 

@@ -1,4 +1,4 @@
-"""The target groups' state a failover plan reads beside its translation (``failover_checks._target_state``):
+"""The target groups' state a failover plan reads beside its translation (``failover.checks._target_state``):
 what the early read holds is used, and only what it cannot answer is read again."""
 
 from __future__ import annotations

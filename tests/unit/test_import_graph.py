@@ -3,10 +3,13 @@ only the layers below it, never a sibling in its own layer (docs/design.md, "Par
 
     core  <  connect_client  <  inspector  <  plans, lab  <  remediate  <  drill, report  <  cli
 
-The translation rule (``core.translation.rule``, ``core.translation.positions``, ``core.translation.methods``) sits in
-the core because both ``inspect`` and the planners apply it; the planners read MM2's position through
-``inspector.reads.mm2_position`` and the lab's Spark Connect server is built by ``inspector.spark.packages``, so the
-inspector sits below both.
+Inside ``core`` and ``inspector`` their sub-packages and top-level modules obey the same rule, in the order
+``INNER_LAYERS`` gives. ``LAYERS`` and ``INNER_LAYERS`` are the one list: this docstring, docs/design.md's
+three drawings and ``src/mm2ctl/__init__.py``'s are each checked against them.
+
+The translation rule (``core.translation``) sits in the core because both ``inspect`` and the planners apply
+it; the planners read MM2's position through ``inspector.reads.mm2_position`` and the lab's Spark Connect
+server is built by ``inspector.spark.packages``, so the inspector sits below both.
 
 Every module of the installed ``mm2ctl`` is parsed with ``ast``, not imported, so an import inside a function
 (a lazy import) counts as much as one at the top: it runs too, only later.
@@ -45,12 +48,42 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli",),
 )
 
-#: Which subpackages each subpackage may import (itself always allowed): every layer below its own.
-ALLOWED: dict[str, set[str]] = {
-    package: {below for lower in LAYERS[:level] for below in lower}
-    for level, layer in enumerate(LAYERS)
-    for package in layer
+#: Inside a part, its sub-packages and top-level modules, lowest first, as docs/design.md draws them.
+INNER_LAYERS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "core": (
+        ("exit_codes",),
+        ("errors",),
+        ("atomic_file", "patterns", "polling", "progress"),
+        ("java", "security", "spark_checkpoints"),
+        ("kafka",),
+        ("config", "translation"),
+    ),
+    "inspector": (
+        ("spark",),
+        ("schemas", "selection", "statuses"),
+        ("reads",),
+        ("output",),
+        ("transforms",),
+        ("kept",),
+        ("driver_sizing", "exact"),
+        ("inspection",),
+        ("opening",),
+        ("exporter", "job"),
+    ),
 }
+
+
+def _allowed(layers: tuple[tuple[str, ...], ...]) -> dict[str, set[str]]:
+    """Which units each unit of ``layers`` may import (itself always allowed): every layer below its own."""
+    return {
+        unit: {below for lower in layers[:level] for below in lower}
+        for level, layer in enumerate(layers)
+        for unit in layer
+    }
+
+
+#: Which subpackages each subpackage may import.
+ALLOWED = _allowed(LAYERS)
 
 #: Third-party clients the CLI must leave to the layers below it (a thin CLI over a pure core).
 CLI_FORBIDDEN = ("requests", "confluent_kafka")
@@ -137,6 +170,13 @@ def _subpackage(module: str) -> str | None:
     return parts[1] if len(parts) > 1 and parts[0] == "mm2ctl" and parts[1] in ALLOWED else None
 
 
+def _unit(module: str, part: str) -> str | None:
+    """The sub-package or top-level module of ``part`` that ``module`` lies in (``mm2ctl.core.kafka.admin`` ->
+    ``kafka``), or None when it lies outside ``part`` or is the part's own ``__init__``."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["mm2ctl", part] else None
+
+
 def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     """One cycle of ``graph`` as a path that starts and ends at the same module, or None."""
     state: dict[str, int] = {}  # 1: on the current path, 2: done
@@ -188,27 +228,54 @@ def test_each_layer_imports_only_the_layers_below_it(layer: str) -> None:
     assert not wrong, "\n".join(wrong)
 
 
-def _drawn(lines: list[str]) -> tuple[tuple[str, ...], ...]:
-    """The layers of a drawing, lowest first: each line's leading subpackage names (a line per layer, top first)."""
+@pytest.mark.parametrize("part", sorted(INNER_LAYERS))
+def test_inside_a_part_each_unit_imports_only_the_units_below_it(part: str) -> None:
+    allowed = _allowed(INNER_LAYERS[part])
+    units = {u for m in MODULES if (u := _unit(m, part)) is not None}
+    assert units == set(allowed), f"{part}: units not in INNER_LAYERS, or named there and gone"
+    wrong = [
+        f"{e.source}:{e.line} imports {e.target}" + (" (under TYPE_CHECKING)" if e.type_only else "")
+        for e in EDGES
+        if (source := _unit(e.source, part)) is not None
+        and (target := _unit(e.target, part)) not in (None, source)
+        and target not in allowed[source]
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def _drawn(lines: list[str], names: set[str]) -> tuple[tuple[str, ...], ...]:
+    """The layers of a drawing, lowest first: each line's leading ``names`` (a line per layer, top first)."""
     layers = []
     for line in lines:
-        names = []
+        found = []
         for word in line.split():
-            if word not in ALLOWED:
+            if word not in names:
                 break
-            names.append(word)
-        if names:
-            layers.append(tuple(names))
+            found.append(word)
+        if found:
+            layers.append(tuple(found))
     return tuple(reversed(layers))
+
+
+def _drawings() -> list[str]:
+    """The code blocks of docs/design.md's "Parts" section, in order."""
+    design = (Path(__file__).parents[2] / "docs" / "design.md").read_text(encoding="utf-8")
+    section = design.split("## Parts", 1)[1].split("\n## ", 1)[0]
+    return section.split("```")[1::2]
 
 
 def test_the_docstring_and_docs_design_draw_the_layers_the_table_enforces() -> None:
     line = next(li for li in (__doc__ or "").splitlines() if li.strip().startswith("core "))
     docstring = tuple(tuple(p.strip() for p in layer.split(",")) for layer in line.split("<"))
     assert docstring == LAYERS
-    design = (Path(__file__).parents[2] / "docs" / "design.md").read_text(encoding="utf-8")
-    parts = design.split("## Parts", 1)[1].split("```", 2)[1]
-    assert _drawn(parts.splitlines()) == LAYERS
+    outer, core, inspector = _drawings()
+    assert _drawn(outer.splitlines(), set(ALLOWED)) == LAYERS
+    assert _drawn(core.splitlines(), set(_allowed(INNER_LAYERS["core"]))) == INNER_LAYERS["core"]
+    assert _drawn(inspector.splitlines(), set(_allowed(INNER_LAYERS["inspector"]))) == INNER_LAYERS["inspector"]
+
+
+def test_the_package_docstring_draws_the_same_layers() -> None:
+    assert _drawn((mm2ctl.__doc__ or "").splitlines(), set(ALLOWED)) == LAYERS
 
 
 def test_the_cli_leaves_kafka_and_http_clients_to_the_core() -> None:

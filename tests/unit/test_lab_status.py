@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mm2ctl.lab.lab import ClusterInfo, ClusterStatus, LabInfo, LabStatus
+from mm2ctl.lab.control import ClusterInfo, ClusterStatus, LabInfo, LabStatus
 
 OWN = {"source": "mm2-primary-backup-source", "checkpoint": "mm2-primary-backup-checkpoint"}
 

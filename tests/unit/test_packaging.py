@@ -70,10 +70,16 @@ def test_the_wheel_carries_its_data_files_and_entry_point(wheel: zipfile.ZipFile
     names = set(wheel.namelist())
     for data in (
         "mm2ctl/py.typed",
-        "mm2ctl/core/maven-settings.xml",
-        "mm2ctl/core/CommittedOffsets.java",
+        "mm2ctl/core/java/maven-settings.xml",
+        "mm2ctl/core/java/CommittedOffsets.java",
+        "mm2ctl/core/java/GroupAdmin.java",
+        "mm2ctl/core/java/group-admin.pom.xml",
+        "mm2ctl/core/java/StreamsApp.java",
+        "mm2ctl/core/java/streams-app.pom.xml",
+        "mm2ctl/core/java/TranslateOffsets.java",
+        "mm2ctl/core/java/translate-offsets.pom.xml",
         "mm2ctl/lab/kafka.pom.xml",
-        "mm2ctl/inspector/log4j2-driver.properties",
+        "mm2ctl/inspector/spark/log4j2-driver.properties",
         "mm2ctl/report/page.js",
         "mm2ctl/report/page.css",
     ):

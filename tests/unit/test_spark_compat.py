@@ -1,4 +1,4 @@
-"""The Spark 3.5 paths of ``spark_compat`` give what the Spark 4 APIs give.
+"""The Spark 3.5 paths of ``inspector.spark.compat`` give what the Spark 4 APIs give.
 
 Every fallback is exercised on whichever pyspark is installed (its internals exist on 4.x too), against a
 reference that does not go through it: Python's own UTF-8 decoder, the rows put in, and on 4.x the Spark 4

@@ -38,10 +38,10 @@ the whole group (confluent-kafka has no OffsetDelete): done when the group had n
 otherwise left in place and reported (``NEW_PARTITIONS_NOTE``).
 
 This module runs the planning in named steps (``plan_failover``); the parts live beside it:
-``failover_options`` (what is asked), ``failover_reads`` (checkpoints, bounds, MM2's position, the groups'
-committed positions), ``failover_translation`` (a row per group partition), ``failover_mirroring`` (rows MM2
-has not copied up to; the catch-up wait and the stop), ``failover_checks`` (the target groups' state, the
-untranslatable rows, streams and share groups) and ``failover_writes`` (the write and read-back steps).
+``failover.request`` (what is asked), ``failover.cluster_reads`` (checkpoints, bounds, MM2's position, the groups'
+committed positions), ``failover.rows`` (a row per group partition), ``failover.mirroring`` (rows MM2
+has not copied up to; the catch-up wait and the stop), ``failover.checks`` (the target groups' state, the
+untranslatable rows, streams and share groups) and ``failover.writes`` (the write and read-back steps).
 """
 
 from __future__ import annotations
@@ -246,7 +246,7 @@ class _Early:
     state: PartitionState
     rows: list[FailoverRow]
     notes: list[str]
-    #: The listed groups' state on the target, read meanwhile (``failover_checks.read_target_state``).
+    #: The listed groups' state on the target, read meanwhile (``failover.checks.read_target_state``).
     target: Future[TargetState]
 
 
@@ -260,7 +260,7 @@ def _translated_early(
     progress: Progress,
 ) -> _Early | None:
     """With the source readable and translating through the syncs: the groups librdkafka lists, read and
-    translated at once (``failover_reads.listed_positions``). Their notes are held back: ``plan_failover``
+    translated at once (``failover.cluster_reads.listed_positions``). Their notes are held back: ``plan_failover``
     adds them where the full path would, when it keeps this translation. None when that does not apply."""
     if opts.source_unavailable or opts.source is not Source.SYNCS:
         return None
