@@ -134,7 +134,7 @@ class Inspector:
         #: Reads the checkpoints topic while the calling thread reads the offset syncs: two small reads are
         #: each one task, and each waits on its own Kafka consumer. One thread for the inspector's life.
         self._beside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mm2ctl-checkpoints")
-        self._listings = GroupListings()  # the group types' listings, reused for typed_groups.LISTING_TTL_S
+        self._listings = GroupListings()  # the Java client and its listings, kept between runs
         self._saved = SavedTopics()
         self._rows: dict[str, KeptRows] = {}
 
@@ -411,6 +411,7 @@ class Inspector:
     def close(self) -> None:
         """Release everything the session kept for these pairs."""
         self._beside.shutdown(wait=True)
+        self._listings.close()
         for kept in self._kept.values():
             kept.release()
         for rows in self._rows.values():

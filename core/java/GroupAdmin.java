@@ -1,10 +1,11 @@
 // The group calls librdkafka does not have, made with the Java Kafka AdminClient (kafka-clients 4.1+): listing every
 // group type (classic, consumer, share, streams), describing share and streams groups, reading share groups' start
 // offsets and streams groups' committed offsets, and writing both. mm2ctl.core.kafka.group_admin compiles this file with
-// javac once and runs it as a short-lived JVM per batch of calls.
+// javac once and runs it as a short-lived JVM per batch of calls, or, for a live session, as a long-lived client
+// (the setting mm2ctl.serve=true) that answers batch after batch.
 //
 // Input on stdin, UTF-8: the client settings as a Java properties text, a line "%%", then one call per line, each a
-// command and its tab-separated fields:
+// command and its tab-separated fields (a long-lived client reads batches, each ended by a line "%%"):
 //   list
 //   describe-share <group>...            describe-streams <group>...
 //   share-offsets <group>...             streams-offsets <group>...
@@ -21,8 +22,9 @@
 //   deleted <group>                                          (delete-share)
 //   error <group> <ErrorName> <message>                      (a group's failure: partial failure is data)
 //   unsupported <command|group> <message>                    (the cluster is older than the call: no such group)
-//   done
-// A failure of the whole run (bad settings, no broker) prints "fatal <ExceptionClass> <message>" and exits 3.
+//   done                                                     (after each batch)
+// A failure of the whole run (bad settings, no broker) prints "fatal <ExceptionClass> <message>" and exits 3; a
+// long-lived client prints "fatal …" and "done" for a failed batch, and goes on.
 package mm2ctl.core;
 
 import java.io.BufferedReader;
@@ -72,23 +74,14 @@ public final class GroupAdmin {
     public static void main(String[] args) throws Exception {
         PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        StringBuilder settings = new StringBuilder();
-        String line;
-        while ((line = in.readLine()) != null && !line.equals("%%")) {
-            settings.append(line).append('\n');
-        }
-        List<String[]> calls = new ArrayList<>();
-        while ((line = in.readLine()) != null) {
-            if (!line.isEmpty()) {
-                calls.add(line.split("\t", -1));
-            }
-        }
         Properties config = new Properties();
-        config.load(new StringReader(settings.toString()));
+        config.load(new StringReader(block(in)));
         long timeoutMs = Long.parseLong(config.getProperty("mm2ctl.timeout.ms", "30000"));
         String metadata = config.getProperty("mm2ctl.metadata", "");
+        boolean serve = "true".equals(config.getProperty("mm2ctl.serve"));
         config.remove("mm2ctl.timeout.ms");
         config.remove("mm2ctl.metadata");
+        config.remove("mm2ctl.serve");
         config.putIfAbsent("request.timeout.ms", "" + timeoutMs);
         config.putIfAbsent("default.api.timeout.ms", config.getProperty("request.timeout.ms"));
         int code = 0;
@@ -96,17 +89,13 @@ public final class GroupAdmin {
         try {
             admin = Admin.create(config);
             GroupAdmin self = new GroupAdmin(admin, out, timeoutMs, metadata);
-            for (String[] call : calls) {
-                self.run(call[0], Arrays.copyOfRange(call, 1, call.length));
+            if (serve) {
+                self.serve(in);
+            } else {
+                code = self.batch(calls(block(in)));
             }
-            out.println("done");
         } catch (Exception e) {
-            Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
-            String message = cause.getMessage() != null ? cause.getMessage() : "";
-            if (unanswered(cause)) {  // the client words a dead cluster several ways; one wording for all of them
-                message = "no answer within " + timeoutMs + " ms" + (message.isEmpty() ? "" : " (" + message + ")");
-            }
-            out.println(record("fatal", cause.getClass().getSimpleName(), message));
+            printFatal(out, e, timeoutMs);
             code = 3;
         } finally {
             if (admin != null) {  // a call still pending (a dead broker) is abandoned, not waited for
@@ -115,6 +104,61 @@ public final class GroupAdmin {
         }
         out.flush();
         System.exit(code);
+    }
+
+    /** The lines up to a line "%%" or the end of input, each followed by a line end. */
+    private static String block(BufferedReader in) throws Exception {
+        StringBuilder text = new StringBuilder();
+        String line;
+        while ((line = in.readLine()) != null && !line.equals("%%")) {
+            text.append(line).append('\n');
+        }
+        return text.toString();
+    }
+
+    private static List<String[]> calls(String text) {
+        List<String[]> calls = new ArrayList<>();
+        for (String line : text.split("\n")) {
+            if (!line.isEmpty()) {
+                calls.add(line.split("\t", -1));
+            }
+        }
+        return calls;
+    }
+
+    /** One batch of calls, then "done"; a failure of the whole batch is "fatal …" and exit code 3. */
+    private int batch(List<String[]> calls) {
+        try {
+            for (String[] call : calls) {
+                run(call[0], Arrays.copyOfRange(call, 1, call.length));
+            }
+            out.println("done");
+            return 0;
+        } catch (Exception e) {
+            printFatal(out, e, timeoutMs);
+            return 3;
+        }
+    }
+
+    /** A long-lived client: each batch of calls, ended by a line "%%", is answered up to a line "done" (after a
+     * "fatal" line too), until the input ends. */
+    private void serve(BufferedReader in) throws Exception {
+        String batch;
+        while (!(batch = block(in)).isEmpty()) {
+            if (batch(calls(batch)) != 0) {
+                out.println("done");
+            }
+            out.flush();
+        }
+    }
+
+    private static void printFatal(PrintStream out, Exception e, long timeoutMs) {
+        Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+        String message = cause.getMessage() != null ? cause.getMessage() : "";
+        if (unanswered(cause)) {  // the client words a dead cluster several ways; one wording for all of them
+            message = "no answer within " + timeoutMs + " ms" + (message.isEmpty() ? "" : " (" + message + ")");
+        }
+        out.println(record("fatal", cause.getClass().getSimpleName(), message));
     }
 
     /** A timeout, or the metadata lookup that gave up on finding any broker. */

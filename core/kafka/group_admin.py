@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from mm2ctl.core.errors import ConfigError, KafkaClusterError, UnhostedGroupTypeError
 from mm2ctl.core.java.programs import JavaProgram, program_classpath
+from mm2ctl.core.java.served import ServedProgram, Unanswered
 from mm2ctl.core.java.tools import java_tool
 from mm2ctl.core.kafka.admin import TP, ItemError
 from mm2ctl.core.kafka.provenance import written_by
@@ -108,13 +109,25 @@ def group_admin_classpath() -> str:
 
 
 class GroupAdmin:
-    """The group calls of one cluster, made on a JVM per batch. ``settings`` are the cluster's Java client
-    settings (``MM2Config.client_settings``); ``name`` names the cluster in errors."""
+    """The group calls of one cluster, made on a JVM per batch, or with ``keep_alive`` on one long-lived JVM
+    (a live session's: no process is started per run; ``close`` ends it). A write always runs on a JVM of its
+    own, as it carries its metadata in the settings. ``settings`` are the cluster's Java client settings
+    (``MM2Config.client_settings``); ``name`` names the cluster in errors."""
 
-    def __init__(self, settings: Mapping[str, str], name: str, *, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, settings: Mapping[str, str], name: str, *, timeout_s: float = 30.0, keep_alive: bool = False
+    ) -> None:
         self._settings = dict(settings)
         self._name = name
         self._timeout_s = timeout_s
+        self._served = (
+            ServedProgram(self._argv, self._settings_text(**{"mm2ctl.serve": "true"})) if keep_alive else None
+        )
+
+    @property
+    def jvm_starts(self) -> int:
+        """How many long-lived JVMs this admin started (0 without ``keep_alive``)."""
+        return self._served.starts if self._served is not None else 0
 
     def list_groups(self) -> list[TypedGroup]:
         """Every group of every type the cluster knows, sorted by name."""
@@ -197,16 +210,27 @@ class GroupAdmin:
     ) -> list[list[str]]:
         if not calls:
             return []
-        settings = {**self._settings, "mm2ctl.timeout.ms": str(int(self._timeout_s * 1000))}
-        if metadata:
-            settings["mm2ctl.metadata"] = metadata
-        request = _properties(settings) + "%%\n" + "".join("\t".join(c) + "\n" for c in calls)
+        lines = ["\t".join(c) for c in calls]
+        if self._served is not None and not metadata:
+            rows = self._served_rows(self._served, lines)
+        else:
+            rows = self._one_shot_rows(lines, metadata)
+        return [r for r in rows if keep_unsupported or r[0] != "unsupported"]
+
+    def _settings_text(self, **extra: str) -> str:
+        ours = {"mm2ctl.timeout.ms": str(int(self._timeout_s * 1000)), **{k: v for k, v in extra.items() if v}}
+        return _properties({**self._settings, **ours})
+
+    def _argv(self) -> list[str]:
         java = java_tool("java") or "java"
-        cmd = [java, "-XX:TieredStopAtLevel=1", "-Xshare:auto", *_allowed_urls(settings)]
-        cmd += ["-cp", group_admin_classpath(), GROUP_ADMIN.main_class]
+        cmd = [java, "-XX:TieredStopAtLevel=1", "-Xshare:auto", *_allowed_urls(self._settings)]
+        return [*cmd, "-cp", group_admin_classpath(), GROUP_ADMIN.main_class]
+
+    def _one_shot_rows(self, lines: list[str], metadata: str) -> list[list[str]]:
+        request = self._settings_text(**{"mm2ctl.metadata": metadata}) + "%%\n" + "".join(f"{x}\n" for x in lines)
         try:
             proc = subprocess.run(
-                cmd,
+                self._argv(),
                 input=request.encode("utf-8"),
                 capture_output=True,
                 timeout=self._timeout_s * 2 + 30,
@@ -216,14 +240,36 @@ class GroupAdmin:
             raise KafkaClusterError(f"the group calls on {self._name} did not finish in time") from exc
         stdout, stderr = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
         rows = [line.split("\t") for line in stdout.splitlines()]
-        fatal = next((r for r in rows if r[0] == "fatal"), None)
-        if fatal is not None or proc.returncode == _FATAL_EXIT:
-            what = f"{fatal[1]}: {fatal[2]}" if fatal else stderr.strip()[-300:]
-            raise KafkaClusterError(f"listing or reading groups on {self._name} failed: {what}")
+        self._raise_fatal(rows, stderr if proc.returncode == _FATAL_EXIT else "")
         if proc.returncode != 0 or not rows or rows[-1] != ["done"]:
             tail = stderr.strip().splitlines()[-1:] or ["no output"]
             raise KafkaClusterError(f"the group calls on {self._name} ended early (exit {proc.returncode}): {tail[0]}")
-        return [r for r in rows[:-1] if keep_unsupported or r[0] != "unsupported"]
+        return rows[:-1]
+
+    def _served_rows(self, served: ServedProgram, lines: list[str]) -> list[list[str]]:
+        try:
+            answer = served.call(lines, self._timeout_s * 2 + 30)
+        except Unanswered as exc:
+            self._raise_fatal([line.split("\t") for line in exc.output], "")
+            if exc.timed_out:
+                raise KafkaClusterError(f"the group calls on {self._name} did not finish in time") from exc
+            tail = exc.stderr_tail.strip().splitlines()[-1:] or ["no output"]
+            raise KafkaClusterError(f"the group calls on {self._name} ended early: {tail[0]}") from exc
+        rows = [line.split("\t") for line in answer]
+        self._raise_fatal(rows, "")
+        return rows
+
+    def _raise_fatal(self, rows: list[list[str]], stderr: str) -> None:
+        """A ``fatal`` record (or a fatal exit's stderr) as the error of the whole batch."""
+        fatal = next((r for r in rows if r[0] == "fatal"), None)
+        if fatal is not None or stderr:
+            what = f"{fatal[1]}: {fatal[2]}" if fatal else stderr.strip()[-300:]
+            raise KafkaClusterError(f"listing or reading groups on {self._name} failed: {what}")
+
+    def close(self) -> None:
+        """End the long-lived client's JVM, if this admin keeps one."""
+        if self._served is not None:
+            self._served.close()
 
 
 def _allowed_urls(settings: Mapping[str, str]) -> list[str]:

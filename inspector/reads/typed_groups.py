@@ -8,8 +8,9 @@ read, and reads the share groups' start offsets and the streams groups' committe
 cluster. A share group's position becomes its row's ``committed_offset``: the classification then translates it
 like any group's and gives it the ``not_checkpointed`` status (``inspector.statuses``).
 
-A live session (the exporter, ``inspect --watch``) keeps each cluster's listing in a ``GroupListings`` and
-reuses it for ``LISTING_TTL_S`` when it held no share or streams group: the listing's JVM is then off the
+A live session (the exporter, ``inspect --watch``) keeps a ``GroupListings``: each cluster's Java client, one
+long-lived JVM that answers every run's calls, so no run starts a process; and each cluster's listing, which it
+reuses for ``LISTING_TTL_S`` when it held no share or streams group: the listing is then off the
 run's critical path. Only the share and streams groups' names, types and states come from the listing alone;
 the classic and consumer groups' types come from librdkafka's own listing, read every run, wherever it names
 them. So a reused listing changes no row of theirs, and a share or streams group created since shows up at most
@@ -43,14 +44,36 @@ LISTING_TTL_S = 60.0
 
 
 class GroupListings:
-    """The Java client's listings a live session keeps between runs, per cluster (its alias and client
-    settings): each reused for ``ttl_s`` from when it was read, if it held no share or streams group."""
+    """What a live session keeps of the Java client between runs, per cluster (its alias and client settings):
+    the client itself, one long-lived JVM that answers every run's calls (``admin``; ``close`` ends them), and
+    each listing, reused for ``ttl_s`` from when it was read if it held no share or streams group."""
 
     def __init__(self, ttl_s: float = LISTING_TTL_S, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._ttl_s = ttl_s
         self._clock = clock
         self._kept: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[float, list[TypedGroup]]] = {}
+        self._admins: dict[tuple[str, tuple[tuple[str, str], ...]], GroupAdmin] = {}
         self._lock = threading.Lock()
+
+    def admin(self, alias: str, settings: Mapping[str, str], timeout_s: float) -> GroupAdmin:
+        """The cluster's long-lived client, made on first use."""
+        key = self._key(alias, settings)
+        with self._lock:
+            if key not in self._admins:
+                self._admins[key] = GroupAdmin(settings, alias, timeout_s=timeout_s, keep_alive=True)
+            return self._admins[key]
+
+    def jvm_starts(self) -> int:
+        """How many JVMs the kept clients started, all clusters together."""
+        with self._lock:
+            return sum(a.jvm_starts for a in self._admins.values())
+
+    def close(self) -> None:
+        """End the kept clients' JVMs."""
+        with self._lock:
+            admins, self._admins = list(self._admins.values()), {}
+        for admin in admins:
+            admin.close()
 
     @staticmethod
     def _key(alias: str, settings: Mapping[str, str]) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -90,7 +113,10 @@ class TypedGroups:
     ) -> None:
         self._settings = {alias: config.client_settings(alias, pair.name) for alias in (pair.source, pair.target)}
         self._admins = {
-            alias: GroupAdmin(settings, alias, timeout_s=timeout_s) for alias, settings in self._settings.items()
+            alias: listings.admin(alias, settings, timeout_s)
+            if listings is not None
+            else GroupAdmin(settings, alias, timeout_s=timeout_s)
+            for alias, settings in self._settings.items()
         }
         self._pool = pool
         self._listings = listings

@@ -5,15 +5,20 @@ streams groups do not exist."""
 from __future__ import annotations
 
 import json
+import sys
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from mm2ctl.core.errors import KafkaClusterError, UnhostedGroupTypeError
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
-from mm2ctl.core.kafka.group_admin import GroupAdmin
+from mm2ctl.core.kafka.group_admin import GROUP_ADMIN, GroupAdmin
+from mm2ctl.inspector.reads.typed_groups import GroupListings, TypedGroups
 from mm2ctl.lab import control as lab_core
 from mm2ctl.lab.control import LabInfo
 from mm2ctl.lab.share_consumer import accept_prefix, read_from_earliest
@@ -68,6 +73,50 @@ def test_share_start_offsets_are_written_to_an_empty_group_and_refused_as_a_comm
     refused = admin.write(group, "streams", {(topic, 0): 40})
     assert refused[0].error is not None and refused[0].error.code == "GROUP_ID_NOT_FOUND"
     assert admin.positions({group: "share"})[group].offsets[(topic, 0)] == 20
+
+
+#: Every process this test session starts with GroupAdmin's main class on its command line, while recording.
+_STARTED: list[list[str]] | None = None
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event == "subprocess.Popen" and _STARTED is not None and GROUP_ADMIN.main_class in map(str, args[1] or ()):
+        _STARTED.append([str(a) for a in args[1]])
+
+
+sys.addaudithook(_audit)
+
+
+def test_a_live_session_keeps_one_client_per_cluster_and_a_later_run_starts_no_process(lab: LabInfo) -> None:
+    global _STARTED
+    conf, dst = source_conf(lab), target_conf(lab)
+    topic = _topic(lab, conf, 40)
+    group = uniq("share-live")
+    read_from_earliest(conf, group)
+    accept_prefix(conf, group, topic, {0: 10, 1: 20})
+    settings = {"primary": conf, "backup": dst}
+    config: Any = SimpleNamespace(client_settings=lambda alias, _pair: settings[alias])
+    pair: Any = SimpleNamespace(source="primary", target="backup", name="primary->backup")
+    listings = GroupListings()
+
+    def run() -> tuple[dict[str, str], dict[str, Any]]:
+        typed = TypedGroups(config, pair, pool, listings=listings)
+        groups = typed.unmirrored("primary", lambda g: g == group)
+        typed.listed("backup")
+        return groups, typed.positions("primary", groups).by_group()
+
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            first = run()
+            _STARTED = []
+            second = run()
+            started, _STARTED = _STARTED, None
+    finally:
+        listings.close()
+    assert first[0] == second[0] == {group: "share"}  # a share group's listing is read again every run
+    assert first[1] == second[1] and set(first[1][group].offsets) == {(topic, 0), (topic, 1)}
+    assert started == []  # the second run's calls all went to the clients the first run started
+    assert listings.jvm_starts() == 2  # one JVM per cluster
 
 
 def test_a_missing_group_and_a_dead_broker(lab: LabInfo) -> None:

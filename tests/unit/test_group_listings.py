@@ -48,9 +48,16 @@ def test_a_listing_with_a_share_or_streams_group_is_never_kept() -> None:
 class FakeAdmin:
     calls: ClassVar[list[str]] = []
     answers: ClassVar[dict[str, list[TypedGroup]]] = {}
+    made: ClassVar[list[FakeAdmin]] = []
 
-    def __init__(self, settings: Any, name: str, *, timeout_s: float = 30.0) -> None:
+    def __init__(self, settings: Any, name: str, *, timeout_s: float = 30.0, keep_alive: bool = False) -> None:
         self.name = name
+        self.keep_alive = keep_alive
+        self.closed = False
+        FakeAdmin.made.append(self)
+
+    def close(self) -> None:
+        self.closed = True
 
     def list_groups(self) -> list[TypedGroup]:
         FakeAdmin.calls.append(self.name)
@@ -61,6 +68,7 @@ class FakeAdmin:
 def fake_admin(monkeypatch: pytest.MonkeyPatch) -> type[FakeAdmin]:
     monkeypatch.setattr(typed_groups, "GroupAdmin", FakeAdmin)
     FakeAdmin.calls = []
+    FakeAdmin.made = []
     FakeAdmin.answers = {"src": PLAIN, "dst": PLAIN}
     return FakeAdmin
 
@@ -94,3 +102,20 @@ def test_without_listings_every_inspection_lists(fake_admin: type[FakeAdmin]) ->
         _types(None, pool)
         _types(None, pool)
     assert fake_admin.calls == ["src", "src"]
+
+
+def test_a_live_session_keeps_one_long_lived_client_per_cluster(fake_admin: type[FakeAdmin]) -> None:
+    listings = GroupListings(0.0)  # no listing reused: every run lists, through the kept clients
+    with ThreadPoolExecutor(2) as pool:
+        for _ in range(3):
+            _types(listings, pool)
+    assert fake_admin.calls == ["src", "src", "src"]
+    assert sorted((a.name, a.keep_alive) for a in fake_admin.made) == [("dst", True), ("src", True)]
+    listings.close()
+    assert all(a.closed for a in fake_admin.made)
+
+
+def test_without_listings_no_client_is_kept(fake_admin: type[FakeAdmin]) -> None:
+    with ThreadPoolExecutor(2) as pool:
+        _types(None, pool)
+    assert [a.keep_alive for a in fake_admin.made] == [False, False]
