@@ -118,6 +118,7 @@ class Inspector:
         *,
         connect: ConnectClient | None = None,
         live: bool = False,
+        listings: GroupListings | None = None,
     ) -> None:
         self.spark = spark
         #: A live session keeps each pair's classified rows and classifies again only the groups that changed.
@@ -134,7 +135,7 @@ class Inspector:
         #: Reads the checkpoints topic while the calling thread reads the offset syncs: two small reads are
         #: each one task, and each waits on its own Kafka consumer. One thread for the inspector's life.
         self._beside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mm2ctl-checkpoints")
-        self._listings = GroupListings()  # the Java client and its listings, kept between runs
+        self._listings = listings or GroupListings()  # the Java client and its listings, kept between runs
         self._saved = SavedTopics()
         self._rows: dict[str, KeptRows] = {}
 

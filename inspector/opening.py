@@ -39,6 +39,7 @@ from mm2ctl.inspector.driver_sizing import (
 from mm2ctl.inspector.inspection import InspectOptions, Inspector, Preflight, preflight
 from mm2ctl.inspector.reads.run_reads import ClusterState, read_cluster_state
 from mm2ctl.inspector.reads.spark_query_rows import all_local, read_queries
+from mm2ctl.inspector.reads.typed_groups import GroupListings
 from mm2ctl.inspector.spark.remote import remote_url
 from mm2ctl.inspector.spark.session import (
     DRIVER_JAVA_OPTIONS,
@@ -87,6 +88,7 @@ def _sized(
     live: bool,
     connect: ConnectClient | None,
     queries: Sequence[QuerySource],
+    listings: GroupListings | None,
 ) -> tuple[dict[str, str], ClusterState | None]:
     """The Spark settings with the driver JVM's sizing added (the user's own win), and the cluster state when
     sizing had to read it first. A live session's embedded JVM also gets its malloc arenas bounded
@@ -98,7 +100,9 @@ def _sized(
         live_driver_environment(os.environ)
         if DRIVER_MEMORY in conf and DRIVER_JAVA_OPTIONS in conf:
             return conf, None
-        state = read_cluster_state(config, checked.pairs, options.selection, connect=connect, queries=queries)
+        state = read_cluster_state(
+            config, checked.pairs, options.selection, connect=connect, queries=queries, listings=listings
+        )
         conf.setdefault(DRIVER_MEMORY, driver_memory_for(state))
         conf.setdefault(DRIVER_JAVA_OPTIONS, driver_java_options_for(state))
         return conf, state
@@ -127,29 +131,38 @@ def open_inspection(
     # Local checkpoints are read before Spark starts (a bad one fails at once); the others need the session.
     early = all_local(options.spark_checkpoints)
     queries = read_queries(options.spark_checkpoints) if early else ()
-    conf, state = _sized(config, checked, options, place, live=live, connect=connect, queries=queries)
-    if place.remote is None:
-        progress("starting Spark")
-    else:
-        progress(f"on the Spark Connect server at {place.remote}: {REMOTE_LIMITS}")
-    start = SessionStart(place.master, conf, jvm_log=jvm_log, share_classes=not live, remote=place.remote)
-    if not early:
-        progress("reading the Structured Streaming checkpoints through Spark")
-        queries, state = read_queries(options.spark_checkpoints, start.result), None
-    if state is None:
-        state = read_cluster_state(
-            config,
-            checked.pairs,
-            options.selection,
-            connect=connect,
-            progress=progress,
-            driver_jvm=start.gateway,
-            queries=queries,
+    listings = GroupListings() if live else None  # a live session's Java client, kept from its first read on
+    try:
+        conf, state = _sized(
+            config, checked, options, place, live=live, connect=connect, queries=queries, listings=listings
         )
-    spark = start.result()
+        if place.remote is None:
+            progress("starting Spark")
+        else:
+            progress(f"on the Spark Connect server at {place.remote}: {REMOTE_LIMITS}")
+        start = SessionStart(place.master, conf, jvm_log=jvm_log, share_classes=not live, remote=place.remote)
+        if not early:
+            progress("reading the Structured Streaming checkpoints through Spark")
+            queries, state = read_queries(options.spark_checkpoints, start.result), None
+        if state is None:
+            state = read_cluster_state(
+                config,
+                checked.pairs,
+                options.selection,
+                connect=connect,
+                progress=progress,
+                driver_jvm=start.gateway,
+                queries=queries,
+                listings=listings,
+            )
+        spark = start.result()
+    except BaseException:
+        if listings is not None:
+            listings.close()
+        raise
     if under_spark_submit() and submitted_shuffle_partitions(spark):
         options = dataclasses.replace(options, size_shuffles=False)
-    inspector = Inspector(spark, config, options, checked, connect=connect, live=live)
+    inspector = Inspector(spark, config, options, checked, connect=connect, live=live, listings=listings)
     inspector.prime(state)
     try:
         yield inspector

@@ -1,0 +1,241 @@
+"""Measure ``mm2ctl exporter``'s cycle under live traffic, on a real MM2 flow, as a user runs it.
+
+A lab (new in ``--lab-dir``, or ``--reuse-lab``) gets an isolated flow whose connectors keep mirroring
+(``failover_scale.prepare``: ``--groups`` x ``--partitions`` group partitions, the groups spread over each
+partition). Then, for the whole measurement, a producer writes about ``--rate`` records a second spread over every
+source partition, and ``--committers`` groups commit a few records further every ``--commit-every`` seconds: MM2
+copies, syncs and checkpoints as it would in production. ``mm2ctl exporter --interval`` runs on the flow (MM2's
+position from the lab's Connect worker) until
+``--runs`` inspections completed; the cycle (the exporter's own ``mm2ctl_inspection_duration_seconds``), the CPU
+seconds of each cycle, and the resident memory of the exporter's Python process, its Spark JVM and any other JVM
+it started are read after each one. ``--alt-mm2ctl`` names another build's ``mm2ctl`` (a checkout with a
+virtualenv of its own): the two alternate, ``--rounds`` times each, on the same lab and traffic, the order
+swapping each round. Medians of the cycles from ``--from-run``.
+
+    .venv/bin/python bench/exporter_live.py --groups 100 --partitions 50 --runs 20 --from-run 6 --interval 10 \
+        --rounds 2 --alt-mm2ctl /tmp/wt-base/.venv/bin/mm2ctl --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from bench_lab import loadavg, open_lab, say
+from confluent_kafka import Producer
+from failover_scale import LoadSpec, prepare
+from prometheus_client.parser import text_string_to_metric_families
+
+from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.lab import control as lab_control
+from mm2ctl.lab.process import free_port
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _status_kib(pid: int, field: str) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1])
+    except OSError:
+        return 0
+    return 0
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid``, by the kernel's children lists."""
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            children = [int(c) for t in Path(f"/proc/{p}/task").iterdir() for c in (t / "children").read_text().split()]
+        except OSError:
+            continue
+        found += children
+        todo += children
+    return found
+
+
+def _gauges(url: str) -> dict[str, float]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            text = r.read().decode()
+    except OSError:
+        return {}
+    return {s.name: s.value for family in text_string_to_metric_families(text) for s in family.samples if not s.labels}
+
+
+class Traffic:
+    """Records produced about ``rate`` a second over ``partitions``, and ``committers`` groups committing a few
+    records further every ``every`` seconds, until ``stop``."""
+
+    def __init__(self, bootstrap: str, spec: LoadSpec, rate: float, committers: int, every: float) -> None:
+        self._bootstrap, self._spec, self._rate = bootstrap, spec, rate
+        self._committers, self._every = committers, every
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=f, daemon=True) for f in (self._produce, self._commit)]
+        self.produced = 0
+        self.commits = 0
+
+    def __enter__(self) -> Traffic:
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=30)
+
+    def _produce(self) -> None:
+        producer = Producer({"bootstrap.servers": self._bootstrap, "linger.ms": 50})
+        partitions, turn = self._spec.partitions, 0
+        while not self._stop.is_set():
+            started = time.monotonic()
+            for _ in range(max(1, round(self._rate))):
+                topic, p = partitions[turn % len(partitions)]
+                producer.produce(topic, b"live/%d" % turn, b"k%d" % (turn % 97), partition=p)
+                turn += 1
+            producer.poll(0)
+            self.produced = turn
+            self._stop.wait(max(0.0, 1.0 - (time.monotonic() - started)))
+        producer.flush(30)
+
+    def _commit(self) -> None:
+        admin = KafkaAdmin.connect({"bootstrap.servers": self._bootstrap}, name="primary")
+        groups = self._spec.group_names[: self._committers]
+        while not self._stop.wait(self._every):
+            committed = admin.committed_offsets(groups)
+            ends = {tp: int(b.latest or 0) for tp, b in admin.partition_bounds(self._spec.partitions).items()}
+            moved = {
+                g: {tp: min(ends[tp], off + 5) for tp, off in committed[g].offsets.items()}
+                for g in groups
+                if committed[g].error is None
+            }
+            admin.alter_group_offsets(moved, concurrency=8)
+            self.commits += 1
+
+
+def run_exporter(mm2ctl: str, mm2_config: str, connect_url: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One exporter on the flow until ``--runs`` inspections completed; its cycles, CPU and memory."""
+    port = free_port()
+    state = tempfile.mkdtemp(prefix="mm2ctl-exporter-live-")
+    command = [mm2ctl, "exporter", "--mm2-config", mm2_config, "--listen", f"127.0.0.1:{port}",
+               "--interval", str(args.interval)]  # fmt: skip
+    env = {**os.environ, "MM2CTL_STATE_DIR": state, "MM2CTL_INSPECT_CACHE": state, "MM2CTL_CONNECT_URL": connect_url}
+    say(" ".join(command))
+    proc = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
+    url, runs, last = f"http://127.0.0.1:{port}/metrics", [], None
+    try:
+        while len(runs) < args.runs:
+            if proc.poll() is not None:
+                raise SystemExit(f"the exporter {mm2ctl} exited with {proc.returncode}")
+            gauges = _gauges(url)
+            success = gauges.get("mm2ctl_inspection_last_success_timestamp_seconds")
+            if success is not None and success != last:
+                last = success
+                below = _descendants(proc.pid)
+                jvms = {p: _status_kib(p, "VmRSS") / 1024 for p in below}
+                runs.append(
+                    {
+                        "duration_s": round(gauges["mm2ctl_inspection_duration_seconds"], 2),
+                        "cpu_s_total": round(_cpu_seconds(proc.pid) + sum(_cpu_seconds(p) for p in below), 1),
+                        "py_rss_mib": round(_status_kib(proc.pid, "VmRSS") / 1024, 1),
+                        "children_rss_mib": round(sum(jvms.values()), 1),
+                        "children": len(jvms),
+                        "errors_total": gauges.get("mm2ctl_inspection_errors_total"),
+                    }
+                )
+                say(f"{Path(mm2ctl).parent.parent.parent.name} run {len(runs)}: {runs[-1]}")
+            time.sleep(0.5)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=300)
+    warm = runs[args.from_run - 1 :]
+    cpu = [b["cpu_s_total"] - a["cpu_s_total"] for a, b in itertools.pairwise(runs)][args.from_run - 2 :]
+    return {
+        "cycle_s_median": statistics.median(r["duration_s"] for r in warm),
+        "cpu_s_per_cycle_median": round(statistics.median(cpu), 2) if cpu else None,
+        "rss_total_mib_last": round(runs[-1]["py_rss_mib"] + runs[-1]["children_rss_mib"], 1),
+        "rss_total_mib_max": round(max(r["py_rss_mib"] + r["children_rss_mib"] for r in warm), 1),
+        "runs": runs,
+    }
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--groups", type=int, default=100)
+    parser.add_argument("--partitions", type=int, default=50, help="source partitions, over two topics (even)")
+    parser.add_argument("--records", type=int, default=400, help="records per partition before the traffic")
+    parser.add_argument("--rate", type=float, default=20.0, help="records a second over every partition (20)")
+    parser.add_argument("--committers", type=int, default=10, help="groups that keep committing (10)")
+    parser.add_argument("--commit-every", type=float, default=3.0, help="seconds between their commits (3)")
+    parser.add_argument("--interval", type=float, default=10.0, help="the exporter's --interval (10)")
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--from-run", type=int, default=6, help="the first cycle counted in the medians (6)")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--mm2ctl", default=str(Path(sys.executable).parent / "mm2ctl"))
+    parser.add_argument("--alt-mm2ctl", help="another build's mm2ctl, alternated with --mm2ctl")
+    parser.add_argument("--lab-dir", default="/tmp/mm2ctl-exporter-live-lab")
+    parser.add_argument("--reuse-lab")
+    parser.add_argument("--kafka-version")
+    parser.add_argument("--keep-lab", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    info, started = open_lab(args)
+    figures: dict[str, Any] = {"loadavg_start": loadavg(), "builds": {}}
+    try:
+        spec = LoadSpec.for_scale(
+            1.0, f"live{os.getpid()}", args.records, 4, groups=args.groups, partitions=args.partitions
+        )
+        flow, figures["prepare"] = prepare(info, spec, 120, live=True)
+        builds = [args.mm2ctl] + ([args.alt_mm2ctl] if args.alt_mm2ctl else [])
+        with Traffic(info.source.bootstrap, spec, args.rate, args.committers, args.commit_every) as traffic:
+            for r in range(args.rounds):
+                for build in builds if r % 2 == 0 else builds[::-1]:
+                    figures["builds"].setdefault(build, []).append(
+                        run_exporter(build, flow.mm2_config, info.connect_url, args)
+                    )
+            figures["produced"], figures["commit_rounds"] = traffic.produced, traffic.commits
+        figures["loadavg_end"] = loadavg()
+        for build, rounds in figures["builds"].items():
+            cycles = [c["cycle_s_median"] for c in rounds]
+            say(f"{build}: cycle medians {cycles}, rss {[c['rss_total_mib_last'] for c in rounds]} MiB")
+    finally:
+        if started is not None and not args.keep_lab:
+            lab_control.down(started)
+    print(
+        json.dumps(figures, indent=2)
+        if args.json
+        else json.dumps({b: [c["cycle_s_median"] for c in r] for b, r in figures["builds"].items()})
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
