@@ -19,6 +19,7 @@ swapping each round. Medians of the cycles from ``--from-run``.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import itertools
 import json
 import os
@@ -137,16 +138,40 @@ class Traffic:
             self.commits += 1
 
 
+def _jobs(ui: str) -> list[dict[str, Any]]:
+    """The Spark jobs the exporter's driver ran so far (its UI's REST API), oldest first."""
+    try:
+        with urllib.request.urlopen(f"{ui}/api/v1/applications", timeout=5) as r:
+            app = json.load(r)[0]["id"]
+        with urllib.request.urlopen(f"{ui}/api/v1/applications/{app}/jobs", timeout=5) as r:
+            return sorted(json.load(r), key=lambda j: j["jobId"])
+    except (OSError, IndexError, KeyError, ValueError):
+        return []
+
+
+def _job_seconds(job: dict[str, Any]) -> float:
+    fmt = "%Y-%m-%dT%H:%M:%S.%f%Z"
+    try:
+        start = dt.datetime.strptime(job["submissionTime"].replace("GMT", "UTC"), fmt)
+        end = dt.datetime.strptime(job["completionTime"].replace("GMT", "UTC"), fmt)
+    except (KeyError, ValueError):
+        return 0.0
+    return (end - start).total_seconds()
+
+
 def run_exporter(mm2ctl: str, mm2_config: str, connect_url: str, args: argparse.Namespace) -> dict[str, Any]:
-    """One exporter on the flow until ``--runs`` inspections completed; its cycles, CPU and memory."""
-    port = free_port()
+    """One exporter on the flow until ``--runs`` inspections completed; its cycles, CPU, memory and, with
+    ``--jobs``, the Spark jobs of each cycle (counted from its driver's UI)."""
+    port, ui_port = free_port(), free_port()
     state = tempfile.mkdtemp(prefix="mm2ctl-exporter-live-")
     command = [mm2ctl, "exporter", "--mm2-config", mm2_config, "--listen", f"127.0.0.1:{port}",
                "--interval", str(args.interval)]  # fmt: skip
+    if args.jobs:
+        command += ["--spark-conf", "spark.ui.enabled=true", "--spark-conf", f"spark.ui.port={ui_port}"]
     env = {**os.environ, "MM2CTL_STATE_DIR": state, "MM2CTL_INSPECT_CACHE": state, "MM2CTL_CONNECT_URL": connect_url}
     say(" ".join(command))
     proc = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
-    url, runs, last = f"http://127.0.0.1:{port}/metrics", [], None
+    url, runs, last, seen = f"http://127.0.0.1:{port}/metrics", [], None, -1
     try:
         while len(runs) < args.runs:
             if proc.poll() is not None:
@@ -167,7 +192,14 @@ def run_exporter(mm2ctl: str, mm2_config: str, connect_url: str, args: argparse.
                         "errors_total": gauges.get("mm2ctl_inspection_errors_total"),
                     }
                 )
-                say(f"{Path(mm2ctl).parent.parent.parent.name} run {len(runs)}: {runs[-1]}")
+                if args.jobs:
+                    jobs = [j for j in _jobs(f"http://127.0.0.1:{ui_port}") if j["jobId"] > seen]
+                    seen = max([seen, *(j["jobId"] for j in jobs)])
+                    runs[-1]["spark_jobs"] = len(jobs)
+                    runs[-1]["spark_job_s"] = round(sum(_job_seconds(j) for j in jobs), 2)
+                    runs[-1]["spark_job_names"] = [j.get("name", "") for j in jobs]
+                shown = {k: v for k, v in runs[-1].items() if k != "spark_job_names"}
+                say(f"{Path(mm2ctl).parent.parent.parent.name} run {len(runs)}: {shown}")
             time.sleep(0.5)
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -176,6 +208,8 @@ def run_exporter(mm2ctl: str, mm2_config: str, connect_url: str, args: argparse.
     cpu = [b["cpu_s_total"] - a["cpu_s_total"] for a, b in itertools.pairwise(runs)][args.from_run - 2 :]
     return {
         "cycle_s_median": statistics.median(r["duration_s"] for r in warm),
+        "spark_jobs_per_cycle_median": statistics.median(r.get("spark_jobs", 0) for r in warm),
+        "spark_job_s_per_cycle_median": statistics.median(r.get("spark_job_s", 0) for r in warm),
         "cpu_s_per_cycle_median": round(statistics.median(cpu), 2) if cpu else None,
         "rss_total_mib_last": round(runs[-1]["py_rss_mib"] + runs[-1]["children_rss_mib"], 1),
         "rss_total_mib_max": round(max(r["py_rss_mib"] + r["children_rss_mib"] for r in warm), 1),
@@ -201,6 +235,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--reuse-lab")
     parser.add_argument("--kafka-version")
     parser.add_argument("--keep-lab", action="store_true")
+    parser.add_argument("--jobs", action="store_true", help="count each cycle's Spark jobs (the driver's UI on)")
     parser.add_argument("--json", action="store_true")
     return parser.parse_args(argv)
 

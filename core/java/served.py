@@ -64,8 +64,13 @@ class ServedProgram:
                 self._stop(kill=exc.timed_out)
                 raise
 
+    @property
+    def running(self) -> bool:
+        """Whether the process is up (it starts again on the next batch when not)."""
+        return self._proc is not None and self._proc.poll() is None
+
     def close(self) -> None:
-        """End the process (its input closed, then killed if it lingers)."""
+        """End the process (its input closed, then killed if it lingers); the next batch starts a new one."""
         with self._lock:
             self._stop()
 

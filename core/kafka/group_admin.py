@@ -125,6 +125,11 @@ class GroupAdmin:
         )
 
     @property
+    def jvm_running(self) -> bool:
+        """Whether this admin's long-lived JVM is up."""
+        return self._served is not None and self._served.running
+
+    @property
     def jvm_starts(self) -> int:
         """How many long-lived JVMs this admin started (0 without ``keep_alive``)."""
         return self._served.starts if self._served is not None else 0
@@ -267,7 +272,7 @@ class GroupAdmin:
             raise KafkaClusterError(f"listing or reading groups on {self._name} failed: {what}")
 
     def close(self) -> None:
-        """End the long-lived client's JVM, if this admin keeps one."""
+        """End the long-lived client's JVM, if this admin keeps one (a later call starts it again)."""
         if self._served is not None:
             self._served.close()
 

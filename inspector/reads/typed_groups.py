@@ -9,13 +9,14 @@ cluster. A share group's position becomes its row's ``committed_offset``: the cl
 like any group's and gives it the ``not_checkpointed`` status (``inspector.statuses``).
 
 A live session (the exporter, ``inspect --watch``) keeps a ``GroupListings``: each cluster's Java client, one
-long-lived JVM that answers every run's calls, so no run starts a process; and each cluster's listing, which it
-reuses for ``LISTING_TTL_S`` when it held no share or streams group: the listing is then off the
-run's critical path. Only the share and streams groups' names, types and states come from the listing alone;
-the classic and consumer groups' types come from librdkafka's own listing, read every run, wherever it names
-them. So a reused listing changes no row of theirs, and a share or streams group created since shows up at most
-``LISTING_TTL_S`` (plus one interval) later. A listing that held a share or streams group is never reused, as
-their rows take their state from it.
+long-lived JVM that answers every run's calls while the cluster hosts share or streams groups, so no run starts
+a process; and each cluster's listing, which it reuses for ``LISTING_TTL_S`` when it held no share or streams
+group: the listing is then off the run's critical path, and the cluster's JVM is ended until the listing is
+read again, on that slower clock. Only the share and streams groups' names, types and states come from the
+listing alone; the classic and consumer groups' types come from librdkafka's own listing, read every run,
+wherever it names them. So a reused listing changes no row of theirs, and a share or streams group created
+since shows up at most ``LISTING_TTL_S`` (plus one interval) later. A listing that held a share or streams group
+is never reused, as their rows take their state from it.
 
 When that client cannot run (no JDK, no Maven or no reach to Maven Central on its first run) the inspection
 goes on without share and streams groups and says so (``note``); on a cluster too old for a type the type is
@@ -91,11 +92,22 @@ class GroupListings:
         return kept[1]
 
     def keep(self, alias: str, settings: Mapping[str, str], read_at: float, listing: list[TypedGroup]) -> None:
-        """Keep ``listing``, read at ``read_at`` (the clock's), unless it holds a share or streams group."""
+        """Keep ``listing``, read at ``read_at`` (the clock's), unless it holds a share or streams group. A
+        cluster without either needs its client only when the listing is read again: its JVM is ended until
+        then, so the session holds no idle JVM for it."""
         if any(g.type in UNMIRRORED_TYPES for g in listing):
             return
+        key = self._key(alias, settings)
         with self._lock:
-            self._kept[self._key(alias, settings)] = (read_at, listing)
+            self._kept[key] = (read_at, listing)
+            idle = self._admins.get(key)
+        if idle is not None:
+            idle.close()
+
+    def jvms_running(self) -> int:
+        """How many of the kept clients' JVMs are up."""
+        with self._lock:
+            return sum(a.jvm_running for a in self._admins.values())
 
 
 class TypedGroups:

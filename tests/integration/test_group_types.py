@@ -111,13 +111,14 @@ def test_a_live_session_keeps_one_client_per_cluster_and_a_later_run_starts_no_p
             _STARTED = []
             second = run()
             started, _STARTED = _STARTED, None
-            jvms = listings.jvm_starts()
+            jvms, running = listings.jvm_starts(), listings.jvms_running()
     finally:
         listings.close()
     assert first[0] == second[0] == {group: "share"}  # a share group's listing is read again every run
     assert first[1] == second[1] and set(first[1][group].offsets) == {(topic, 0), (topic, 1)}
     assert started == []  # the second run's calls all went to the clients the first run started
     assert jvms == 2  # one JVM per cluster, started by the first run
+    assert running == 1  # the source's, which hosts a share group; the target's ended after its listing
 
 
 def test_a_missing_group_and_a_dead_broker(lab: LabInfo) -> None:

@@ -105,14 +105,24 @@ def test_without_listings_every_inspection_lists(fake_admin: type[FakeAdmin]) ->
 
 
 def test_a_live_session_keeps_one_long_lived_client_per_cluster(fake_admin: type[FakeAdmin]) -> None:
+    fake_admin.answers["src"] = WITH_SHARE
     listings = GroupListings(0.0)  # no listing reused: every run lists, through the kept clients
     with ThreadPoolExecutor(2) as pool:
         for _ in range(3):
             _types(listings, pool)
     assert fake_admin.calls == ["src", "src", "src"]
     assert sorted((a.name, a.keep_alive) for a in fake_admin.made) == [("dst", True), ("src", True)]
+    assert not any(a.closed for a in fake_admin.made)
     listings.close()
     assert all(a.closed for a in fake_admin.made)
+
+
+def test_a_cluster_without_share_or_streams_groups_keeps_no_idle_client(fake_admin: type[FakeAdmin]) -> None:
+    listings = GroupListings(60.0, clock=Clock())
+    with ThreadPoolExecutor(2) as pool:
+        _types(listings, pool)
+    (src,) = [a for a in fake_admin.made if a.name == "src"]
+    assert src.closed  # its listing is kept for the TTL; its JVM is ended until then
 
 
 def test_without_listings_no_client_is_kept(fake_admin: type[FakeAdmin]) -> None:
