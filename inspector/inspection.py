@@ -399,7 +399,11 @@ class Inspector:
             newest = frame_from_arrow(self.spark, _newest_table(read.pair.name, kept), schemas.NEWEST_SYNCS_SCHEMA)
             frames.append(
                 replication_health.classify_partitions(
-                    partitions, newest, lag_threshold=self.options.lag_threshold, as_of=read.replication.read_at
+                    partitions,
+                    newest,
+                    lag_threshold=self.options.lag_threshold,
+                    lag_seconds_threshold=self.options.lag_seconds_threshold,
+                    as_of=read.replication.read_at,
                 )
             )
         rows = functools.reduce(DataFrame.unionByName, frames)

@@ -308,7 +308,8 @@ CLASSIFIED_SCHEMA = StructType(
 
 #: The driver's input (``inspector.reads.replicated_partitions``): one row per replicated source partition.
 #: ``position_known`` is the pair's (false: no way to read MM2's position); ``mm2_next_offset`` is null for a
-#: partition MM2 stored no position for; ``error`` joins the row's failed lookups.
+#: partition MM2 stored no position for; ``error`` joins the row's failed lookups. The lag in time and the
+#: retention margin follow (``inspector.reads.waiting_records``), computed on the driver.
 REPLICATED_PARTITIONS_SCHEMA = StructType(
     [
         _f("cluster_pair", StringType(), False),
@@ -321,6 +322,13 @@ REPLICATED_PARTITIONS_SCHEMA = StructType(
         _f("position_known", BooleanType(), False),
         _f("mm2_next_offset", LongType()),
         _f("error", StringType()),
+        _f("replication_lag_seconds", DoubleType()),
+        _f("lag_timestamp_type", StringType()),
+        _f("oldest_waiting_timestamp", TimestampType()),
+        _f("retention_ms", LongType()),
+        _f("retention_ms_source", StringType()),
+        _f("retention_margin_seconds", DoubleType()),
+        _f("retention_margin_basis", StringType()),
     ]
 )
 
@@ -358,6 +366,13 @@ PARTITION_HEALTH_SCHEMA = StructType(
         _f("is_ok", BooleanType(), False),
         _f("message", StringType(), False),
         _f("error", StringType()),
+        _f("replication_lag_seconds", DoubleType()),
+        _f("lag_timestamp_type", StringType()),
+        _f("oldest_waiting_timestamp", TimestampType()),
+        _f("retention_ms", LongType()),
+        _f("retention_ms_source", StringType()),
+        _f("retention_margin_seconds", DoubleType()),
+        _f("retention_margin_basis", StringType()),
     ]
 )
 

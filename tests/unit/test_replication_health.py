@@ -101,6 +101,43 @@ def test_lagging_above_the_threshold_only(spark: Any) -> None:
     assert [(r["replication_lag_records"], r["status"]) for r in got] == [(101, "lagging"), (100, "replicating")]
 
 
+def test_lagging_in_seconds_alone_and_the_message_names_both(spark: Any) -> None:
+    """Five records waiting is under any record threshold; the oldest of them being 300 s old is not."""
+    old = partition(partition=0, mm2_next_offset=595, replication_lag_seconds=300.0)
+    young = partition(partition=1, mm2_next_offset=595, replication_lag_seconds=100.0)
+    got = classify(spark, [old, young])
+    assert [(r["status"], r["replication_lag_seconds"]) for r in got] == [("lagging", 300.0), ("replicating", 100.0)]
+    assert got[0]["message"] == (
+        "Lagging: 5 records wait to be copied, the oldest 300.0 s old (lagging above 10,000 records or 120 s)."
+    )
+    (tight,) = classify(spark, [young], lag_seconds_threshold=60)
+    assert tight["status"] == "lagging" and "100.0 s old" in tight["message"] and "or 60 s" in tight["message"]
+
+
+def test_a_lagging_partition_of_unknown_age_says_so(spark: Any) -> None:
+    (row,) = classify(spark, [partition(mm2_next_offset=100)], lag_threshold=100)
+    assert row["message"].startswith("Lagging: 500 records wait to be copied, the oldest of unknown age")
+
+
+def test_the_lag_in_time_and_the_margin_pass_through(spark: Any) -> None:
+    waiting_at = NOW - dt.timedelta(seconds=42)
+    row = partition(
+        mm2_next_offset=595,
+        replication_lag_seconds=42.0,
+        lag_timestamp_type="LogAppendTime",
+        oldest_waiting_timestamp=waiting_at,
+        retention_ms=600_000,
+        retention_ms_source="topic",
+        retention_margin_seconds=558.0,
+        retention_margin_basis="retention.ms",
+    )
+    (got,) = classify(spark, [row])
+    fields = ["replication_lag_seconds", "lag_timestamp_type", "retention_ms", "retention_ms_source"]
+    assert [got[f] for f in fields] == [42.0, "LogAppendTime", 600_000, "topic"]
+    assert (got["retention_margin_seconds"], got["retention_margin_basis"]) == (558.0, "retention.ms")
+    assert got["oldest_waiting_timestamp"].timestamp() == waiting_at.timestamp()
+
+
 def test_an_error_wins_over_every_other_status(spark: Any) -> None:
     (row,) = classify(spark, [partition(mm2_next_offset=700, error="MM2 position: Connect said 500")])
     assert row["status"] == "error" and row["error"] == "MM2 position: Connect said 500"

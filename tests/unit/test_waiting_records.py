@@ -1,0 +1,91 @@
+"""MM2's lag in time and the retention margin, from the record waiting at MM2's position: which offsets are
+read, the record's age, and the margin by retention.ms, by retention.bytes (an estimate), or none."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from mm2ctl.core.kafka.admin import ConfigValue
+from mm2ctl.core.kafka.records import RawRecord
+from mm2ctl.inspector.reads import waiting_records as w
+
+NOW = dt.datetime(2024, 6, 1, 12, 0, tzinfo=dt.UTC)
+NOW_MS = int(NOW.timestamp() * 1000)
+
+
+def record(age_s: float, size: int = 84) -> w.WaitingRecord:
+    return w.WaitingRecord(offset=7, timestamp_ms=NOW_MS - int(age_s * 1000), timestamp_type="CreateTime", size_bytes=size)
+
+
+def retention(ms: int | None = 600_000, size: int | None = None, compacted: bool = False) -> w.Retention:
+    return w.Retention(retention_ms=ms, source="topic", retention_bytes=size, compacted=compacted)
+
+
+def test_the_offsets_read_start_at_mm2s_position_never_below_the_earliest() -> None:
+    bounds = {("t", 0): (100, 600), ("t", 1): (100, 600), ("t", 2): (100, 600), ("t", 3): (0, 5), ("t", 4): (None, 9)}
+    got = w.waiting_ranges(bounds, {("t", 0): 590, ("t", 1): 40, ("t", 2): 600, ("t", 3): 2})
+    assert got == {("t", 0): (590, 600), ("t", 1): (100, 116), ("t", 3): (2, 5)}
+
+
+def test_no_stored_position_starts_at_the_earliest_as_mm2_does() -> None:
+    assert w.waiting_ranges({("t", 0): (100, 600)}, {}) == {("t", 0): (100, 116)}
+
+
+def test_the_record_read_says_its_timestamp_type_and_size() -> None:
+    raw = RawRecord("t", 0, 9, NOW_MS, b"k", b"value", (("h", b"xy"),), timestamp_type=1)
+    got = w.waiting_record(raw)
+    assert (got.offset, got.timestamp_type, got.size_bytes) == (9, "LogAppendTime", 1 + 5 + 3 + w.RECORD_OVERHEAD_BYTES)
+    assert w.waiting_record(RawRecord("t", 0, 9, NOW_MS, None, None, timestamp_type=-1)).timestamp_type is None
+
+
+def test_lag_seconds_is_the_records_age_and_zero_when_caught_up() -> None:
+    assert w.lag_seconds(12, record(43.5), NOW) == 43.5
+    assert w.lag_seconds(0, None, NOW) == 0.0
+    assert w.lag_seconds(12, None, NOW) is None  # records wait, but none could be read
+    assert w.lag_seconds(None, record(43.5), NOW) is None
+    assert w.lag_seconds(3, record(-2), NOW) == 0.0  # written after the read (clock skew): not negative
+
+
+def test_the_margin_by_retention_ms() -> None:
+    assert w.retention_margin(12, record(100), retention(), NOW) == (500.0, w.BY_TIME)
+    assert w.retention_margin(12, record(700), retention(), NOW) == (0.0, w.BY_TIME)  # past due, not yet deleted
+
+
+@pytest.mark.parametrize(
+    ("lag", "waiting", "kept"),
+    [
+        (0, None, retention()),  # nothing waits
+        (12, record(100), retention(compacted=True)),
+        (12, record(100), None),  # the topic's configs unknown
+        (12, None, retention()),  # the record unread
+        (12, record(100), retention(ms=None)),  # unlimited
+    ],
+)
+def test_no_margin(lag: int, waiting: w.WaitingRecord | None, kept: w.Retention | None) -> None:
+    assert w.retention_margin(lag, waiting, kept, NOW) == (None, None)
+
+
+def test_retention_bytes_binds_as_an_estimate_from_the_recent_growth() -> None:
+    """100 records of 100 bytes arrived in the 10 s since the one waiting: 1,000 bytes a second. 20,000 bytes
+    are retained, so 10,000 more bytes, 10 s, before it is deleted; retention.ms would give 590 s."""
+    got = w.retention_margin(100, record(10, size=100), retention(size=20_000), NOW)
+    assert got == (pytest.approx(10.0), w.BY_BYTES)
+    roomy = w.retention_margin(100, record(10, size=100), retention(size=10**9), NOW)
+    assert roomy == (590.0, w.BY_TIME)
+
+
+def test_retention_of_reads_the_effective_values_and_their_source() -> None:
+    configs = {
+        "retention.ms": ConfigValue("600000", "topic"),
+        "retention.bytes": ConfigValue("-1", "default"),
+        "cleanup.policy": ConfigValue("delete", "default"),
+    }
+    assert w.retention_of(configs) == w.Retention(600_000, "topic", None, False)
+    compact = {**configs, "cleanup.policy": ConfigValue("compact", "topic")}
+    assert w.retention_of(compact).compacted
+    both = {**configs, "cleanup.policy": ConfigValue("compact,delete", "topic")}
+    assert not w.retention_of(both).compacted  # retention still deletes
+    forever = {"retention.ms": ConfigValue("-1", "broker")}
+    assert w.retention_of(forever) == w.Retention(None, "broker", None, False)
