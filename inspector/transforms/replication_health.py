@@ -142,7 +142,10 @@ def classify_partitions(
 
 def lagging_message(q: Statement, lag_threshold: int, lag_seconds_threshold: float) -> str:
     """SQL: a lagging partition's message, naming its records and seconds and both thresholds."""
-    age = "coalesce(format_string('%.1f s old', replication_lag_seconds), 'of unknown age')"
+    age = (
+        "CASE WHEN replication_lag_seconds IS NULL THEN 'of unknown age' "
+        "ELSE format_string('%.1f s old', replication_lag_seconds) END"
+    )
     limits = q.value(f"lagging above {lag_threshold:,} records or {lag_seconds_threshold:g} s")
     head = q.value("Lagging: ")
     return (
