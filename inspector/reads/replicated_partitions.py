@@ -13,6 +13,7 @@ position beyond the source's latest offset is a real reset, never a race with MM
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -119,14 +120,18 @@ LAG_COLUMNS = {
 def _lag_in_time(
     pair: PairConfig,
     bounds: dict[TP, PartitionBounds],
-    offsets: dict[TP, int] | None,
+    offsets: Mapping[TP, int] | None,
     retention: dict[str, waiting.Retention],
     at: dt.datetime,
     timeout_s: float,
 ) -> tuple[dict[TP, dict[str, object]], str | None]:
     """Per partition, ``LAG_COLUMNS``' values as of ``at`` (when the source's bounds were read): all null when
     MM2's position is unknown (``offsets`` None). Also why the records waiting could not be read, if so."""
-    spans = {tp: (b.earliest, b.latest) for tp, b in bounds.items() if b.error is None}
+    spans = {
+        tp: (b.earliest, b.latest)
+        for tp, b in bounds.items()
+        if b.error is None and b.earliest is not None and b.latest is not None
+    }
     found: dict[TP, waiting.WaitingRecord] = {}
     note = None
     if offsets is not None:
@@ -153,9 +158,9 @@ def _lag_in_time(
     return out, note
 
 
-def _lag_records(span: tuple[int | None, int | None] | None, n: int | None) -> int | None:
+def _lag_records(span: tuple[int, int] | None, n: int | None) -> int | None:
     """``replication_lag_records``' rule (``inspector.transforms.replication_health``) on the driver."""
-    if span is None or span[0] is None or span[1] is None:
+    if span is None:
         return None
     earliest, latest = span
     return max(latest - max(earliest if n is None else n, earliest), 0)

@@ -237,9 +237,23 @@ def test_the_table_section_and_the_partition_csv(spark: Any) -> None:
     from mm2ctl.inspector.output.inspection_result import PairTotals
     from mm2ctl.inspector.output.row_files import write_csv
     from mm2ctl.inspector.reads.mm2_position import Mm2Position
+    from mm2ctl.inspector.selection import InspectOptions
 
     partitions = replication_health.classify_partitions(
-        _df(spark, REPLICATED_PARTITIONS_SCHEMA, [partition(), partition(partition=1, mm2_next_offset=40)]),
+        _df(
+            spark,
+            REPLICATED_PARTITIONS_SCHEMA,
+            [
+                partition(replication_lag_seconds=0.0),
+                partition(
+                    partition=1,
+                    mm2_next_offset=40,
+                    replication_lag_seconds=75.25,
+                    retention_margin_seconds=30.5,
+                    retention_margin_basis="retention.ms",
+                ),
+            ],
+        ),
         _df(spark, NEWEST_SYNCS_SCHEMA, []),
         as_of=NOW,
     )
@@ -251,7 +265,10 @@ def test_the_table_section_and_the_partition_csv(spark: Any) -> None:
         positions=[Mm2Position(PAIR, {}, read_from="GET /connectors/s/offsets")],
         summary=SimpleNamespace(totals={PAIR: PairTotals(3, 0, 0, 2, 1, 5.0)}),
     )
-    text = "\n".join(replication_summary_lines(result, 10_000))  # type: ignore[arg-type]
+    text = "\n".join(replication_summary_lines(result, InspectOptions()))  # type: ignore[arg-type]
+    assert "lagging above 10000 records or 120 s" in text
+    recovery = "recovery point: 500 record(s), the oldest 75.2s old; retention margin: 30.5s (retention.ms)"
+    assert recovery in text
     assert "a->b: 2 replicated partition(s), 1 problem(s)" in text
     assert "MM2's position: GET /connectors/s/offsets" in text
     assert "checkpoints: 1 of 2 group(s) have one; the oldest group's newest is 5.0s old" in text

@@ -16,7 +16,9 @@ NOW_MS = int(NOW.timestamp() * 1000)
 
 
 def record(age_s: float, size: int = 84) -> w.WaitingRecord:
-    return w.WaitingRecord(offset=7, timestamp_ms=NOW_MS - int(age_s * 1000), timestamp_type="CreateTime", size_bytes=size)
+    return w.WaitingRecord(
+        offset=7, timestamp_ms=NOW_MS - int(age_s * 1000), timestamp_type="CreateTime", size_bytes=size
+    )
 
 
 def retention(ms: int | None = 600_000, size: int | None = None, compacted: bool = False) -> w.Retention:
