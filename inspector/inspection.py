@@ -234,6 +234,8 @@ class Inspector:
             if isinstance(t, Unreadable) and (t.denied or not flow_notes.expected_absent(pair, t.topic))
         ]
         notes += [TopicNote(*n) for n in flow_notes.condition_notes(read.conditions)]
+        if read.replication.waiting_note:  # the lag in seconds and the retention margins are null
+            notes.append(TopicNote(pair.name, "(replicated topics)", pair.source, read.replication.waiting_note))
         progress(f"{pair.name}: reading {pair.offset_syncs_topic} and {pair.checkpoints_topic} with Spark")
         checkpoints = read.checkpoints if isinstance(read.checkpoints, TopicSnapshot) else None
         syncs = read.syncs if isinstance(read.syncs, TopicSnapshot) else None
