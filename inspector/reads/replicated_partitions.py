@@ -167,4 +167,6 @@ def _lag_records(span: tuple[int, int] | None, n: int | None) -> int | None:
 
 
 def _moment(timestamp_ms: int) -> dt.datetime:
-    return dt.datetime.fromtimestamp(timestamp_ms / 1000.0, dt.UTC)
+    """A Kafka timestamp as a datetime, to the millisecond (no float rounding)."""
+    seconds, millis = divmod(timestamp_ms, 1000)
+    return dt.datetime.fromtimestamp(seconds, dt.UTC) + dt.timedelta(milliseconds=millis)
