@@ -127,8 +127,10 @@ def inspect(
     --spark-checkpoint gives its Kafka sources rows like a group's, named spark:<query id>.
 
     Every replicated source partition gets a row too: MM2's next offset to copy (from the Connect worker's
-    MirrorSourceConnector offsets, or dedicated-mode MM2's offsets topic), its lag, the records lost to
-    retention, a source reset, and the age of its newest offset sync.
+    MirrorSourceConnector offsets, or dedicated-mode MM2's offsets topic), its lag in records and in seconds
+    (the age of the oldest record waiting), the time before retention deletes that record, the records lost
+    to retention, a source reset, and the age of its newest offset sync. The table gives each flow's
+    recovery point: the records and the time losing its source now would lose.
 
     Exit code 0 when every row is ok, 10 when any row is a problem (see README "Exit codes").
     """
