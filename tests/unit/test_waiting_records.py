@@ -91,3 +91,41 @@ def test_retention_of_reads_the_effective_values_and_their_source() -> None:
     assert not w.retention_of(both).compacted  # retention still deletes
     forever = {"retention.ms": ConfigValue("-1", "broker")}
     assert w.retention_of(forever) == w.Retention(None, "broker", None, False)
+
+
+def test_the_driver_rows_lag_in_time_with_the_records_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``replicated_partitions._lag_in_time``: what it asks the source for, and each partition's columns."""
+    from types import SimpleNamespace
+
+    from mm2ctl.core.errors import KafkaClusterError
+    from mm2ctl.core.kafka.admin import PartitionBounds
+    from mm2ctl.inspector.reads import replicated_partitions as rp
+
+    asked: list[dict[tuple[str, int], tuple[int, int]]] = []
+
+    def read(config: object, ranges: dict[tuple[str, int], tuple[int, int]], **_: object) -> dict[object, object]:
+        asked.append(dict(ranges))
+        return {("t", 0): w.WaitingRecord(590, NOW_MS - 42_500, "LogAppendTime", 84)}
+
+    monkeypatch.setattr(w, "read_waiting_records", read)
+    pair = SimpleNamespace(source_kafka_config={}, source="src")
+    bounds = {("t", 0): PartitionBounds("t", 0, 100, 600), ("t", 1): PartitionBounds("t", 1, 0, 40)}
+    kept = {"t": retention()}
+    got, note = rp._lag_in_time(pair, bounds, {("t", 0): 590, ("t", 1): 40}, kept, NOW, 5.0)  # type: ignore[arg-type]
+    assert asked == [{("t", 0): (590, 600)}] and note is None  # only the partition with records waiting
+    assert got[("t", 0)]["replication_lag_seconds"] == 42.5
+    assert got[("t", 0)]["lag_timestamp_type"] == "LogAppendTime"
+    assert got[("t", 0)]["oldest_waiting_timestamp"] == NOW - dt.timedelta(milliseconds=42_500)
+    assert (got[("t", 0)]["retention_margin_seconds"], got[("t", 0)]["retention_ms_source"]) == (557.5, "topic")
+    assert got[("t", 1)]["replication_lag_seconds"] == 0.0 and got[("t", 1)]["retention_margin_seconds"] is None
+
+    unknown, _ = rp._lag_in_time(pair, bounds, None, kept, NOW, 5.0)  # type: ignore[arg-type]
+    assert all(v["replication_lag_seconds"] is None for v in unknown.values()) and len(asked) == 1
+
+    def fail(*_a: object, **_k: object) -> None:
+        raise KafkaClusterError("TOPIC_AUTHORIZATION_FAILED")
+
+    monkeypatch.setattr(w, "read_waiting_records", fail)
+    denied, why = rp._lag_in_time(pair, bounds, {("t", 0): 590, ("t", 1): 40}, kept, NOW, 5.0)  # type: ignore[arg-type]
+    assert why is not None and "could not be read" in why and "TOPIC_AUTHORIZATION_FAILED" in why
+    assert denied[("t", 0)]["replication_lag_seconds"] is None and denied[("t", 1)]["replication_lag_seconds"] == 0.0
