@@ -363,7 +363,7 @@ class Inspector:
             source_groups=frame_from_arrow(spark, inputs.source_groups, schemas.GROUP_STATES_SCHEMA),
             target_groups=frame_from_arrow(spark, inputs.target_groups, schemas.GROUP_STATES_SCHEMA),
             checkpoints=checkpoints,
-            mm2_positions=frame_from_arrow(spark, inputs.mm2_positions, schemas.REPLICATED_PARTITIONS_SCHEMA),
+            mm2_positions=frame_from_arrow(spark, inputs.mm2_positions, schemas.MM2_POSITIONS_SCHEMA),
         )
         classified = classify.classify(
             joined,
@@ -438,7 +438,7 @@ def _classify_inputs(read: PairRead) -> ClassifyInputs:
         target_group_offsets=state.target_group_offsets,
         source_groups=state.source_groups,
         target_groups=state.target_groups,
-        mm2_positions=read.replication.partitions,
+        mm2_positions=read.replication.partitions.select(schemas.MM2_POSITIONS_SCHEMA.names),
     )
 
 

@@ -310,7 +310,7 @@ CLASSIFIED_SCHEMA = StructType(
 #: ``position_known`` is the pair's (false: no way to read MM2's position); ``mm2_next_offset`` is null for a
 #: partition MM2 stored no position for; ``error`` joins the row's failed lookups. The lag in time and the
 #: retention margin follow (``inspector.reads.waiting_records``), computed on the driver.
-REPLICATED_PARTITIONS_SCHEMA = StructType(
+MM2_POSITIONS_SCHEMA = StructType(
     [
         _f("cluster_pair", StringType(), False),
         _f("topic", StringType(), False),
@@ -322,15 +322,21 @@ REPLICATED_PARTITIONS_SCHEMA = StructType(
         _f("position_known", BooleanType(), False),
         _f("mm2_next_offset", LongType()),
         _f("error", StringType()),
-        _f("replication_lag_seconds", DoubleType()),
-        _f("lag_timestamp_type", StringType()),
-        _f("oldest_waiting_timestamp", TimestampType()),
-        _f("retention_ms", LongType()),
-        _f("retention_ms_source", StringType()),
-        _f("retention_margin_seconds", DoubleType()),
-        _f("retention_margin_basis", StringType()),
     ]
 )
+#: The lag in time and the retention margin, computed on the driver (``inspector.reads.waiting_records``).
+#: They change at every run while records wait, so the classification's inputs leave them out
+#: (``MM2_POSITIONS_SCHEMA``): a live session classifies a group again only when its partition's position moved.
+LAG_IN_TIME_FIELDS = [
+    _f("replication_lag_seconds", DoubleType()),
+    _f("lag_timestamp_type", StringType()),
+    _f("oldest_waiting_timestamp", TimestampType()),
+    _f("retention_ms", LongType()),
+    _f("retention_ms_source", StringType()),
+    _f("retention_margin_seconds", DoubleType()),
+    _f("retention_margin_basis", StringType()),
+]
+REPLICATED_PARTITIONS_SCHEMA = StructType([*MM2_POSITIONS_SCHEMA.fields, *LAG_IN_TIME_FIELDS])
 
 #: The newest offset-sync record of each source partition that has one (``inspector.kept.pair_topics``).
 NEWEST_SYNCS_SCHEMA = StructType(
@@ -366,13 +372,7 @@ PARTITION_HEALTH_SCHEMA = StructType(
         _f("is_ok", BooleanType(), False),
         _f("message", StringType(), False),
         _f("error", StringType()),
-        _f("replication_lag_seconds", DoubleType()),
-        _f("lag_timestamp_type", StringType()),
-        _f("oldest_waiting_timestamp", TimestampType()),
-        _f("retention_ms", LongType()),
-        _f("retention_ms_source", StringType()),
-        _f("retention_margin_seconds", DoubleType()),
-        _f("retention_margin_basis", StringType()),
+        *LAG_IN_TIME_FIELDS,
     ]
 )
 

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pyarrow as pa
+from pyspark.sql.types import StructType
 
 from mm2ctl.connect_client import ConnectClient
 from mm2ctl.core.config.mm2_config import MM2Config, PairConfig
@@ -26,6 +27,7 @@ from mm2ctl.core.kafka.admin import TP, ItemError, KafkaAdmin, PartitionBounds
 from mm2ctl.core.progress import Progress
 from mm2ctl.inspector.reads import waiting_records as waiting
 from mm2ctl.inspector.reads.mm2_position import Mm2Position, read_position
+from mm2ctl.inspector.schemas import LAG_IN_TIME_FIELDS, arrow_schema
 from mm2ctl.inspector.selection import Selection
 
 
@@ -105,16 +107,8 @@ def collect_replication_state(
     return ReplicationState(pair=pair, read_at=read_at, partitions=table, position=position, waiting_note=note)
 
 
-#: The columns ``_lag_in_time`` adds, and their types (``inspector.schemas.REPLICATED_PARTITIONS_SCHEMA``).
-LAG_COLUMNS = {
-    "replication_lag_seconds": pa.float64(),
-    "lag_timestamp_type": pa.string(),
-    "oldest_waiting_timestamp": pa.timestamp("us", tz="UTC"),
-    "retention_ms": pa.int64(),
-    "retention_ms_source": pa.string(),
-    "retention_margin_seconds": pa.float64(),
-    "retention_margin_basis": pa.string(),
-}
+#: The columns ``_lag_in_time`` adds, and their Arrow types (``inspector.schemas.LAG_IN_TIME_FIELDS``).
+LAG_COLUMNS = {f.name: f.type for f in arrow_schema(StructType(LAG_IN_TIME_FIELDS))}
 
 
 def _lag_in_time(
