@@ -91,7 +91,7 @@ def test_throttled_mm2_lags_in_seconds_by_the_waiting_records_age_then_catches_u
     topic = f"iso-{name}-t"
     src = source_conf(lab)
     KafkaAdmin.connect(src).create_topics({topic: 1})
-    flow = lab_core.add_flow(lab, name, roles=("source",))
+    flow = lab_core.add_flow(lab, name)
     remote = f"{flow.source_alias}.{topic}" if lab.replication_policy != "identity" else topic
     client = task_producer_client_id(flow.connectors["source"])
     connect = build_connect_client([lab.connect_url])
@@ -155,7 +155,7 @@ def exporter(lab: LabInfo, tmp_path: Path) -> Iterator[tuple[LabFlow, Prometheus
     name = "marg" + uuid.uuid4().hex[:6]
     topic = f"iso-{name}-t"
     KafkaAdmin.connect(source_conf(lab)).create_topics({topic: 1}, config={"retention.ms": str(RETENTION_MS)})
-    flow = lab_core.add_flow(lab, name, roles=("source",))
+    flow = lab_core.add_flow(lab, name)
     port = free_port()
     log = tmp_path / "exporter.log"
     proc = subprocess.Popen(
