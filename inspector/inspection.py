@@ -25,7 +25,7 @@ import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import pyarrow as pa
@@ -34,6 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from mm2ctl.connect_client import ConnectClient
 from mm2ctl.core.config.flow_conditions import FlowCondition
 from mm2ctl.core.config.mm2_config import MM2Config, PairConfig
+from mm2ctl.core.errors import KafkaClusterError
 from mm2ctl.core.progress import Progress, no_progress
 from mm2ctl.inspector import exact, schemas
 from mm2ctl.inspector.kept.changed_groups import ClassifyInputs, changed_groups, worth_merging
@@ -52,6 +53,7 @@ from mm2ctl.inspector.spark.compat import frame_from_arrow, to_arrow
 from mm2ctl.inspector.spark.frames import release
 from mm2ctl.inspector.spark.task_progress import counting_tasks
 from mm2ctl.inspector.transforms import classify, replication_health, summary
+from mm2ctl.inspector.transforms.sql_text import literal
 from mm2ctl.inspector.transforms.translated_offsets import translate
 
 #: How long a live session keeps the flows' observed conditions (``inspector.reads.flow_notes.observe``).
@@ -290,7 +292,8 @@ class Inspector:
         # gone before the output read them again.
         rows = rows.localCheckpoint()  # schemas.KEPT_ROWS_SCHEMA's columns
         cached.append(rows)
-        return rows, [r.asDict(recursive=True) for r in summary.group_figures(rows).collect()]
+        figures = [r.asDict(recursive=True) for r in summary.group_figures(rows).collect()]
+        return self._with_checkpoint_lag(state.pairs, rows), figures
 
     def _live_rows(
         self, read: PairRead, progress: Progress, cached: list[DataFrame]
@@ -316,7 +319,31 @@ class Inspector:
         self._rows[pair] = now
         if before is not None:
             before.release_unshared(now)
-        return replication_health.with_group_checkpoint_age(now.rows(pair), as_of=as_of), now.figures_at(as_of)
+        rows = replication_health.with_group_checkpoint_age(now.rows(pair), as_of=as_of)
+        return self._with_checkpoint_lag([read], rows), now.figures_at(as_of)
+
+    def _with_checkpoint_lag(self, reads: Sequence[PairRead], rows: DataFrame) -> DataFrame:
+        """``rows`` with what a failover now would replay, in time, where the position is exact: the records at
+        the exact rows' positions read on both clusters (``inspector.reads.replay_time``)."""
+        from mm2ctl.inspector.reads.replay_time import MAX_PROBES, ReplayProbe, replay_seconds
+
+        names = [f.name for f in fields(ReplayProbe)]
+        found: list[dict[str, Any]] = []
+        for read in reads:
+            pair = read.pair
+            wanted = rows.where(f"cluster_pair = {literal(pair.name)} AND {replication_health.REPLAY_PROBES}")
+            probes = [
+                ReplayProbe(**{n: r[n] for n in names}) for r in wanted.select(*names).limit(MAX_PROBES).collect()
+            ]
+            try:
+                seconds = replay_seconds(pair.source_kafka_config, pair.target_kafka_config, probes)
+            except KafkaClusterError:
+                continue  # unreadable: those rows' replay in time stays null
+            found += [{"cluster_pair": pair.name, "group": g, "topic": t, "partition": p, "seconds": v}
+                      for (g, t, p), v in seconds.items()]  # fmt: skip
+        table = pa.Table.from_pylist(found, schema=schemas.arrow_schema(schemas.REPLAY_SECONDS_SCHEMA))
+        lags = frame_from_arrow(self.spark, table, schemas.REPLAY_SECONDS_SCHEMA)
+        return replication_health.with_checkpoint_lag(rows, lags)
 
     @contextlib.contextmanager
     def _shuffles_for(self, rows: int) -> Iterator[None]:

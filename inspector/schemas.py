@@ -386,11 +386,34 @@ GROUP_CHECKPOINT_AGE = "group_checkpoint_age_seconds"
 FRESH_CHECKPOINT = "_fresh_checkpoint"
 GROUP_NEWEST_CHECKPOINT = "_group_newest_checkpoint"
 
-#: The group-partition rows as reported: ``classify.classify``'s columns, then the group's checkpoint age.
-GROUP_ROWS_SCHEMA = StructType([*CLASSIFIED_SCHEMA.fields, _f(GROUP_CHECKPOINT_AGE, DoubleType())])
-#: The group-partition rows as an inspection holds them: ``GROUP_ROWS_SCHEMA``'s columns, then the hidden ones.
+#: The column ``with_checkpoint_lag`` appends: what a failover now would replay, in time
+#: (``inspector.reads.replay_time``).
+CHECKPOINT_LAG = "checkpoint_lag_seconds"
+
+#: The group-partition rows as reported: ``classify.classify``'s columns, the group's checkpoint age, then the
+#: replay in time.
+GROUP_ROWS_SCHEMA = StructType(
+    [*CLASSIFIED_SCHEMA.fields, _f(GROUP_CHECKPOINT_AGE, DoubleType()), _f(CHECKPOINT_LAG, DoubleType())]
+)
+#: The group-partition rows as an inspection keeps them: ``classify.classify``'s columns, the group's checkpoint
+#: age, then the hidden ones (the replay in time is read again at every run).
 KEPT_ROWS_SCHEMA = StructType(
-    [*GROUP_ROWS_SCHEMA.fields, _f(FRESH_CHECKPOINT, TimestampType()), _f(GROUP_NEWEST_CHECKPOINT, TimestampType())]
+    [
+        *CLASSIFIED_SCHEMA.fields,
+        _f(GROUP_CHECKPOINT_AGE, DoubleType()),
+        _f(FRESH_CHECKPOINT, TimestampType()),
+        _f(GROUP_NEWEST_CHECKPOINT, TimestampType()),
+    ]
+)
+#: Each exact row's replay in time as the driver read it (``inspector.reads.replay_time``).
+REPLAY_SECONDS_SCHEMA = StructType(
+    [
+        _f("cluster_pair", StringType(), False),
+        _f("group", StringType(), False),
+        _f("topic", StringType(), False),
+        _f("partition", IntegerType(), False),
+        _f("seconds", DoubleType()),
+    ]
 )
 
 

@@ -50,7 +50,7 @@ import datetime as dt
 
 from pyspark.sql import DataFrame
 
-from mm2ctl.inspector.schemas import GROUP_CHECKPOINT_AGE, GROUP_NEWEST_CHECKPOINT
+from mm2ctl.inspector.schemas import CHECKPOINT_LAG, GROUP_CHECKPOINT_AGE, GROUP_NEWEST_CHECKPOINT
 from mm2ctl.inspector.selection import DEFAULT_LAG_SECONDS_THRESHOLD, DEFAULT_LAG_THRESHOLD
 from mm2ctl.inspector.statuses import OK_PARTITION_STATUSES, PARTITION_MESSAGES, PartitionStatus
 from mm2ctl.inspector.transforms.sql_text import Statement, micros, moment, quoted
@@ -176,3 +176,28 @@ def with_group_checkpoint_age(rows: DataFrame, *, as_of: dt.datetime) -> DataFra
     """
     spark = rows.sparkSession
     return Statement().run(spark, text, rows=rows, as_of=moment(spark, as_of))
+
+
+def with_checkpoint_lag(rows: DataFrame, seconds: DataFrame) -> DataFrame:
+    """``rows`` (group-partition rows) with ``checkpoint_lag_seconds``, where the position is exact: 0 when
+    the committed target offset is the translated position, else the driver's reading (``seconds``,
+    ``schemas.REPLAY_SECONDS_SCHEMA``, small, so broadcast; ``inspector.reads.replay_time``), null where it has
+    none. Null where the position is not exact."""
+    columns = ", ".join(f"r.{quoted(c)}" for c in rows.columns)
+    text = f"""
+    SELECT /*+ BROADCAST(l) */ {columns},
+      CASE WHEN r.replay_if_failover_now = 0 AND r.skip_if_failover_now = 0 THEN CAST(0 AS DOUBLE)
+           WHEN r.replay_if_failover_now IS NOT NULL THEN l.seconds END AS {CHECKPOINT_LAG}
+    FROM {{rows}} r LEFT JOIN {{seconds}} l
+      ON r.cluster_pair = l.cluster_pair AND r.`group` = l.`group` AND r.topic = l.topic
+        AND r.`partition` = l.`partition`
+    """
+    return Statement().run(rows.sparkSession, text, rows=rows, seconds=seconds)
+
+
+#: The exact rows whose replay in time the driver reads: a failover now would replay or skip something.
+REPLAY_PROBES = (
+    "replay_if_failover_now IS NOT NULL AND target_offset IS NOT NULL AND source_offset IS NOT NULL "
+    "AND source_latest IS NOT NULL AND target_latest IS NOT NULL "
+    "AND (replay_if_failover_now > 0 OR skip_if_failover_now > 0)"
+)

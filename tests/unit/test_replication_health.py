@@ -20,6 +20,7 @@ from mm2ctl.inspector.schemas import (
     NEWEST_SYNCS_SCHEMA,
     PARTITION_HEALTH_SCHEMA,
     PARTITION_NUMBERS_SCHEMA,
+    REPLAY_SECONDS_SCHEMA,
     REPLICATED_PARTITIONS_SCHEMA,
     arrow_schema,
 )
@@ -295,3 +296,37 @@ def test_the_driver_ages_a_checkpoint_as_spark_does(spark: Any) -> None:
     in_spark = {r["group"]: r["group_checkpoint_age_seconds"] for r in got}
     assert in_spark == {f"g{i}": replication_health.age_seconds_of(micros(t), NOW) for i, t in enumerate(stamps)}
     assert replication_health.age_seconds_of(None, NOW) is None
+
+
+def test_checkpoint_lag_only_where_the_position_is_exact(spark: Any) -> None:
+    """0 where the target offset is the translated position; the driver's reading where a failover would replay
+    or skip; null where the position is not exact, or the driver read nothing. The driver reads only the rows a
+    failover would replay or skip on."""
+    schema = (
+        "cluster_pair string, `group` string, topic string, `partition` int, replay_if_failover_now long, "
+        "skip_if_failover_now long, source_offset long, source_latest long, target_offset long, target_latest long"
+    )
+    rows = spark.createDataFrame(
+        [
+            (PAIR, "g", "orders", 0, 0, 0, 10, 20, 10, 20),  # exact, nothing to replay
+            (PAIR, "g", "orders", 1, 120, 0, 10, 200, 5, 200),  # exact, read: 42.5 s
+            (PAIR, "g", "orders", 2, 0, 7, 10, 20, 17, 20),  # exact, the target ahead: read -3 s
+            (PAIR, "g", "orders", 3, None, None, 10, 20, 8, 20),  # not exact
+            (PAIR, "g", "orders", 4, 5, 0, 10, 20, 5, 20),  # exact, the driver found no record
+        ],
+        schema,
+    )
+    seconds = _df(
+        spark,
+        REPLAY_SECONDS_SCHEMA,
+        [
+            {"cluster_pair": PAIR, "group": "g", "topic": "orders", "partition": 1, "seconds": 42.5},
+            {"cluster_pair": PAIR, "group": "g", "topic": "orders", "partition": 2, "seconds": -3.0},
+            {"cluster_pair": PAIR, "group": "other", "topic": "orders", "partition": 3, "seconds": 9.0},
+        ],
+    )
+    got = replication_health.with_checkpoint_lag(rows, seconds).orderBy("partition").collect()
+    assert [r["checkpoint_lag_seconds"] for r in got] == [0.0, 42.5, -3.0, None, None]
+    assert list(got[0].asDict()) == [*rows.columns, "checkpoint_lag_seconds"]
+    probes = rows.where(replication_health.REPLAY_PROBES).collect()
+    assert sorted(r["partition"] for r in probes) == [1, 2, 4]

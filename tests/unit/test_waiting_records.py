@@ -129,3 +129,27 @@ def test_the_driver_rows_lag_in_time_with_the_records_read(monkeypatch: pytest.M
     denied, why = rp._lag_in_time(pair, bounds, {("t", 0): 590, ("t", 1): 40}, kept, NOW, 5.0)  # type: ignore[arg-type]
     assert why is not None and "could not be read" in why and "TOPIC_AUTHORIZATION_FAILED" in why
     assert denied[("t", 0)]["replication_lag_seconds"] is None and denied[("t", 1)]["replication_lag_seconds"] == 0.0
+
+
+def test_replay_time_reads_each_position_in_rounds_and_subtracts_the_targets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two groups on one partition are two rounds of one consumer each; a position at the end is never read."""
+    from mm2ctl.inspector.reads import replay_time as rt
+
+    stamps = {("s", 0, 100): 10_000, ("s", 0, 300): 70_000, ("s.r", 0, 90): 5_000, ("s.r", 0, 290): 62_500}
+    calls: list[dict[tuple[str, int], tuple[int, int]]] = []
+
+    def read(config: dict[str, str], ranges: dict[tuple[str, int], tuple[int, int]], **_: object) -> object:
+        assert config["max.partition.fetch.bytes"] == str(rt.FETCH_BYTES_PER_PARTITION)
+        calls.append(dict(ranges))
+        for (topic, p), (start, _end) in sorted(ranges.items()):
+            yield RawRecord(topic, p, start, stamps[(topic, p, start)], None, b"v", timestamp_type=0)
+
+    monkeypatch.setattr(rt, "read_ranges", read)
+    probes = [
+        rt.ReplayProbe("g1", "s", 0, "s.r", 100, 400, 90, 400),
+        rt.ReplayProbe("g2", "s", 0, "s.r", 300, 400, 290, 400),
+        rt.ReplayProbe("g3", "s", 0, "s.r", 400, 400, 290, 400),  # caught up on the source: no record at c
+    ]
+    got = rt.replay_seconds({}, {}, probes)
+    assert got == {("g1", "s", 0): 5.0, ("g2", "s", 0): 7.5}
+    assert calls == [{("s", 0): (100, 116)}, {("s", 0): (300, 316)}, {("s.r", 0): (90, 106)}, {("s.r", 0): (290, 306)}]
