@@ -32,6 +32,7 @@ from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
+    ConfigSource,
     NewTopic,
     OffsetSpec,
     ResourceType,
@@ -432,7 +433,7 @@ class KafkaAdmin:
         for res, fut in futures.items():
             try:
                 entries = fut.result().items()
-                out[res.name] = {n: ConfigValue(e.value, _config_source(e.source)) for n, e in entries if e.value}
+                out[res.name] = {n: ConfigValue(e.value, config_source(e.source)) for n, e in entries if e.value}
             except Exception as exc:
                 out[res.name] = item_error(exc)
         return out
@@ -663,9 +664,13 @@ class KafkaAdmin:
         return [PartitionResult(t, p, None, None) for t, p in sorted(wanted)]
 
 
-def _config_source(source: Any) -> str:
-    """Where a topic config's value comes from: set on the topic, a broker setting, or Kafka's default."""
-    name = getattr(source, "name", str(source))
+def config_source(source: Any) -> str:
+    """Where a topic config's value comes from: set on the topic, a broker setting, or Kafka's default.
+    ``describe_configs`` gives librdkafka's number (``rd_kafka_ConfigSource_t``), not the enum."""
+    try:
+        name = ConfigSource(getattr(source, "value", source)).name
+    except ValueError:
+        name = "UNKNOWN_CONFIG"
     if name == "DYNAMIC_TOPIC_CONFIG":
         return "topic"
     return "default" if name in ("DEFAULT_CONFIG", "UNKNOWN_CONFIG") else "broker"

@@ -153,3 +153,15 @@ def test_replay_time_reads_each_position_in_rounds_and_subtracts_the_targets(mon
     got = rt.replay_seconds({}, {}, probes)
     assert got == {("g1", "s", 0): 5.0, ("g2", "s", 0): 7.5}
     assert calls == [{("s", 0): (100, 116)}, {("s", 0): (300, 316)}, {("s.r", 0): (90, 106)}, {("s.r", 0): (290, 306)}]
+
+
+def test_a_config_source_reads_as_librdkafka_gives_it_or_as_the_enum() -> None:
+    from confluent_kafka.admin import ConfigSource
+
+    from mm2ctl.core.kafka.admin import config_source
+
+    assert [config_source(n) for n in (1, 2, 3, 4, 5, 0, 99)] == [
+        "topic", "broker", "broker", "broker", "default", "default", "default"
+    ]  # fmt: skip
+    assert config_source(ConfigSource.DYNAMIC_TOPIC_CONFIG) == "topic"
+    assert config_source(ConfigSource.DEFAULT_CONFIG) == "default"
