@@ -97,10 +97,12 @@ def test_throttled_mm2_lags_in_seconds_by_the_waiting_records_age_then_catches_u
     remote = f"{flow.source_alias}.{topic}" if lab.replication_policy != "identity" else topic
     client = task_producer_client_id(flow.connectors["source"])
     connect = build_connect_client([lab.connect_url])
+    throttled = False
     try:
         records.produce(src, topic, [(b"k", _value(i), 0) for i in range(HEAD)])
         eventually(lambda: _copied(lab, remote, HEAD), timeout_s=120, what="the head copied")
         set_producer_quota(lab, client, THROTTLE_BYTES_PER_S)
+        throttled = True
         records.produce(src, topic, [(b"k", _value(i), 0) for i in range(HEAD, HEAD + TAIL)])
 
         seen = []
@@ -126,6 +128,7 @@ def test_throttled_mm2_lags_in_seconds_by_the_waiting_records_age_then_catches_u
         assert seen[1]["mm2_next_offset"] >= seen[0]["mm2_next_offset"]
 
         set_producer_quota(lab, client, None)
+        throttled = False
         eventually(lambda: _copied(lab, remote, HEAD + TAIL), timeout_s=300, what="MM2 caught up")
         caught_up = eventually(
             lambda: (r := _inspect(flow, lab, tmp_path / "state", topic)[0])["replication_lag_records"] == 0 and r,
@@ -135,7 +138,8 @@ def test_throttled_mm2_lags_in_seconds_by_the_waiting_records_age_then_catches_u
         assert (caught_up["replication_lag_seconds"], caught_up["status"]) == (0.0, "replicating"), caught_up
         assert caught_up["retention_margin_seconds"] is None  # nothing waits
     finally:
-        set_producer_quota(lab, client, None)
+        if throttled:
+            set_producer_quota(lab, client, None)
         for connector in flow.connectors.values():
             connect.delete(connector)
         connect.close()
