@@ -152,6 +152,7 @@ class Watch:
     margins: list[float] = field(default_factory=list)
     fired_earliest: int | None = None
     fired_lost: float | None = None
+    fired_margin: float | None = None
     lost: float = 0.0
 
 
@@ -218,11 +219,15 @@ def test_the_margin_alert_fires_before_retention_deletes_what_mm2_has_not_copied
         if seen.fired_earliest is None and prom.query(alert):
             seen.fired_earliest = admin.partition_bounds([(topic, 0)])[(topic, 0)].earliest
             seen.fired_lost = seen.lost
+            seen.fired_margin = margin
             _panels_return_data(prom, pair)  # while records wait: the margin has samples
         return seen.lost > 0
 
     eventually(step, timeout_s=(RETENTION_MS / 1000) * 2 + 120, interval_s=1, what="records lost to retention")
-    print(f"\nmargins seen (s): {seen.margins[:3]} … {seen.margins[-3:]}; at firing: earliest {seen.fired_earliest}")
+    print(
+        f"\nmargins seen (s): {seen.margins[:3]} … {seen.margins[-3:]}; the alert firing with {seen.fired_margin} s "
+        f"left, the source's earliest {seen.fired_earliest}, none lost; then {seen.lost:.0f} lost"
+    )
     # Fired while the source still held every record MM2 had not copied (from HEAD on), and none was lost.
     assert seen.fired_earliest is not None and seen.fired_earliest <= HEAD and seen.fired_lost == 0, seen
     assert seen.margins[-1] < seen.margins[0], seen.margins  # the margin fell
