@@ -29,6 +29,7 @@ from mm2ctl.cli.options import (
     FromConnect,
     Groups,
     InspectPairs,
+    LagSecondsThreshold,
     LagThreshold,
     MM2Config,
     NoCache,
@@ -41,7 +42,7 @@ from mm2ctl.cli.options import (
     Topics,
     parse_spark_conf,
 )
-from mm2ctl.inspector.selection import DEFAULT_LAG_THRESHOLD
+from mm2ctl.inspector.selection import DEFAULT_LAG_SECONDS_THRESHOLD, DEFAULT_LAG_THRESHOLD
 
 log = logging.getLogger("mm2ctl.exporter")
 
@@ -67,6 +68,7 @@ def exporter(
     groups: Groups = None,
     topics: Topics = None,
     lag_threshold: LagThreshold = DEFAULT_LAG_THRESHOLD,
+    lag_seconds_threshold: LagSecondsThreshold = DEFAULT_LAG_SECONDS_THRESHOLD,
     no_cache: NoCache = False,
     spark_master: SparkMaster = None,
     spark_conf: SparkConf = None,
@@ -94,6 +96,7 @@ def exporter(
         pairs=tuple(pair or ()),
         selection=Selection(groups=groups, topics=topics),
         lag_threshold=lag_threshold,
+        lag_seconds_threshold=lag_seconds_threshold,
         state_cache=not no_cache,
     )
     stopping = threading.Event()

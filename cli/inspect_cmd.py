@@ -26,6 +26,7 @@ from mm2ctl.cli.options import (
     FromConnect,
     Groups,
     InspectPairs,
+    LagSecondsThreshold,
     LagThreshold,
     MM2Config,
     NoCache,
@@ -44,7 +45,7 @@ from mm2ctl.cli.render import inspect_summary_lines, replication_summary_lines
 from mm2ctl.core.errors import ConfigError
 from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.core.progress import Progress
-from mm2ctl.inspector.selection import DEFAULT_LAG_THRESHOLD
+from mm2ctl.inspector.selection import DEFAULT_LAG_SECONDS_THRESHOLD, DEFAULT_LAG_THRESHOLD, InspectOptions
 
 if TYPE_CHECKING:
     from mm2ctl.core.config.mm2_config import MM2Config as MM2Setup
@@ -89,6 +90,7 @@ def inspect(
         help="csv/json/parquet: the group-partition rows, or one row per replicated source partition.",
     ),
     lag_threshold: LagThreshold = DEFAULT_LAG_THRESHOLD,
+    lag_seconds_threshold: LagSecondsThreshold = DEFAULT_LAG_SECONDS_THRESHOLD,
     connect_url: ConnectUrls = None,
     connect_user: ConnectUser = None,
     connect_password: ConnectPassword = None,
@@ -125,14 +127,15 @@ def inspect(
     --spark-checkpoint gives its Kafka sources rows like a group's, named spark:<query id>.
 
     Every replicated source partition gets a row too: MM2's next offset to copy (from the Connect worker's
-    MirrorSourceConnector offsets, or dedicated-mode MM2's offsets topic), its lag, the records lost to
-    retention, a source reset, and the age of its newest offset sync.
+    MirrorSourceConnector offsets, or dedicated-mode MM2's offsets topic), its lag in records and in seconds
+    (the age of the oldest record waiting), the time before retention deletes that record, the records lost
+    to retention, a source reset, and the age of its newest offset sync. The table gives each flow's
+    recovery point: the records and the time losing its source now would lose.
 
     Exit code 0 when every row is ok, 10 when any row is a problem (see README "Exit codes").
     """
     from mm2ctl.cli import run_log
     from mm2ctl.cli.progress_bar import terminal_progress
-    from mm2ctl.inspector.inspection import InspectOptions
     from mm2ctl.inspector.opening import SparkPlace, open_inspection
     from mm2ctl.inspector.selection import Selection
 
@@ -152,6 +155,7 @@ def inspect(
         only_problems=only_problems,
         exact=exact,
         lag_threshold=lag_threshold,
+        lag_seconds_threshold=lag_seconds_threshold,
         state_cache=not no_cache,
         spark_checkpoints=tuple(spark_checkpoint or ()),
     )
@@ -172,7 +176,7 @@ def inspect(
             started = time.monotonic()
             result = inspector.run(progress=say)
         if watch is not None:
-            _watch(inspector, result, watch, quiet=quiet, lag_threshold=lag_threshold)
+            _watch(inspector, result, watch, quiet=quiet, options=options)
             return
         try:
             _write(
@@ -183,7 +187,7 @@ def inspect(
                 say=say,
                 config=config,
                 started=started,
-                lag_threshold=lag_threshold,
+                options=options,
             )
             for note in result.notes:
                 if fmt is not Format.table:
@@ -207,7 +211,7 @@ def _write(
     say: Progress,
     config: MM2Setup,
     started: float,
-    lag_threshold: int,
+    options: InspectOptions,
 ) -> None:
     """The result in ``fmt``, to ``output`` or stdout."""
     from mm2ctl.inspector.output.row_files import write_csv, write_json_lines, write_parquet
@@ -235,14 +239,16 @@ def _write(
     target: TextIO
     with Path(output).open("w", newline="", encoding="utf-8") if output else nullcontext(sys.stdout) as target:
         if fmt is Format.table:
-            for line in [*inspect_summary_lines(result), *replication_summary_lines(result, lag_threshold)]:
+            for line in [*inspect_summary_lines(result), *replication_summary_lines(result, options)]:
                 target.write(line + "\n")
             return
         table = result.partitions if by_partition else result.rows.to_arrow()
         (write_csv if fmt is Format.csv else write_json_lines)(table, target)
 
 
-def _watch(inspector: Inspector, first: InspectionResult, seconds: float, *, quiet: bool, lag_threshold: int) -> None:
+def _watch(
+    inspector: Inspector, first: InspectionResult, seconds: float, *, quiet: bool, options: InspectOptions
+) -> None:
     """Print the table of ``first``, then inspect every ``seconds`` in the same session until Ctrl-C (the
     inspection's opener closes the inspector)."""
     from mm2ctl.cli.progress_bar import terminal_progress
@@ -252,7 +258,7 @@ def _watch(inspector: Inspector, first: InspectionResult, seconds: float, *, qui
         while True:
             stamp = time.strftime("%Y-%m-%d %H:%M:%S")
             typer.echo(f"-- {stamp} --")
-            for line in [*inspect_summary_lines(result), *replication_summary_lines(result, lag_threshold)]:
+            for line in [*inspect_summary_lines(result), *replication_summary_lines(result, options)]:
                 typer.echo(line)
             result.close()
             deadline = time.monotonic() + seconds

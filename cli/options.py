@@ -168,6 +168,15 @@ LagThreshold = Annotated[
         help="A replicated partition with more records than this waiting to be copied is 'lagging'.",
     ),
 ]
+LagSecondsThreshold = Annotated[
+    float,
+    typer.Option(
+        "--lag-seconds-threshold",
+        min=0.0,
+        metavar="SECONDS",
+        help="A replicated partition whose oldest record waiting to be copied is older than this is 'lagging'.",
+    ),
+]
 SparkMaster = Annotated[
     str | None, typer.Option("--spark-master", help="Spark master URL (default: local[*], embedded).")
 ]

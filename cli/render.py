@@ -21,7 +21,8 @@ from mm2ctl.core.exit_codes import ExitCode, meaning_of
 if TYPE_CHECKING:
     from mm2ctl.core.config.describe import Difference, SetupReport
     from mm2ctl.drill.failover_drill import DrillResult
-    from mm2ctl.inspector.output.inspection_result import InspectionResult
+    from mm2ctl.inspector.output.inspection_result import InspectionResult, RecoveryPoint
+    from mm2ctl.inspector.selection import InspectOptions
     from mm2ctl.lab.control import LabInfo, LabStatus
     from mm2ctl.plans.document import Plan
     from mm2ctl.plans.planners.failover.planner import FailoverReport
@@ -226,14 +227,21 @@ def inspect_summary_lines(result: InspectionResult) -> list[str]:
     return lines
 
 
-def replication_summary_lines(result: InspectionResult, lag_threshold: int, *, max_problem_rows: int = 40) -> list[str]:
-    """The ``table`` format's replication section: per pair, where MM2's position came from, the replicated
-    partitions per status with their lag and loss, the freshness of offset syncs and checkpoints, then the
-    problem partitions."""
-    from mm2ctl.inspector.output.inspection_result import summarize_partitions
+def replication_summary_lines(
+    result: InspectionResult, options: InspectOptions, *, max_problem_rows: int = 40
+) -> list[str]:
+    """The ``table`` format's replication section: per pair, where MM2's position came from, its recovery point
+    and retention margin, the replicated partitions per status with their lag and loss, the freshness of
+    offset syncs and checkpoints, then the problem partitions."""
+    from mm2ctl.inspector.output.inspection_result import recovery_points, summarize_partitions
 
-    lines = ["", f"replication (MM2's next offset to copy against the source; lagging above {lag_threshold} records)"]
+    lines = [
+        "",
+        "replication (MM2's next offset to copy against the source; lagging above "
+        f"{options.lag_threshold} records or {options.lag_seconds_threshold:g} s)",
+    ]
     summary = summarize_partitions(result.partitions)
+    points = recovery_points(result.partitions)
     for position in result.positions:
         pair = position.pair
         rows = [r for r in summary if r.pair == pair]
@@ -242,6 +250,7 @@ def replication_summary_lines(result: InspectionResult, lag_threshold: int, *, m
         lines.append(f"{pair}: {total} replicated partition(s), {problems} problem(s)")
         if position.known:
             lines.append(f"  MM2's position: {position.read_from}")
+            lines.append(f"  {recovery_point_line(points.get(pair))}")
         else:
             lines.append(f"  MM2's position is unknown: {position.reason}")
         lines.append(f"  {'status':<18} {'ok':<4} {'partitions':>10} {'lag':>12} {'lost':>10} {'oldest sync':>12}")
@@ -271,6 +280,16 @@ def replication_summary_lines(result: InspectionResult, lag_threshold: int, *, m
         if more > 0:
             lines.append(f"  … and {more} more; --rows partitions --format csv|json writes every row")
     return lines
+
+
+def recovery_point_line(point: RecoveryPoint | None) -> str:
+    """A flow's recovery point (what the source dying now would lose) and its retention margin, in words."""
+    if point is None:
+        return "recovery point: no replicated partition"
+    line = f"recovery point: {_num(point.records)} record(s), the oldest {_age(point.seconds)} old"
+    if point.margin_seconds is None:
+        return line + "; retention margin: none (nothing waiting, compacted or unlimited)"
+    return line + f"; retention margin: {_age(point.margin_seconds)} ({point.margin_basis})"
 
 
 def _age(seconds: float | None) -> str:

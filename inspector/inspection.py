@@ -25,7 +25,7 @@ import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import pyarrow as pa
@@ -34,6 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from mm2ctl.connect_client import ConnectClient
 from mm2ctl.core.config.flow_conditions import FlowCondition
 from mm2ctl.core.config.mm2_config import MM2Config, PairConfig
+from mm2ctl.core.errors import KafkaClusterError
 from mm2ctl.core.progress import Progress, no_progress
 from mm2ctl.inspector import exact, schemas
 from mm2ctl.inspector.kept.changed_groups import ClassifyInputs, changed_groups, worth_merging
@@ -52,6 +53,7 @@ from mm2ctl.inspector.spark.compat import frame_from_arrow, to_arrow
 from mm2ctl.inspector.spark.frames import release
 from mm2ctl.inspector.spark.task_progress import counting_tasks
 from mm2ctl.inspector.transforms import classify, replication_health, summary
+from mm2ctl.inspector.transforms.sql_text import literal
 from mm2ctl.inspector.transforms.translated_offsets import translate
 
 #: How long a live session keeps the flows' observed conditions (``inspector.reads.flow_notes.observe``).
@@ -235,6 +237,8 @@ class Inspector:
             if isinstance(t, Unreadable) and (t.denied or not flow_notes.expected_absent(pair, t.topic))
         ]
         notes += [TopicNote(*n) for n in flow_notes.condition_notes(read.conditions)]
+        if read.replication.waiting_note:  # the lag in seconds and the retention margins are null
+            notes.append(TopicNote(pair.name, "(replicated topics)", pair.source, read.replication.waiting_note))
         progress(f"{pair.name}: reading {pair.offset_syncs_topic} and {pair.checkpoints_topic} with Spark")
         checkpoints = read.checkpoints if isinstance(read.checkpoints, TopicSnapshot) else None
         syncs = read.syncs if isinstance(read.syncs, TopicSnapshot) else None
@@ -289,7 +293,8 @@ class Inspector:
         # gone before the output read them again.
         rows = rows.localCheckpoint()  # schemas.KEPT_ROWS_SCHEMA's columns
         cached.append(rows)
-        return rows, [r.asDict(recursive=True) for r in summary.group_figures(rows).collect()]
+        figures = [r.asDict(recursive=True) for r in summary.group_figures(rows).collect()]
+        return self._with_checkpoint_lag(state.pairs, rows), figures
 
     def _live_rows(
         self, read: PairRead, progress: Progress, cached: list[DataFrame]
@@ -315,7 +320,31 @@ class Inspector:
         self._rows[pair] = now
         if before is not None:
             before.release_unshared(now)
-        return replication_health.with_group_checkpoint_age(now.rows(pair), as_of=as_of), now.figures_at(as_of)
+        rows = replication_health.with_group_checkpoint_age(now.rows(pair), as_of=as_of)
+        return self._with_checkpoint_lag([read], rows), now.figures_at(as_of)
+
+    def _with_checkpoint_lag(self, reads: Sequence[PairRead], rows: DataFrame) -> DataFrame:
+        """``rows`` with what a failover now would replay, in time, where the position is exact: the records at
+        the exact rows' positions read on both clusters (``inspector.reads.replay_time``)."""
+        from mm2ctl.inspector.reads.replay_time import MAX_PROBES, ReplayProbe, replay_seconds
+
+        names = [f.name for f in fields(ReplayProbe)]
+        found: list[dict[str, Any]] = []
+        for read in reads:
+            pair = read.pair
+            wanted = rows.where(f"cluster_pair = {literal(pair.name)} AND {replication_health.REPLAY_PROBES}")
+            probes = [
+                ReplayProbe(**{n: r[n] for n in names}) for r in wanted.select(*names).limit(MAX_PROBES).collect()
+            ]
+            try:
+                seconds = replay_seconds(pair.source_kafka_config, pair.target_kafka_config, probes)
+            except KafkaClusterError:
+                continue  # unreadable: those rows' replay in time stays null
+            found += [{"cluster_pair": pair.name, "group": g, "topic": t, "partition": p, "seconds": v}
+                      for (g, t, p), v in seconds.items()]  # fmt: skip
+        table = pa.Table.from_pylist(found, schema=schemas.arrow_schema(schemas.REPLAY_SECONDS_SCHEMA))
+        lags = frame_from_arrow(self.spark, table, schemas.REPLAY_SECONDS_SCHEMA)
+        return replication_health.with_checkpoint_lag(rows, lags)
 
     @contextlib.contextmanager
     def _shuffles_for(self, rows: int) -> Iterator[None]:
@@ -362,7 +391,7 @@ class Inspector:
             source_groups=frame_from_arrow(spark, inputs.source_groups, schemas.GROUP_STATES_SCHEMA),
             target_groups=frame_from_arrow(spark, inputs.target_groups, schemas.GROUP_STATES_SCHEMA),
             checkpoints=checkpoints,
-            mm2_positions=frame_from_arrow(spark, inputs.mm2_positions, schemas.REPLICATED_PARTITIONS_SCHEMA),
+            mm2_positions=frame_from_arrow(spark, inputs.mm2_positions, schemas.MM2_POSITIONS_SCHEMA),
         )
         classified = classify.classify(
             joined,
@@ -400,7 +429,11 @@ class Inspector:
             newest = frame_from_arrow(self.spark, _newest_table(read.pair.name, kept), schemas.NEWEST_SYNCS_SCHEMA)
             frames.append(
                 replication_health.classify_partitions(
-                    partitions, newest, lag_threshold=self.options.lag_threshold, as_of=read.replication.read_at
+                    partitions,
+                    newest,
+                    lag_threshold=self.options.lag_threshold,
+                    lag_seconds_threshold=self.options.lag_seconds_threshold,
+                    as_of=read.replication.read_at,
                 )
             )
         rows = functools.reduce(DataFrame.unionByName, frames)
@@ -434,7 +467,7 @@ def _classify_inputs(read: PairRead) -> ClassifyInputs:
         target_group_offsets=state.target_group_offsets,
         source_groups=state.source_groups,
         target_groups=state.target_groups,
-        mm2_positions=read.replication.partitions,
+        mm2_positions=read.replication.partitions.select(schemas.MM2_POSITIONS_SCHEMA.names),
     )
 
 

@@ -308,8 +308,9 @@ CLASSIFIED_SCHEMA = StructType(
 
 #: The driver's input (``inspector.reads.replicated_partitions``): one row per replicated source partition.
 #: ``position_known`` is the pair's (false: no way to read MM2's position); ``mm2_next_offset`` is null for a
-#: partition MM2 stored no position for; ``error`` joins the row's failed lookups.
-REPLICATED_PARTITIONS_SCHEMA = StructType(
+#: partition MM2 stored no position for; ``error`` joins the row's failed lookups. The lag in time and the
+#: retention margin follow (``inspector.reads.waiting_records``), computed on the driver.
+MM2_POSITIONS_SCHEMA = StructType(
     [
         _f("cluster_pair", StringType(), False),
         _f("topic", StringType(), False),
@@ -323,6 +324,19 @@ REPLICATED_PARTITIONS_SCHEMA = StructType(
         _f("error", StringType()),
     ]
 )
+#: The lag in time and the retention margin, computed on the driver (``inspector.reads.waiting_records``).
+#: They change at every run while records wait, so the classification's inputs leave them out
+#: (``MM2_POSITIONS_SCHEMA``): a live session classifies a group again only when its partition's position moved.
+LAG_IN_TIME_FIELDS = [
+    _f("replication_lag_seconds", DoubleType()),
+    _f("lag_timestamp_type", StringType()),
+    _f("oldest_waiting_timestamp", TimestampType()),
+    _f("retention_ms", LongType()),
+    _f("retention_ms_source", StringType()),
+    _f("retention_margin_seconds", DoubleType()),
+    _f("retention_margin_basis", StringType()),
+]
+REPLICATED_PARTITIONS_SCHEMA = StructType([*MM2_POSITIONS_SCHEMA.fields, *LAG_IN_TIME_FIELDS])
 
 #: The newest offset-sync record of each source partition that has one (``inspector.kept.pair_topics``).
 NEWEST_SYNCS_SCHEMA = StructType(
@@ -358,6 +372,7 @@ PARTITION_HEALTH_SCHEMA = StructType(
         _f("is_ok", BooleanType(), False),
         _f("message", StringType(), False),
         _f("error", StringType()),
+        *LAG_IN_TIME_FIELDS,
     ]
 )
 
@@ -371,11 +386,34 @@ GROUP_CHECKPOINT_AGE = "group_checkpoint_age_seconds"
 FRESH_CHECKPOINT = "_fresh_checkpoint"
 GROUP_NEWEST_CHECKPOINT = "_group_newest_checkpoint"
 
-#: The group-partition rows as reported: ``classify.classify``'s columns, then the group's checkpoint age.
-GROUP_ROWS_SCHEMA = StructType([*CLASSIFIED_SCHEMA.fields, _f(GROUP_CHECKPOINT_AGE, DoubleType())])
-#: The group-partition rows as an inspection holds them: ``GROUP_ROWS_SCHEMA``'s columns, then the hidden ones.
+#: The column ``with_checkpoint_lag`` appends: what a failover now would replay, in time
+#: (``inspector.reads.replay_time``).
+CHECKPOINT_LAG = "checkpoint_lag_seconds"
+
+#: The group-partition rows as reported: ``classify.classify``'s columns, the group's checkpoint age, then the
+#: replay in time.
+GROUP_ROWS_SCHEMA = StructType(
+    [*CLASSIFIED_SCHEMA.fields, _f(GROUP_CHECKPOINT_AGE, DoubleType()), _f(CHECKPOINT_LAG, DoubleType())]
+)
+#: The group-partition rows as an inspection keeps them: ``classify.classify``'s columns, the group's checkpoint
+#: age, then the hidden ones (the replay in time is read again at every run).
 KEPT_ROWS_SCHEMA = StructType(
-    [*GROUP_ROWS_SCHEMA.fields, _f(FRESH_CHECKPOINT, TimestampType()), _f(GROUP_NEWEST_CHECKPOINT, TimestampType())]
+    [
+        *CLASSIFIED_SCHEMA.fields,
+        _f(GROUP_CHECKPOINT_AGE, DoubleType()),
+        _f(FRESH_CHECKPOINT, TimestampType()),
+        _f(GROUP_NEWEST_CHECKPOINT, TimestampType()),
+    ]
+)
+#: Each exact row's replay in time as the driver read it (``inspector.reads.replay_time``).
+REPLAY_SECONDS_SCHEMA = StructType(
+    [
+        _f("cluster_pair", StringType(), False),
+        _f("group", StringType(), False),
+        _f("topic", StringType(), False),
+        _f("partition", IntegerType(), False),
+        _f("seconds", DoubleType()),
+    ]
 )
 
 

@@ -34,6 +34,10 @@ class Selection:
 
 #: More records than this waiting to be copied makes a replicated partition ``lagging`` (``--lag-threshold``).
 DEFAULT_LAG_THRESHOLD = 10_000
+#: A replicated partition whose oldest record waiting to be copied is older than this (seconds) is ``lagging``
+#: (``--lag-seconds-threshold``): twice MM2's default ``offset.flush.interval.ms``, the most a healthy MM2's
+#: stored position trails what it copied (``inspector.transforms.replication_health``).
+DEFAULT_LAG_SECONDS_THRESHOLD = 120.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +49,8 @@ class InspectOptions:
     exact: bool = False
     #: More records than this waiting to be copied makes a replicated partition ``lagging``.
     lag_threshold: int = DEFAULT_LAG_THRESHOLD
+    #: An oldest record waiting older than this (seconds) makes a replicated partition ``lagging``.
+    lag_seconds_threshold: float = DEFAULT_LAG_SECONDS_THRESHOLD
     #: Set ``spark.sql.shuffle.partitions`` for each run from its size (off when the user chose it).
     size_shuffles: bool = True
     #: Structured Streaming checkpoints whose Kafka sources get rows like a group's

@@ -285,6 +285,8 @@ PARTITION_MESSAGES: dict[PartitionStatus, str] = {
         "Not started: MM2 has stored no position for this partition, which holds records; check the "
         "MirrorSourceConnector's tasks and topic filter."
     ),
-    PartitionStatus.LAGGING: "Lagging: more records wait to be copied than the lag threshold allows.",
+    PartitionStatus.LAGGING: (
+        "Lagging: more records wait, or the oldest has waited longer, than the lag thresholds allow."
+    ),
     PartitionStatus.REPLICATING: "Replicating: MM2 keeps up with this partition.",
 }

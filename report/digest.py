@@ -79,6 +79,20 @@ class FlowDigest:
     sync_ages: Listing | None
     #: group, checkpoint age (s): the oldest.
     checkpoint_ages: Listing
+    #: What losing the flow's source now would lose, and the least time retention leaves; None without
+    #: replicated-partition rows.
+    recovery: Recovery | None = None
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """A flow's recovery point (records waiting, the oldest one's age) and its smallest retention margin
+    with its basis; None where no row knows."""
+
+    records: int | None
+    seconds: float | None
+    margin_seconds: float | None
+    margin_basis: str | None
 
 
 @dataclass(frozen=True)
@@ -175,6 +189,7 @@ def _flow_digest(flow: str, groups: pa.Table, per_group: pa.Table, partitions: p
         p = p.append_column("where", _label(p))
         part_statuses = _statuses(p)
         lag, lost, sync_ages = _partition_charts(p)
+    recovery = _recovery(p) if partitions is not None else None
     return FlowDigest(
         flow=flow,
         group_statuses=_statuses(g),
@@ -194,6 +209,20 @@ def _flow_digest(flow: str, groups: pa.Table, per_group: pa.Table, partitions: p
             ["group", "group_checkpoint_age_seconds_min"],
             CHART_BARS,
         ),
+        recovery=recovery,
+    )
+
+
+def _recovery(p: pa.Table) -> Recovery:
+    """``Recovery`` of one flow's replicated-partition rows: the sum of records waiting, the oldest age, and
+    the row with the smallest margin."""
+    margins = p.filter(pc.is_valid(p["retention_margin_seconds"]))
+    least = margins.sort_by([("retention_margin_seconds", "ascending")]).slice(0, 1).to_pylist()
+    return Recovery(
+        records=pc.sum(p["replication_lag_records"]).as_py(),
+        seconds=pc.max(p["replication_lag_seconds"]).as_py(),
+        margin_seconds=least[0]["retention_margin_seconds"] if least else None,
+        margin_basis=least[0]["retention_margin_basis"] if least else None,
     )
 
 

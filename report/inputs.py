@@ -62,8 +62,13 @@ PARTITION_ROW_SCHEMA = pa.schema(
         ("records_lost_to_retention", pa.int64()),
         ("offset_sync_age_seconds", pa.float64()),
         ("error", pa.string()),
+        ("replication_lag_seconds", pa.float64()),
+        ("retention_margin_seconds", pa.float64()),
+        ("retention_margin_basis", pa.string()),
     ]
 )
+#: Columns an inspection saved before mm2ctl wrote them lacks: read as nulls.
+OPTIONAL_COLUMNS = frozenset({"replication_lag_seconds", "retention_margin_seconds", "retention_margin_basis"})
 
 #: A column only each kind of rows has, to tell the user which option a file belongs to.
 _KIND_MARKERS = {"group": "group", "partition": "replication_lag_records"}
@@ -85,11 +90,15 @@ class InspectionTables:
 
 def conform(table: pa.Table, schema: pa.Schema, *, path: str) -> pa.Table:
     """``table``'s columns of ``schema``, in its order and types; missing ones are an ``InspectionFileError``."""
-    missing = [name for name in schema.names if name not in table.column_names]
+    missing = [name for name in schema.names if name not in table.column_names and name not in OPTIONAL_COLUMNS]
     if missing:
         raise InspectionFileError(path, _missing_text(missing, schema))
     try:
-        return pa.table([table[f.name].cast(f.type) for f in schema], schema=schema)
+        columns = [
+            table[f.name].cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+            for f in schema
+        ]
+        return pa.table(columns, schema=schema)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise InspectionFileError(path, f"a column has the wrong type: {exc}") from exc
 
@@ -152,7 +161,7 @@ def _read_json_lines(path: Path, schema: pa.Schema, shown: str) -> pa.Table:
         raise InspectionFileError(
             shown, "neither Parquet nor JSON lines (`inspect --format parquet` or `--format json` writes those)"
         )
-    missing = [name for name in schema.names if name not in columns]
+    missing = [name for name in schema.names if name not in columns and name not in OPTIONAL_COLUMNS]
     if missing:
         raise InspectionFileError(shown, _missing_text(missing, schema))
     options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")

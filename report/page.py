@@ -24,7 +24,7 @@ from plotly.offline import get_plotlyjs
 from mm2ctl.core.config.describe import SetupReport
 from mm2ctl.core.security.redaction import redact_json, redact_text
 from mm2ctl.report.charts import flow_charts
-from mm2ctl.report.digest import GROUP_LIMIT, ROW_LIMIT, WORST_ROWS, Digest, digest
+from mm2ctl.report.digest import GROUP_LIMIT, ROW_LIMIT, WORST_ROWS, Digest, Recovery, digest
 from mm2ctl.report.inputs import InspectionTables
 
 _CSP = (
@@ -116,11 +116,34 @@ def _header(tables: InspectionTables, d: Digest, setup: SetupReport | None, at: 
     )
 
 
+def _seconds(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:,.1f} s"
+
+
+def recovery_html(r: Recovery | None) -> str:
+    """A flow's recovery point and retention margin, above its charts (the lag heat map among them)."""
+    if r is None:
+        return ""
+    records = "unknown" if r.records is None else f"{r.records:,} records"
+    margin = (
+        "none (nothing waits, or the topics are compacted or kept without limit)"
+        if r.margin_seconds is None
+        else f"{_seconds(r.margin_seconds)} ({_e(r.margin_basis)})"
+    )
+    return (
+        "<p class='recovery'><strong>Recovery point</strong> (what losing the source now would lose): "
+        f"<span class='recovery-records'>{records}</span>, the oldest "
+        f"<span class='recovery-seconds'>{_seconds(r.seconds)}</span> old. <strong>Retention margin</strong> "
+        f"(the least time before the source deletes a record MM2 has not copied): "
+        f"<span class='retention-margin'>{margin}</span>.</p>"
+    )
+
+
 def _sections(d: Digest, lag_threshold: int) -> str:
     nav = "".join(f"<a href='#flow-{i}'>{_e(f.flow)}</a>" for i, f in enumerate(d.flows))
     flows = "".join(
-        f"<section id='flow-{i}' class='flow'><h2>Flow {_e(f.flow)}</h2><div class='charts' data-flow='{i}'></div>"
-        "</section>"
+        f"<section id='flow-{i}' class='flow'><h2>Flow {_e(f.flow)}</h2>{recovery_html(f.recovery)}"
+        f"<div class='charts' data-flow='{i}'></div></section>"
         for i, f in enumerate(d.flows)
     )
     rows_note = (

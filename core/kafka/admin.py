@@ -32,6 +32,7 @@ from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
+    ConfigSource,
     NewTopic,
     OffsetSpec,
     ResourceType,
@@ -46,6 +47,14 @@ log = logging.getLogger("mm2ctl.kafka")
 TP = tuple[str, int]
 T = TypeVar("T")
 R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigValue:
+    """A topic config's effective value and where it comes from: ``topic``, ``broker`` or ``default``."""
+
+    value: str
+    source: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,6 +419,25 @@ class KafkaAdmin:
                 out[res.name] = item_error(exc)
         return out
 
+    def topic_config_sources(self, topics: Sequence[str]) -> dict[str, dict[str, ConfigValue] | ItemError]:
+        """The effective configs of many topics in one request, each value with where it comes from
+        (``ConfigValue.source``: ``topic``, ``broker`` or ``default``), or each topic's error."""
+        resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
+        if not resources:
+            return {}
+        try:
+            futures = self._client.describe_configs(resources, request_timeout=self._timeout)
+        except Exception as exc:
+            raise _raise_whole_call(f"describing topic configs on {self._name}", exc) from exc
+        out: dict[str, dict[str, ConfigValue] | ItemError] = {}
+        for res, fut in futures.items():
+            try:
+                entries = fut.result().items()
+                out[res.name] = {n: ConfigValue(e.value, config_source(e.source)) for n, e in entries if e.value}
+            except Exception as exc:
+                out[res.name] = item_error(exc)
+        return out
+
     def set_topic_config(self, topic: str, name: str, value: str) -> None:
         """Incrementally SET one topic config, leaving the others as they are."""
         res = ConfigResource(
@@ -634,6 +662,18 @@ class KafkaAdmin:
             err = item_error(exc)
             return [PartitionResult(t, p, None, err) for t, p in sorted(wanted)]
         return [PartitionResult(t, p, None, None) for t, p in sorted(wanted)]
+
+
+def config_source(source: Any) -> str:
+    """Where a topic config's value comes from: set on the topic, a broker setting, or Kafka's default.
+    ``describe_configs`` gives librdkafka's number (``rd_kafka_ConfigSource_t``), not the enum."""
+    try:
+        name = ConfigSource(getattr(source, "value", source)).name
+    except ValueError:
+        name = "UNKNOWN_CONFIG"
+    if name == "DYNAMIC_TOPIC_CONFIG":
+        return "topic"
+    return "default" if name in ("DEFAULT_CONFIG", "UNKNOWN_CONFIG") else "broker"
 
 
 def _state_name(state: Any) -> str:

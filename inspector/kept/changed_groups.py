@@ -60,7 +60,7 @@ class ClassifyInputs:
     """A pair's admin state and MM2's position as its classification read them, in ``inspector.schemas``' shapes:
     the source group offsets (``SOURCE_GROUP_OFFSETS_SCHEMA``, the run's errors applied), the source and target
     partitions, the target group offsets, the source and target groups, and MM2's position per partition
-    (``REPLICATED_PARTITIONS_SCHEMA``)."""
+    (``MM2_POSITIONS_SCHEMA``)."""
 
     group_offsets: pa.Table
     source_partitions: pa.Table

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from mm2ctl.core.config.mm2_config import MM2Config
 from mm2ctl.core.kafka.group_admin import GROUP_TYPES
-from mm2ctl.inspector.output.inspection_result import InspectionResult
+from mm2ctl.inspector.output.inspection_result import InspectionResult, RecoveryPoint, recovery_points
 from mm2ctl.inspector.statuses import PartitionStatus, Status
 
 
@@ -28,6 +28,8 @@ class PartitionMetrics:
     replication_lag_records: int | None
     records_lost_to_retention: int | None
     offset_sync_age_seconds: float | None
+    replication_lag_seconds: float | None = None
+    retention_margin_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,8 @@ class InspectionMetrics:
     checkpoint_interval_seconds: Mapping[str, float] = field(default_factory=dict)
     #: (flow, group type) -> inspected groups; every type of every flow, zeros included.
     groups_by_type: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    #: flow -> what its source dying now would lose (``inspection_result.recovery_points``).
+    recovery_points: Mapping[str, RecoveryPoint] = field(default_factory=dict)
 
 
 def inspection_metrics(result: InspectionResult, config: MM2Config) -> InspectionMetrics:
@@ -74,6 +78,8 @@ def inspection_metrics(result: InspectionResult, config: MM2Config) -> Inspectio
             replication_lag_records=r["replication_lag_records"],
             records_lost_to_retention=r["records_lost_to_retention"],
             offset_sync_age_seconds=r["offset_sync_age_seconds"],
+            replication_lag_seconds=r["replication_lag_seconds"],
+            retention_margin_seconds=r["retention_margin_seconds"],
         )
         for r in result.partitions.select(_PARTITION_FIELDS).to_pylist()
     )
@@ -90,6 +96,7 @@ def inspection_metrics(result: InspectionResult, config: MM2Config) -> Inspectio
             name: float(config.pair(name).emit_checkpoints_interval_seconds) for name in result.pairs
         },
         groups_by_type=_groups_by_type(result),
+        recovery_points=recovery_points(result.partitions),
     )
 
 
@@ -109,4 +116,6 @@ _PARTITION_FIELDS = [
     "replication_lag_records",
     "records_lost_to_retention",
     "offset_sync_age_seconds",
+    "replication_lag_seconds",
+    "retention_margin_seconds",
 ]

@@ -209,6 +209,38 @@ def summarize_partitions(partitions: pa.Table) -> tuple[PartitionStatusCount, ..
 
 
 @dataclass(frozen=True, slots=True)
+class RecoveryPoint:
+    """What a flow would lose if its source died now: the records MM2 has not copied (over its partitions),
+    the age of the oldest of them (the largest ``replication_lag_seconds``), and the least time before
+    retention deletes one (the smallest ``retention_margin_seconds``, with its basis). None: not known."""
+
+    pair: str
+    records: int | None
+    seconds: float | None
+    margin_seconds: float | None
+    margin_basis: str | None
+
+
+def recovery_points(partitions: pa.Table) -> dict[str, RecoveryPoint]:
+    """Each pair's ``RecoveryPoint`` from its replicated-partition rows."""
+    rows: dict[str, list[Mapping[str, Any]]] = {}
+    for row in partitions.to_pylist():
+        rows.setdefault(row["cluster_pair"], []).append(row)
+    out = {}
+    for pair, its in sorted(rows.items()):
+        seconds = [r["replication_lag_seconds"] for r in its if r.get("replication_lag_seconds") is not None]
+        margins = [
+            (r["retention_margin_seconds"], r["retention_margin_basis"])
+            for r in its
+            if r.get("retention_margin_seconds") is not None
+        ]
+        margin, basis = min(margins) if margins else (None, None)
+        records = _sum(r["replication_lag_records"] for r in its)
+        out[pair] = RecoveryPoint(pair, records, max(seconds, default=None), margin, basis)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
 class TopicNote:
     """What a run noticed about an internal topic: missing, unreadable, malformed records skipped, or read
     again in full."""

@@ -26,6 +26,10 @@ from mm2ctl.inspector.output.health_metrics import InspectionMetrics
 #: Every metric this module exposes (without the ``_total`` of the counter), for docs and tests.
 METRIC_NAMES = (
     "mm2ctl_replication_lag_records",
+    "mm2ctl_replication_lag_seconds",
+    "mm2ctl_replication_retention_margin_seconds",
+    "mm2ctl_flow_recovery_point_records",
+    "mm2ctl_flow_recovery_point_seconds",
     "mm2ctl_records_lost_to_retention",
     "mm2ctl_offset_sync_age_seconds",
     "mm2ctl_checkpoint_age_seconds",
@@ -129,6 +133,7 @@ def metric_families(m: InspectionMetrics) -> Iterator[Metric]:
         if p.offset_sync_age_seconds is not None:
             sync_age.add_metric(labels, p.offset_sync_age_seconds)
     yield from (lag, lost, sync_age)
+    yield from _lag_in_time(m)
 
     checkpoint_age = GaugeMetricFamily(
         "mm2ctl_checkpoint_age_seconds",
@@ -185,6 +190,45 @@ def metric_families(m: InspectionMetrics) -> Iterator[Metric]:
     for (flow, status), count in sorted(m.replicated_partitions.items()):
         replicated.add_metric([flow, status], count)
     yield replicated
+
+
+def _lag_in_time(m: InspectionMetrics) -> Iterator[Metric]:
+    """MM2's lag in seconds per partition, the retention margin, and each flow's recovery point."""
+    seconds = GaugeMetricFamily(
+        "mm2ctl_replication_lag_seconds",
+        "Age of the oldest source record MM2 has not copied (its timestamp against the source's bounds read); "
+        "0 when MM2 is caught up.",
+        labels=PARTITION_LABELS,
+    )
+    margin = GaugeMetricFamily(
+        "mm2ctl_replication_retention_margin_seconds",
+        "Time until the source's retention may delete the oldest record MM2 has not copied; no sample when "
+        "nothing waits, the topic is compacted or its retention unlimited.",
+        labels=PARTITION_LABELS,
+    )
+    for p in m.partitions:
+        labels = [p.flow, p.topic, str(p.partition)]
+        if p.replication_lag_seconds is not None:
+            seconds.add_metric(labels, p.replication_lag_seconds)
+        if p.retention_margin_seconds is not None:
+            margin.add_metric(labels, p.retention_margin_seconds)
+    point_records = GaugeMetricFamily(
+        "mm2ctl_flow_recovery_point_records",
+        "Records MM2 has not copied over the flow's partitions: what the source dying now would lose.",
+        labels=["flow"],
+    )
+    point_seconds = GaugeMetricFamily(
+        "mm2ctl_flow_recovery_point_seconds",
+        "Age of the oldest record MM2 has not copied over the flow's partitions: the time the source dying now "
+        "would lose.",
+        labels=["flow"],
+    )
+    for flow, point in sorted(m.recovery_points.items()):
+        if point.records is not None:
+            point_records.add_metric([flow], point.records)
+        if point.seconds is not None:
+            point_seconds.add_metric([flow], point.seconds)
+    yield from (seconds, margin, point_records, point_seconds)
 
 
 def registry_of(collector: InspectionCollector) -> CollectorRegistry:

@@ -53,7 +53,7 @@ def join_target_state(
     are keyed by the remote name too, as MM2 writes them. Every input's ``error`` is carried into one
     ``error`` column (prefixed with where it came from), so one failed lookup marks its rows and nothing
     else; a source partition the job did not describe at all is reported as an error rather than guessed.
-    ``mm2_positions`` (``REPLICATED_PARTITIONS_SCHEMA``) gives each row MM2's position on its source partition.
+    ``mm2_positions`` (``MM2_POSITIONS_SCHEMA``) gives each row MM2's position on its source partition.
     """
     q = Statement()
     prefixed = [f"CASE WHEN {c} IS NOT NULL THEN concat({q.value(what + ': ')}, {c}) END" for c, what in _ERRORS]

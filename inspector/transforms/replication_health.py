@@ -23,12 +23,21 @@ Statuses, first match wins (``PartitionStatus``):
 3. ``source_reset``      as above.
 4. ``lost_records``      records were lost to retention.
 5. ``not_started``       MM2 has stored no position for a partition that holds records.
-6. ``lagging``           more than ``lag_threshold`` records wait to be copied.
+6. ``lagging``           more than ``lag_threshold`` records wait to be copied, or the oldest of them is more
+                         than ``lag_seconds_threshold`` seconds old (``replication_lag_seconds``); the message
+                         names both figures.
 7. ``replicating``       none of the above.
 
 The stored position trails what MM2 has copied by up to one offset flush (``offset.flush.interval.ms``,
 60 s by default), so a partition that takes many records a second shows that much lag while MM2 keeps up:
-set ``lag_threshold`` above one flush interval's traffic.
+set ``lag_threshold`` above one flush interval's traffic. In time, the record at the stored position was
+copied at most one flush interval before the position was stored, so a healthy MM2 shows at most about one
+interval: the default ``lag_seconds_threshold`` (``selection.DEFAULT_LAG_SECONDS_THRESHOLD``) is twice the
+default interval.
+
+The lag in time and the retention margin (``replication_lag_seconds``, ``retention_margin_seconds``, from
+the record waiting at MM2's position: ``inspector.reads.waiting_records``) come computed from the driver and
+pass through.
 
 Freshness comes from the record timestamps of the topics the job reads anyway: the age of a partition's newest
 offset sync (``offset_sync_age_seconds``), and of a group's newest checkpoint over the partitions inspected
@@ -41,8 +50,8 @@ import datetime as dt
 
 from pyspark.sql import DataFrame
 
-from mm2ctl.inspector.schemas import GROUP_CHECKPOINT_AGE, GROUP_NEWEST_CHECKPOINT
-from mm2ctl.inspector.selection import DEFAULT_LAG_THRESHOLD
+from mm2ctl.inspector.schemas import CHECKPOINT_LAG, GROUP_CHECKPOINT_AGE, GROUP_NEWEST_CHECKPOINT
+from mm2ctl.inspector.selection import DEFAULT_LAG_SECONDS_THRESHOLD, DEFAULT_LAG_THRESHOLD
 from mm2ctl.inspector.statuses import OK_PARTITION_STATUSES, PARTITION_MESSAGES, PartitionStatus
 from mm2ctl.inspector.transforms.sql_text import Statement, micros, moment, quoted
 
@@ -69,6 +78,7 @@ def classify_partitions(
     syncs: DataFrame,
     *,
     lag_threshold: int = DEFAULT_LAG_THRESHOLD,
+    lag_seconds_threshold: float = DEFAULT_LAG_SECONDS_THRESHOLD,
     as_of: dt.datetime,
 ) -> DataFrame:
     """One status per replicated source partition (module docstring), with its lag, loss and freshness.
@@ -107,7 +117,8 @@ def classify_partitions(
         WHEN source_reset THEN {s[PartitionStatus.SOURCE_RESET]}
         WHEN records_lost_to_retention > 0 THEN {s[PartitionStatus.LOST_RECORDS]}
         WHEN NOT {stored} AND source_latest > source_earliest THEN {s[PartitionStatus.NOT_STARTED]}
-        WHEN replication_lag_records > {q.value(lag_threshold)} THEN {s[PartitionStatus.LAGGING]}
+        WHEN replication_lag_records > {q.value(lag_threshold)}
+          OR replication_lag_seconds > {q.value(float(lag_seconds_threshold))} THEN {s[PartitionStatus.LAGGING]}
         ELSE {s[PartitionStatus.REPLICATING]} END AS status
       FROM staged
     )
@@ -116,13 +127,31 @@ def classify_partitions(
       newest_sync_downstream, newest_sync_timestamp,
       {age_seconds("newest_sync_timestamp", "as_of.at")} AS offset_sync_age_seconds,
       status, status IN ({ok}) AS is_ok,
-      {q.map_of({code.value: message for code, message in PARTITION_MESSAGES.items()})}[status] AS message,
+      CASE WHEN status = {s[PartitionStatus.LAGGING]} THEN {lagging_message(q, lag_threshold, lag_seconds_threshold)}
+        ELSE {q.map_of({code.value: message for code, message in PARTITION_MESSAGES.items()})}[status] END
+        AS message,
       coalesce(error, CASE WHEN source_earliest IS NULL OR source_latest IS NULL
-        THEN {q.value("source partition: no bounds")} END) AS error
+        THEN {q.value("source partition: no bounds")} END) AS error,
+      replication_lag_seconds, lag_timestamp_type, oldest_waiting_timestamp, retention_ms, retention_ms_source,
+      retention_margin_seconds, retention_margin_basis
     FROM classified CROSS JOIN {{as_of}} as_of
     """
     spark = partitions.sparkSession
     return q.run(spark, text, partitions=partitions, syncs=syncs, as_of=moment(spark, as_of))
+
+
+def lagging_message(q: Statement, lag_threshold: int, lag_seconds_threshold: float) -> str:
+    """SQL: a lagging partition's message, naming its records and seconds and both thresholds."""
+    age = (
+        "CASE WHEN replication_lag_seconds IS NULL THEN 'of unknown age' "
+        "ELSE format_string('%.1f s old', replication_lag_seconds) END"
+    )
+    limits = q.value(f"lagging above {lag_threshold:,} records or {lag_seconds_threshold:g} s")
+    head = q.value("Lagging: ")
+    return (
+        f"concat({head}, format_number(replication_lag_records, 0), "
+        f"{q.value(' records wait to be copied, the oldest ')}, {age}, {q.value(' (')}, {limits}, {q.value(').')})"
+    )
 
 
 def with_group_newest_checkpoint(classified: DataFrame) -> DataFrame:
@@ -147,3 +176,28 @@ def with_group_checkpoint_age(rows: DataFrame, *, as_of: dt.datetime) -> DataFra
     """
     spark = rows.sparkSession
     return Statement().run(spark, text, rows=rows, as_of=moment(spark, as_of))
+
+
+def with_checkpoint_lag(rows: DataFrame, seconds: DataFrame) -> DataFrame:
+    """``rows`` (group-partition rows) with ``checkpoint_lag_seconds``, where the position is exact: 0 when
+    the committed target offset is the translated position, else the driver's reading (``seconds``,
+    ``schemas.REPLAY_SECONDS_SCHEMA``, small, so broadcast; ``inspector.reads.replay_time``), null where it has
+    none. Null where the position is not exact."""
+    columns = ", ".join(f"r.{quoted(c)}" for c in rows.columns)
+    text = f"""
+    SELECT /*+ BROADCAST(l) */ {columns},
+      CASE WHEN r.replay_if_failover_now = 0 AND r.skip_if_failover_now = 0 THEN CAST(0 AS DOUBLE)
+           WHEN r.replay_if_failover_now IS NOT NULL THEN l.seconds END AS {CHECKPOINT_LAG}
+    FROM {{rows}} r LEFT JOIN {{seconds}} l
+      ON r.cluster_pair = l.cluster_pair AND r.`group` = l.`group` AND r.topic = l.topic
+        AND r.`partition` = l.`partition`
+    """
+    return Statement().run(rows.sparkSession, text, rows=rows, seconds=seconds)
+
+
+#: The exact rows whose replay in time the driver reads: a failover now would replay or skip something.
+REPLAY_PROBES = (
+    "replay_if_failover_now IS NOT NULL AND target_offset IS NOT NULL AND source_offset IS NOT NULL "
+    "AND source_latest IS NOT NULL AND target_latest IS NOT NULL "
+    "AND (replay_if_failover_now > 0 OR skip_if_failover_now > 0)"
+)

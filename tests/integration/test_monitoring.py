@@ -6,10 +6,10 @@ partition (Prometheus shows a lag of exactly 500), records are produced and dele
 three partitions. MM2 resumes and the lag goes back to 0 while the loss stays; the textfile output parses with
 prometheus_client. With MirrorCheckpointConnector paused while a group moves on, the group's checkpoint age
 passes the shipped alert's threshold, and Prometheus evaluates that alert. Every panel of the Grafana dashboard
-(examples/grafana/mm2ctl.json) returns data. SIGTERM then stops the exporter and its JVM.
+(examples/grafana/mm2ctl.json) returns data, but those of a metric only records waiting have (the retention
+margin: tests/integration/test_lag_in_time.py runs them). SIGTERM then stops the exporter and its JVM.
 
-Prometheus (Debian's `prometheus` package, which `.ci/run` installs) runs on loopback with a 1 s scrape and
-evaluation interval and the shipped rules file.
+Prometheus runs as tests/integration/prometheus_server.py starts it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -29,7 +28,6 @@ from typing import Any
 
 import pytest
 import requests
-import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from mm2ctl.connect_client import ConnectClient, build_connect_client
@@ -40,66 +38,14 @@ from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.lab import control as lab_core
 from mm2ctl.lab.control import LabFlow, LabInfo
 from mm2ctl.lab.process import free_port
+from tests.integration.prometheus_server import WAITING_ONLY, Prometheus, panel_queries
 from tests.integration.support import eventually
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-RULES = ROOT / "examples" / "prometheus" / "mm2ctl-rules.yaml"
 DASHBOARD = ROOT / "examples" / "grafana" / "mm2ctl.json"
 EXPORTER_INTERVAL_S = 5
-
-
-class Prometheus:
-    """A Prometheus server of the test's own on loopback, scraping the exporter every second."""
-
-    def __init__(self, folder: Path, target: str) -> None:
-        binary = shutil.which("prometheus")
-        if binary is None:
-            if os.environ.get("CI"):
-                pytest.fail("prometheus is missing: .ci/run installs Debian's prometheus package")
-            pytest.skip("prometheus is not installed (Debian: apt-get install prometheus)")
-        folder.mkdir(parents=True, exist_ok=True)
-        config = {
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "rule_files": [str(RULES)],
-            "scrape_configs": [{"job_name": "mm2ctl", "static_configs": [{"targets": [target]}]}],
-        }
-        (folder / "prometheus.yml").write_text(yaml.safe_dump(config))
-        self.url = f"http://127.0.0.1:{free_port()}"
-        self.log = folder / "prometheus.log"
-        self.proc = subprocess.Popen(
-            [
-                binary,
-                f"--config.file={folder / 'prometheus.yml'}",
-                f"--storage.tsdb.path={folder / 'data'}",
-                f"--web.listen-address={self.url.removeprefix('http://')}",
-            ],
-            stdout=self.log.open("w"),
-            stderr=subprocess.STDOUT,
-        )
-        eventually(self._ready, timeout_s=60, what="Prometheus ready")
-
-    def _ready(self) -> bool:
-        assert self.proc.poll() is None, self.log.read_text()[-3000:]
-        try:
-            return requests.get(f"{self.url}/-/ready", timeout=2).status_code == 200
-        except requests.RequestException:
-            return False
-
-    def query(self, promql: str) -> list[dict[str, Any]]:
-        answer = requests.get(f"{self.url}/api/v1/query", params={"query": promql}, timeout=10).json()
-        assert answer["status"] == "success", answer
-        return list(answer["data"]["result"])
-
-    def value(self, promql: str) -> float | None:
-        result = self.query(promql)
-        assert len(result) <= 1, result
-        return float(result[0]["value"][1]) if result else None
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
 
 
 @dataclass
@@ -234,12 +180,15 @@ def test_lag_loss_and_reset_while_mirroring_is_stopped(env: Env) -> None:
         what="Prometheus to show 50 records lost",
     )
 
-    proc = env.inspect("--rows", "partitions", "--format", "json")
+    # A day's threshold in time: this test is about records (tests/integration/test_lag_in_time.py: seconds).
+    proc = env.inspect("--rows", "partitions", "--format", "json", "--lag-seconds-threshold", "86400")
     assert proc.returncode == ExitCode.PROBLEMS_FOUND, proc.stderr
     rows = {r["topic"]: r for r in map(json.loads, proc.stdout.splitlines())}
     assert set(rows) >= {lag, lost, reset}, proc.stdout
     assert (rows[lag]["mm2_next_offset"], rows[lag]["source_latest"]) == (100, 600)
     assert (rows[lag]["replication_lag_records"], rows[lag]["status"]) == (500, "replicating")
+    assert rows[lag]["replication_lag_seconds"] > 0 and rows[lag]["lag_timestamp_type"] == "CreateTime"
+    assert rows[lost]["replication_lag_seconds"] == 0 and rows[lost]["retention_margin_seconds"] is None
     assert rows[lag]["newest_sync_upstream"] is not None and rows[lag]["offset_sync_age_seconds"] >= 0
     assert (rows[lost]["records_lost_to_retention"], rows[lost]["status"]) == (50, "lost_records")
     assert (rows[reset]["source_reset"], rows[reset]["status"]) == (True, "source_reset")
@@ -330,10 +279,11 @@ def test_every_grafana_panel_returns_data(env: Env) -> None:
     assert not any(re.search(r"[.*+?()|\[\]{}^$\\]", v) for v in chosen.values())  # no regex escaping needed
     group_query = variables["group"]["query"]["query"].replace("$flow", env.pair)
     assert group in _label_values(prom, group_query)
-    panels = [p for top in dashboard["panels"] for p in [top, *top.get("panels", [])] if p["type"] != "row"]
-    queries = [(p["title"], t["expr"]) for p in panels for t in p["targets"]]
+    queries = panel_queries(dashboard)
     assert len(queries) >= 15
     for title, expr in queries:
+        if WAITING_ONLY & set(re.findall(r"mm2ctl_\w+", expr)):
+            continue  # only while records wait: tests/integration/test_lag_in_time.py runs these
         substituted = expr.replace("$flow", chosen["flow"]).replace("$group", chosen["group"])
         assert "$" not in substituted, (title, substituted)
         result = eventually(lambda q=substituted: prom.query(q), timeout_s=60, what=f"data for panel {title!r}")

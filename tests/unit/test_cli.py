@@ -309,7 +309,7 @@ def test_an_unexpected_error_is_one_line_with_its_secrets_masked(
 
 def test_inspect_and_exporter_take_the_monitoring_options() -> None:
     inspect_help = run_cli("inspect", "--help")
-    for option in ("--connect-url", "--connect-user", "--connect-ca", "--rows", "--lag-threshold", "prometheus"):
+    for option in ("--connect-url", "--rows", "--lag-threshold", "--lag-seconds-thresh", "prometheus"):
         assert option in inspect_help.stdout, option
     exporter_help = run_cli("exporter", "--help")
     assert exporter_help.returncode == 0
@@ -322,11 +322,23 @@ def test_the_lag_threshold_defaults_to_the_inspectors() -> None:
 
     from mm2ctl.cli.exporter_cmd import exporter
     from mm2ctl.cli.inspect_cmd import inspect
-    from mm2ctl.inspector.selection import DEFAULT_LAG_THRESHOLD
+    from mm2ctl.inspector.selection import DEFAULT_LAG_SECONDS_THRESHOLD, DEFAULT_LAG_THRESHOLD
 
     for command in (inspect, exporter):
         default = pyinspect.signature(command).parameters["lag_threshold"].default
         assert default == DEFAULT_LAG_THRESHOLD
+        seconds = pyinspect.signature(command).parameters["lag_seconds_threshold"].default
+        assert seconds == DEFAULT_LAG_SECONDS_THRESHOLD
+
+
+def test_a_negative_lag_seconds_threshold_is_bad_usage(tmp_path: Path) -> None:
+    config = tmp_path / "mm2.properties"
+    config.write_text("clusters = A, B\nA.bootstrap.servers = a:1\nB.bootstrap.servers = b:1\nA->B.enabled = true\n")
+    for command in ("inspect", "exporter"):
+        extra = ("--listen", "127.0.0.1:1") if command == "exporter" else ()
+        out = run_cli(command, "--mm2-config", str(config), "--lag-seconds-threshold", "-5", *extra)
+        assert out.returncode == ExitCode.USAGE, (command, out.stderr)
+        assert "Invalid value for '--lag-seconds-threshold'" in out.stderr
 
 
 def test_prometheus_format_needs_an_output_file(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from mm2ctl.inspector import exporter as exporter_module
 from mm2ctl.inspector.exporter import Exporter, Listen, MetricsServer, metrics_app, one_line
 from mm2ctl.inspector.output.health_metrics import GroupMetrics, InspectionMetrics, PartitionMetrics
+from mm2ctl.inspector.output.inspection_result import RecoveryPoint
 from mm2ctl.inspector.output.prometheus import InspectionCollector, write_textfile
 
 FLOW = "a->b"
@@ -27,6 +28,10 @@ REQUIRED = {
     "mm2ctl_replication_lag_records": {"flow", "topic", "partition"},
     "mm2ctl_records_lost_to_retention": {"flow", "topic", "partition"},
     "mm2ctl_offset_sync_age_seconds": {"flow", "topic", "partition"},
+    "mm2ctl_replication_lag_seconds": {"flow", "topic", "partition"},
+    "mm2ctl_replication_retention_margin_seconds": {"flow", "topic", "partition"},
+    "mm2ctl_flow_recovery_point_records": {"flow"},
+    "mm2ctl_flow_recovery_point_seconds": {"flow"},
     "mm2ctl_checkpoint_age_seconds": {"flow", "group"},
     "mm2ctl_group_partitions": {"flow", "status"},
     "mm2ctl_failover_replay_messages": {"flow", "group"},
@@ -41,7 +46,7 @@ def metrics(lag: int = 500) -> InspectionMetrics:
     return InspectionMetrics(
         flows=(FLOW,),
         partitions=(
-            PartitionMetrics(FLOW, "orders", 0, "replicating", lag, 0, 12.5),
+            PartitionMetrics(FLOW, "orders", 0, "replicating", lag, 0, 12.5, 43.5, 556.5),
             PartitionMetrics(FLOW, "orders", 1, "lost_records", 0, 50, None),
             PartitionMetrics(FLOW, "audit", 0, "position_unknown", None, None, 3.0),
         ),
@@ -49,6 +54,7 @@ def metrics(lag: int = 500) -> InspectionMetrics:
         group_partitions={(FLOW, "synced"): 10, (FLOW, "target_ahead"): 1},
         replicated_partitions={(FLOW, "replicating"): 1, (FLOW, "lost_records"): 1, (FLOW, "position_unknown"): 1},
         checkpoint_interval_seconds={FLOW: 60.0},
+        recovery_points={FLOW: RecoveryPoint(FLOW, lag + 0, 43.5, 556.5, "retention.ms")},
     )
 
 
@@ -77,6 +83,12 @@ def test_textfile_parses_back_with_the_required_names_and_values(tmp_path: Path)
     part0 = _labels(flow=FLOW, topic="orders", partition="0")
     assert got[("mm2ctl_replication_lag_records", part0)] == 500
     assert got[("mm2ctl_offset_sync_age_seconds", part0)] == 12.5
+    assert got[("mm2ctl_replication_lag_seconds", part0)] == 43.5
+    assert got[("mm2ctl_replication_retention_margin_seconds", part0)] == 556.5
+    assert got[("mm2ctl_flow_recovery_point_seconds", _labels(flow=FLOW))] == 43.5
+    assert got[("mm2ctl_flow_recovery_point_records", _labels(flow=FLOW))] == 500
+    part1 = _labels(flow=FLOW, topic="orders", partition="1")
+    assert ("mm2ctl_replication_retention_margin_seconds", part1) not in got  # unknown: no sample
     assert got[("mm2ctl_records_lost_to_retention", _labels(flow=FLOW, topic="orders", partition="1"))] == 50
     unknown = _labels(flow=FLOW, topic="audit", partition="0")
     assert ("mm2ctl_replication_lag_records", unknown) not in got  # not known: no sample, never a made-up 0

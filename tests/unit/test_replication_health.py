@@ -20,6 +20,7 @@ from mm2ctl.inspector.schemas import (
     NEWEST_SYNCS_SCHEMA,
     PARTITION_HEALTH_SCHEMA,
     PARTITION_NUMBERS_SCHEMA,
+    REPLAY_SECONDS_SCHEMA,
     REPLICATED_PARTITIONS_SCHEMA,
     arrow_schema,
 )
@@ -99,6 +100,43 @@ def test_lagging_above_the_threshold_only(spark: Any) -> None:
     rows = [partition(partition=0, mm2_next_offset=499), partition(partition=1, mm2_next_offset=500)]
     got = classify(spark, rows, lag_threshold=100)
     assert [(r["replication_lag_records"], r["status"]) for r in got] == [(101, "lagging"), (100, "replicating")]
+
+
+def test_lagging_in_seconds_alone_and_the_message_names_both(spark: Any) -> None:
+    """Five records waiting is under any record threshold; the oldest of them being 300 s old is not."""
+    old = partition(partition=0, mm2_next_offset=595, replication_lag_seconds=300.0)
+    young = partition(partition=1, mm2_next_offset=595, replication_lag_seconds=100.0)
+    got = classify(spark, [old, young])
+    assert [(r["status"], r["replication_lag_seconds"]) for r in got] == [("lagging", 300.0), ("replicating", 100.0)]
+    assert got[0]["message"] == (
+        "Lagging: 5 records wait to be copied, the oldest 300.0 s old (lagging above 10,000 records or 120 s)."
+    )
+    (tight,) = classify(spark, [young], lag_seconds_threshold=60)
+    assert tight["status"] == "lagging" and "100.0 s old" in tight["message"] and "or 60 s" in tight["message"]
+
+
+def test_a_lagging_partition_of_unknown_age_says_so(spark: Any) -> None:
+    (row,) = classify(spark, [partition(mm2_next_offset=100)], lag_threshold=100)
+    assert row["message"].startswith("Lagging: 500 records wait to be copied, the oldest of unknown age")
+
+
+def test_the_lag_in_time_and_the_margin_pass_through(spark: Any) -> None:
+    waiting_at = NOW - dt.timedelta(seconds=42)
+    row = partition(
+        mm2_next_offset=595,
+        replication_lag_seconds=42.0,
+        lag_timestamp_type="LogAppendTime",
+        oldest_waiting_timestamp=waiting_at,
+        retention_ms=600_000,
+        retention_ms_source="topic",
+        retention_margin_seconds=558.0,
+        retention_margin_basis="retention.ms",
+    )
+    (got,) = classify(spark, [row])
+    fields = ["replication_lag_seconds", "lag_timestamp_type", "retention_ms", "retention_ms_source"]
+    assert [got[f] for f in fields] == [42.0, "LogAppendTime", 600_000, "topic"]
+    assert (got["retention_margin_seconds"], got["retention_margin_basis"]) == (558.0, "retention.ms")
+    assert got["oldest_waiting_timestamp"].timestamp() == waiting_at.timestamp()
 
 
 def test_an_error_wins_over_every_other_status(spark: Any) -> None:
@@ -200,9 +238,23 @@ def test_the_table_section_and_the_partition_csv(spark: Any) -> None:
     from mm2ctl.inspector.output.inspection_result import PairTotals
     from mm2ctl.inspector.output.row_files import write_csv
     from mm2ctl.inspector.reads.mm2_position import Mm2Position
+    from mm2ctl.inspector.selection import InspectOptions
 
     partitions = replication_health.classify_partitions(
-        _df(spark, REPLICATED_PARTITIONS_SCHEMA, [partition(), partition(partition=1, mm2_next_offset=40)]),
+        _df(
+            spark,
+            REPLICATED_PARTITIONS_SCHEMA,
+            [
+                partition(replication_lag_seconds=0.0),
+                partition(
+                    partition=1,
+                    mm2_next_offset=40,
+                    replication_lag_seconds=75.25,
+                    retention_margin_seconds=30.5,
+                    retention_margin_basis="retention.ms",
+                ),
+            ],
+        ),
         _df(spark, NEWEST_SYNCS_SCHEMA, []),
         as_of=NOW,
     )
@@ -214,7 +266,10 @@ def test_the_table_section_and_the_partition_csv(spark: Any) -> None:
         positions=[Mm2Position(PAIR, {}, read_from="GET /connectors/s/offsets")],
         summary=SimpleNamespace(totals={PAIR: PairTotals(3, 0, 0, 2, 1, 5.0)}),
     )
-    text = "\n".join(replication_summary_lines(result, 10_000))  # type: ignore[arg-type]
+    text = "\n".join(replication_summary_lines(result, InspectOptions()))  # type: ignore[arg-type]
+    assert "lagging above 10000 records or 120 s" in text
+    recovery = "recovery point: 500 record(s), the oldest 75.2s old; retention margin: 30.5s (retention.ms)"
+    assert recovery in text
     assert "a->b: 2 replicated partition(s), 1 problem(s)" in text
     assert "MM2's position: GET /connectors/s/offsets" in text
     assert "checkpoints: 1 of 2 group(s) have one; the oldest group's newest is 5.0s old" in text
@@ -241,3 +296,37 @@ def test_the_driver_ages_a_checkpoint_as_spark_does(spark: Any) -> None:
     in_spark = {r["group"]: r["group_checkpoint_age_seconds"] for r in got}
     assert in_spark == {f"g{i}": replication_health.age_seconds_of(micros(t), NOW) for i, t in enumerate(stamps)}
     assert replication_health.age_seconds_of(None, NOW) is None
+
+
+def test_checkpoint_lag_only_where_the_position_is_exact(spark: Any) -> None:
+    """0 where the target offset is the translated position; the driver's reading where a failover would replay
+    or skip; null where the position is not exact, or the driver read nothing. The driver reads only the rows a
+    failover would replay or skip on."""
+    schema = (
+        "cluster_pair string, `group` string, topic string, `partition` int, replay_if_failover_now long, "
+        "skip_if_failover_now long, source_offset long, source_latest long, target_offset long, target_latest long"
+    )
+    rows = spark.createDataFrame(
+        [
+            (PAIR, "g", "orders", 0, 0, 0, 10, 20, 10, 20),  # exact, nothing to replay
+            (PAIR, "g", "orders", 1, 120, 0, 10, 200, 5, 200),  # exact, read: 42.5 s
+            (PAIR, "g", "orders", 2, 0, 7, 10, 20, 17, 20),  # exact, the target ahead: read -3 s
+            (PAIR, "g", "orders", 3, None, None, 10, 20, 8, 20),  # not exact
+            (PAIR, "g", "orders", 4, 5, 0, 10, 20, 5, 20),  # exact, the driver found no record
+        ],
+        schema,
+    )
+    seconds = _df(
+        spark,
+        REPLAY_SECONDS_SCHEMA,
+        [
+            {"cluster_pair": PAIR, "group": "g", "topic": "orders", "partition": 1, "seconds": 42.5},
+            {"cluster_pair": PAIR, "group": "g", "topic": "orders", "partition": 2, "seconds": -3.0},
+            {"cluster_pair": PAIR, "group": "other", "topic": "orders", "partition": 3, "seconds": 9.0},
+        ],
+    )
+    got = replication_health.with_checkpoint_lag(rows, seconds).orderBy("partition").collect()
+    assert [r["checkpoint_lag_seconds"] for r in got] == [0.0, 42.5, -3.0, None, None]
+    assert list(got[0].asDict()) == [*rows.columns, "checkpoint_lag_seconds"]
+    probes = rows.where(replication_health.REPLAY_PROBES).collect()
+    assert sorted(r["partition"] for r in probes) == [1, 2, 4]

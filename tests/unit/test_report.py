@@ -17,7 +17,7 @@ import pytest
 from mm2ctl.core.errors import InspectionFileError
 from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.report import digest as digest_module
-from mm2ctl.report.digest import ROW_LIMIT, WORST_ROWS, digest
+from mm2ctl.report.digest import ROW_LIMIT, WORST_ROWS, Recovery, digest
 from mm2ctl.report.inputs import GROUP_ROW_SCHEMA, PARTITION_ROW_SCHEMA, InspectionTables, read_rows, read_saved
 from mm2ctl.report.readiness import GroupFacts, assess, is_active_state, judge
 
@@ -198,6 +198,43 @@ def test_failover_sums_keep_true_counts_and_bounds_apart() -> None:
     )  # fmt: skip
     (flow,) = digest(tables(groups), lag_threshold=100).flows
     assert flow.failover.rows == [["g", 5, 7, 0, 2]]
+
+
+def test_each_flow_shows_its_recovery_point_and_retention_margin_above_its_charts() -> None:
+    from mm2ctl.report.page import render
+
+    partitions = partitions_table(
+        partition_row(partition=0, lag=1_000, replication_lag_seconds=167.25, retention_margin_seconds=433.0,
+                      retention_margin_basis="retention.ms"),
+        partition_row(partition=1, lag=176, replication_lag_seconds=43.0, retention_margin_seconds=557.0,
+                      retention_margin_basis="retention.ms"),
+        partition_row(partition=2, lag=0, replication_lag_seconds=0.0),
+    )  # fmt: skip
+    (flow,) = digest(tables(groups_table(group_row("g")), partitions), lag_threshold=100).flows
+    assert flow.recovery == Recovery(1_176, 167.25, 433.0, "retention.ms")
+    html = render(
+        tables(groups_table(group_row("g")), partitions),
+        setup=None,
+        lag_threshold=1,
+        generated_at=dt.datetime.now(dt.UTC),
+        version="1",
+    ).html
+    section = html[html.index("<section id='flow-0'") :]
+    line = section[: section.index("<div class='charts'")]
+    assert "<span class='recovery-records'>1,176 records</span>" in line
+    assert "<span class='recovery-seconds'>167.2 s</span>" in line
+    assert "<span class='retention-margin'>433.0 s (retention.ms)</span>" in line
+
+
+def test_partition_rows_saved_before_the_lag_in_seconds_still_read(tmp_path: Path) -> None:
+    old = {k: v for k, v in partition_row(lag=5).items() if k not in ("replication_lag_seconds",
+           "retention_margin_seconds", "retention_margin_basis")}  # fmt: skip
+    path = tmp_path / "p.jsonl"
+    path.write_text(json.dumps(old) + "\n")
+    got = read_rows(path, PARTITION_ROW_SCHEMA).to_pylist()
+    assert got[0]["replication_lag_records"] == 5 and got[0]["replication_lag_seconds"] is None
+    (flow,) = digest(tables(groups_table(group_row("g")), read_rows(path, PARTITION_ROW_SCHEMA)), 100).flows
+    assert flow.recovery == Recovery(5, None, None, None)
 
 
 # --- saved inspections ---------------------------------------------------------------------------------------
