@@ -294,6 +294,8 @@ class Inspector:
         rows = rows.localCheckpoint()  # schemas.KEPT_ROWS_SCHEMA's columns
         cached.append(rows)
         figures = [r.asDict(recursive=True) for r in summary.group_figures(rows).collect()]
+        if not self.options.exact:
+            return replication_health.without_checkpoint_lag(rows), figures
         return self._with_checkpoint_lag(state.pairs, rows), figures
 
     def _live_rows(
@@ -321,11 +323,12 @@ class Inspector:
         if before is not None:
             before.release_unshared(now)
         rows = replication_health.with_group_checkpoint_age(now.rows(pair), as_of=as_of)
-        return self._with_checkpoint_lag([read], rows), now.figures_at(as_of)
+        return replication_health.without_checkpoint_lag(rows), now.figures_at(as_of)  # no --exact here
 
     def _with_checkpoint_lag(self, reads: Sequence[PairRead], rows: DataFrame) -> DataFrame:
         """``rows`` with what a failover now would replay, in time, where the position is exact: the records at
-        the exact rows' positions read on both clusters (``inspector.reads.replay_time``)."""
+        the exact rows' positions read on both clusters (``inspector.reads.replay_time``). Only ``--exact``
+        runs read them: a run without it pays no record read per row, and a live session none per cycle."""
         from mm2ctl.inspector.reads.replay_time import MAX_PROBES, ReplayProbe, replay_seconds
 
         names = [f.name for f in fields(ReplayProbe)]

@@ -49,6 +49,7 @@ from __future__ import annotations
 import datetime as dt
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from mm2ctl.inspector.schemas import CHECKPOINT_LAG, GROUP_CHECKPOINT_AGE, GROUP_NEWEST_CHECKPOINT
 from mm2ctl.inspector.selection import DEFAULT_LAG_SECONDS_THRESHOLD, DEFAULT_LAG_THRESHOLD
@@ -193,6 +194,11 @@ def with_checkpoint_lag(rows: DataFrame, seconds: DataFrame) -> DataFrame:
         AND r.`partition` = l.`partition`
     """
     return Statement().run(rows.sparkSession, text, rows=rows, seconds=seconds)
+
+
+def without_checkpoint_lag(rows: DataFrame) -> DataFrame:
+    """``rows`` with ``checkpoint_lag_seconds`` null: a run that reads no record for it (without ``--exact``)."""
+    return rows.withColumn(CHECKPOINT_LAG, F.lit(None).cast("double"))
 
 
 #: The exact rows whose replay in time the driver reads: a failover now would replay or skip something.

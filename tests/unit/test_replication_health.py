@@ -330,3 +330,6 @@ def test_checkpoint_lag_only_where_the_position_is_exact(spark: Any) -> None:
     assert list(got[0].asDict()) == [*rows.columns, "checkpoint_lag_seconds"]
     probes = rows.where(replication_health.REPLAY_PROBES).collect()
     assert sorted(r["partition"] for r in probes) == [1, 2, 4]
+    without = replication_health.without_checkpoint_lag(rows)
+    assert without.schema == replication_health.with_checkpoint_lag(rows, seconds).schema  # one shape either way
+    assert {r["checkpoint_lag_seconds"] for r in without.collect()} == {None}
