@@ -292,7 +292,7 @@ def test_a_new_process_starts_from_the_saved_state_and_reads_only_what_is_new(se
     topic read in full."""
     syncs_topic = setup.pair.offset_syncs_topic
     first = _inspect_process(setup, tmp_path, "first")
-    saved = sorted((tmp_path / "cache" / "inspect-state").iterdir())
+    saved = sorted((tmp_path / "saved").iterdir())
     assert [f.name.split("-")[0] for f in saved] == ["checkpoints", "offset"], saved
     first_end = setup.syncs_end()
     assert f"{syncs_topic}: reading {first_end} record(s) in full (0: [0, {first_end}))" in first.said
@@ -309,7 +309,7 @@ def test_a_new_process_starts_from_the_saved_state_and_reads_only_what_is_new(se
     assert "in full" not in warm.said, warm.said
     cold = _inspect_process(setup, tmp_path, "cold", "--no-cache")
     assert f"{syncs_topic}: reading {end} record(s) in full (0: [0, {end}))" in cold.said
-    assert sorted((tmp_path / "cache" / "inspect-state").iterdir()) == saved, "--no-cache saved or removed a file"
+    assert sorted((tmp_path / "saved").iterdir()) == saved, "--no-cache saved or removed a file"
     assert warm.rows == cold.rows
 
     syncs_file = next(f for f in saved if f.name.startswith("offset"))
@@ -327,8 +327,8 @@ class InspectRun:
 
 
 def _inspect_process(setup: Setup, tmp_path: Path, run: str, *more: str) -> InspectRun:
-    """One ``mm2ctl inspect`` process of the setup's pair, its cache under ``tmp_path/cache``; its progress
-    lines on stderr (a pipe)."""
+    """One ``mm2ctl inspect`` process of the setup's pair, its saved state under ``tmp_path/saved``; its
+    progress lines on stderr (a pipe)."""
     out = tmp_path / f"{run}.json"
     done = subprocess.run(
         [
@@ -337,7 +337,7 @@ def _inspect_process(setup: Setup, tmp_path: Path, run: str, *more: str) -> Insp
             "--spark-conf", "spark.sql.shuffle.partitions=4", *more,
         ],
         capture_output=True, text=True, timeout=600, check=False,
-        env={**os.environ, "MM2CTL_CACHE": str(tmp_path / "cache"), "MM2CTL_STATE_DIR": str(tmp_path / "state")},
+        env={**os.environ, "MM2CTL_INSPECT_CACHE": str(tmp_path / "saved"), "MM2CTL_STATE_DIR": str(tmp_path)},
     )  # fmt: skip
     assert done.returncode in (0, 10), done.stderr[-3000:]
     rows = [json.loads(line) for line in out.read_text().splitlines()]
