@@ -75,6 +75,7 @@ SHARDS: tuple[Shard, ...] = (
 MATRIX: tuple[str, ...] = (
     "tests/integration/test_spark_connect.py::test_a_client_reads_a_lab_topic_through_the_connect_server",
     "tests/integration/test_spark_connect.py::test_inspect_on_the_connect_server_gives_the_embedded_rows",
+    "tests/integration/test_spark_connect.py::test_report_on_the_connect_server_runs_its_inspection_there",
 )
 
 
