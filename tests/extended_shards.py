@@ -25,7 +25,6 @@ SHARD_VARIABLE = "MM2CTL_EXTENDED_SHARD"
 _FAULTS = "tests/integration/test_apply_faults.py::"
 _DRILL = "tests/integration/test_drill.py::"
 _ENGINE = "tests/integration/test_inspection_engine.py::"
-_SOURCE = "tests/integration/test_kafka_source_resolution.py::"
 _CRASH = "tests/integration/test_remediate.py::test_crash_after_each_step_then_resume_or_rollback"
 
 
@@ -44,7 +43,6 @@ SHARDS: tuple[Shard, ...] = (
             _FAULTS + "test_connect_409_past_the_retry_budget",
             _DRILL + "test_drill_goals_identity",
             _CRASH + "[1]",
-            _SOURCE + "test_an_older_patch_release_of_the_kafka_source_serves_and_is_named",
         ),
     ),
     Shard(
@@ -54,7 +52,6 @@ SHARDS: tuple[Shard, ...] = (
             _DRILL + "test_drill_with_aborted_transactions",
             _ENGINE + "test_the_exporter_keeps_its_threads_and_memory_bounded_over_many_cycles",
             _CRASH + "[2]",
-            _SOURCE + "test_no_release_resolving_is_one_line_and_its_own_exit_code",
         ),
     ),
     Shard(
