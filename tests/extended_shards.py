@@ -52,6 +52,8 @@ SHARDS: tuple[Shard, ...] = (
             _DRILL + "test_drill_with_aborted_transactions",
             _ENGINE + "test_the_exporter_keeps_its_threads_and_memory_bounded_over_many_cycles",
             _CRASH + "[2]",
+            "tests/integration/test_failover_mm2_behind.py::"
+            "test_a_plan_translated_after_the_catch_up_resumes_from_its_journal_then_rolls_back",
         ),
     ),
     Shard(
