@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from typing import Any, TypeVar
+from typing import Any
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -32,6 +31,7 @@ from mm2ctl.inspector.schemas import (
 )
 from mm2ctl.inspector.transforms import decode, sync_runs
 from mm2ctl.inspector.transforms.translated_offsets import translate
+from tests.property_examples import drawn
 
 pytestmark = pytest.mark.spark
 
@@ -39,7 +39,6 @@ PAIR = "a->b"
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 #: The most partitions one drawn example has; the property tests check all examples in one Spark pass.
 RULE_PARTITIONS = 48
-Example = TypeVar("Example")
 
 
 def _df(spark: Any, schema: StructType, rows: list[dict[str, Any]]) -> Any:
@@ -295,21 +294,6 @@ def _interleaved(histories: dict[int, list[Sync | str | None]], seed: int) -> li
     return out
 
 
-def drawn(strategy: st.SearchStrategy[Example]) -> list[Example]:
-    """The examples hypothesis draws from ``strategy`` under the running profile (``tests/conftest.py``):
-    derandomized and ``CI_EXAMPLES`` of them in CI. Drawing is pure Python; the caller checks them all in one
-    Spark pass, each example's partitions under topics of its own."""
-    examples: list[Example] = []
-
-    @settings(database=None, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate])
-    @given(strategy)
-    def draw(example: Example) -> None:
-        examples.append(example)
-
-    draw()
-    return examples
-
-
 def _offsets_per_partition() -> st.SearchStrategy[list[int | None]]:
     return st.lists(st.one_of(st.none(), st.integers(-2, 90)), min_size=1, max_size=5)
 
@@ -356,7 +340,6 @@ def test_property_translate_computes_the_one_rule(spark: Any) -> None:
     out-of-order writes, upstream and target rewinds, duplicates, compaction holes, tombstones, malformed
     records and arbitrary syncs, the partitions' records interleaved in the topic as MM2 writes them."""
     examples = drawn(RULE_EXAMPLE)
-    assert len(examples) >= settings.default.max_examples
     histories: dict[tuple[int, int], list[Sync | str | None]] = {}
     records: list[tuple[str, int, Any]] = []
     offset_rows: list[tuple[str, str, int, int | None]] = []
@@ -382,7 +365,6 @@ def test_property_a_later_read_keeps_what_a_full_read_keeps(spark: Any) -> None:
     then reads the topic in full again. Refusing is per read, so an example whose new records any of its
     partitions refuses is left out of the comparison."""
     examples = drawn(LATER_READ_EXAMPLE)
-    assert len(examples) >= settings.default.max_examples
     first: list[tuple[str, int, Any]] = []
     later: list[tuple[str, int, Any]] = []
     for e, (partitions, split, seed) in enumerate(examples):
