@@ -7,8 +7,8 @@ release matrix (``.ci/spark_matrix.sh``) runs the tests in ``MATRIX`` on every c
 ``tests/unit/test_extended_shards.py`` fails when an extended test is in no shard, or a shard names a test
 that no longer exists.
 
-Each shard's minutes are what its tests took on a 2-core machine, their labs' boots included; the shards are
-balanced on them.
+Each shard's minutes are what ``MM2CTL_EXTENDED_SHARD=N pytest -m extended tests`` took on a 2-core machine
+that other labs shared, its labs' boots included; the shards are balanced on them.
 
     python -m tests.extended_shards [COMMIT_COUNT]   # the shard for that count (default: HEAD's), and its tests
 """
@@ -36,7 +36,7 @@ class Shard:
 
 SHARDS: tuple[Shard, ...] = (
     Shard(
-        minutes=7.5,
+        minutes=5.0,
         tests=(
             _FAULTS + "test_target_broker_killed_mid_failover_apply",
             _FAULTS + "test_connect_worker_killed_mid_reset_mm2_apply",
@@ -46,7 +46,7 @@ SHARDS: tuple[Shard, ...] = (
         ),
     ),
     Shard(
-        minutes=7.5,
+        minutes=5.5,
         tests=(
             "tests/integration/test_exactly_once.py::test_exactly_once_flow_is_inspected_and_failed_over_exactly",
             _DRILL + "test_drill_with_aborted_transactions",
@@ -57,7 +57,7 @@ SHARDS: tuple[Shard, ...] = (
         ),
     ),
     Shard(
-        minutes=7.5,
+        minutes=4.8,
         tests=(
             "tests/integration/test_drill_group_types.py::"
             "test_mm2ctl_moves_every_group_type_where_mm2_alone_loses_or_repeats",
