@@ -27,7 +27,7 @@
 # path tells apart (a dead broker, no group to inspect, a group past what MM2 copied) run on the pinned release.
 # The matrix picks its tests by file and -k, with -m "": test_spark_connect.py is extended in the main run,
 # so CI runs the Spark Connect tests here. The standalone cluster runs on the pinned release only, with the
-# extended tests: submitting to it is spark-submit's path, which test_inspect.py's spark-submit run covers on
+# extended tests (a shard of them per CI run): submitting to it is spark-submit's path, which test_inspect.py's spark-submit run covers on
 # each release. The exporter's reconnection across a Connect server's restart is the exporter's behaviour,
 # not the release's: it runs on the pinned release only, with the extended tests. The Connect server of 3.5.3
 # is left out: its package (spark-connect_2.12:3.5.3, not in the 3.5 wheels) does not resolve from the Maven

@@ -138,10 +138,12 @@ class PairTopics:
         plan = plan_read(self._syncs_read, now, reread=reread)
         if not plan.full and not plan.empty:
             assert self.numbering is not None and self.runs is not None
+            say(f"{self.pair}: {plan.describe(now.topic)}")
             reread = self._fold_in_syncs(spark, settings, now, plan, say)
             if reread is not None:
                 plan = ReadPlan(dict(now.bounds), full=True, reason=reread)
         if plan.full:
+            say(f"{self.pair}: {plan.describe(now.topic)}")
             known = wanted | set(self.numbering.parts if self.numbering is not None else ())
             self._read_syncs_in_full(spark, settings, now, plan, known, say)
         self._syncs_read = now

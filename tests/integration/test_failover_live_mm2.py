@@ -11,7 +11,6 @@ checkpoint connector after the catch-up wait, before the first write.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from pathlib import Path
 
@@ -51,6 +50,24 @@ def _connector(lab: LabInfo, name: str, action: str, state: str) -> None:
 def _target(lab: LabInfo, groups: list[str]) -> dict[str, dict[TP, int]]:
     got = KafkaAdmin.connect(target_conf(lab)).committed_offsets(groups)
     return {g: r.offsets for g, r in got.items()}
+
+
+def _watch_a_full_sync_round(lab: LabInfo, name: str, topic: str, remote: str) -> None:
+    """Return once MM2 has run a whole group-offset sync round that began after this call.
+
+    MM2 syncs groups in rounds, one at a time on one scheduler thread, each from the checkpoints it had when it
+    began. A witness group committed now shows on the target in some round; a second one, committed only once
+    the first shows, cannot be in that round, so when it shows the first round is over."""
+    source = KafkaAdmin.connect(source_conf(lab))
+    target = KafkaAdmin.connect(target_conf(lab))
+    for witness in (f"iso-{name}-w1", f"iso-{name}-w2"):
+        committed = source.alter_group_offsets({witness: {(topic, 0): 50}})
+        assert not [r for rs in committed.values() for r in rs if r.error is not None]
+
+        def synced(group: str = witness) -> bool:
+            return (remote, 0) in target.committed_offsets([group])[group].offsets
+
+        eventually(synced, timeout_s=90, what=f"MM2 syncing {witness}")
 
 
 def test_apply_while_mm2_syncs_1000_groups(lab: LabInfo, state_dir: Path) -> None:
@@ -118,8 +135,8 @@ def test_apply_while_mm2_syncs_1000_groups(lab: LabInfo, state_dir: Path) -> Non
         moved_by_mm2 = [i for i in range(GROUPS) if j.steps[i].before["offsets"]]  # type: ignore[index]
         assert moved_by_mm2, "MM2 wrote none of the groups between planning and apply"
         assert _target(lab, groups) == planned
-        time.sleep(3)  # MM2's next sync rounds: none of them may put a group back below the plan
-        assert _target(lab, groups) == planned
+        _watch_a_full_sync_round(lab, name, topic, remote)
+        assert _target(lab, groups) == planned, "an MM2 sync round after apply moved a group off the plan"
         print(f"MM2 had synced {len(moved_by_mm2)} of {GROUPS} groups after planning; apply wrote the plan over them")
     finally:
         for connector in flow.connectors.values():  # leave no flow syncing 1,000 groups in the shared lab

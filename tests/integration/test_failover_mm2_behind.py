@@ -25,6 +25,7 @@ from mm2ctl.lab import control as lab_core
 from mm2ctl.lab.control import LabFlow, LabInfo
 from mm2ctl.lab.quotas import set_producer_quota, task_producer_client_id
 from mm2ctl.remediate.journal import read_journal
+from tests.integration.faulty_apply import Faults
 from tests.integration.support import eventually, source_conf, target_conf
 from tests.integration.test_remediate import mm2ctl
 
@@ -90,6 +91,12 @@ def _set_connector(lab: LabInfo, connector: str, action: str, state: str) -> Non
             == state
         ),
         what=f"{connector} {state}",
+    )
+
+
+def _connector_state(lab: LabInfo, connector: str) -> str:
+    return str(
+        requests.get(f"{lab.connect_url}/connectors/{connector}/status", timeout=10).json()["connector"]["state"]
     )
 
 
@@ -233,3 +240,52 @@ def test_mm2_moving_a_group_after_planning_refuses_every_write(lab: LabInfo, sta
     finally:
         if throttled:
             set_producer_quota(lab, client, None)
+
+
+@pytest.mark.extended
+def test_a_plan_translated_after_the_catch_up_resumes_from_its_journal_then_rolls_back(
+    lab: LabInfo, state_dir: Path
+) -> None:
+    """Apply killed right after the translation that follows the catch-up: ``apply --resume`` writes the
+    answers that translation journaled (the group resumes exactly after what it read), and rollback then
+    deletes the group it created and puts the connectors the plan stopped back as they were."""
+    name = "behindrr" + uuid.uuid4().hex[:6]
+    flow, topic, remote = _lagging_flow(lab, name)
+    client = task_producer_client_id(flow.connectors["source"])
+    mid = f"iso-{name}-mid"
+    pair = f"{flow.source_alias}->{flow.target_alias}"
+    try:
+        _set_connector(lab, flow.connectors["checkpoint"], "pause", "PAUSED")  # MM2 writes no group meanwhile
+        KafkaAdmin.connect(source_conf(lab)).alter_group_offsets({mid: {(topic, 0): 1_800, (topic, 1): 50}})
+        plan, journal = state_dir / "failover.yaml", state_dir / "j.jsonl"
+        r = mm2ctl(
+            "plan", "failover", "--pair", pair, "--mm2-config", flow.mm2_config, "--groups", mid,
+            "--stop-mirroring", "--connect-url", lab.connect_url, "--out", str(plan), "--json", state=state_dir,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        kinds = [s["kind"] for s in json.loads(r.stdout)["plan"]["steps"]]
+        translate, write = kinds.index("group_offsets_translate"), kinds.index("group_offsets_write")
+        crashed = mm2ctl(
+            "apply", str(plan), "--auto-approve", "--journal", str(journal),
+            faults=Faults(kill_after_step=translate), state=state_dir,
+        )  # fmt: skip
+        assert crashed.returncode == -9, crashed.stderr
+        j = read_journal(journal)
+        assert translate in j.completed_steps and write not in j.completed_steps
+        answers = {(g, p): o for g, _t, p, o, _m in j.steps[translate].after["rows"]}  # type: ignore[index]
+
+        resumed = mm2ctl("apply", "--resume", str(journal), "--auto-approve", state=state_dir)
+        assert resumed.returncode == 0, resumed.stderr
+        got = _target_offsets(lab, [mid])[mid]
+        assert got[(remote, 0)] == answers[(mid, 0)] and _seq_at(lab, remote, 0, got[(remote, 0)]) == 1_800
+        assert read_journal(journal).apply_status == "succeeded"
+
+        undone = mm2ctl("rollback", str(journal), "--auto-approve", state=state_dir)
+        assert undone.returncode == 0, undone.stderr
+        j = read_journal(journal)
+        assert j.rollback_status == "succeeded" and write in j.rolled_back_steps, j.rollback_steps
+        assert j.rollback_steps[write].outcome == "group_deleted", j.rollback_steps[write]
+        states = {role: _connector_state(lab, flow.connectors[role]) for role in ("source", "checkpoint")}
+        assert states == {"source": "RUNNING", "checkpoint": "PAUSED"}, states  # as before the apply
+    finally:
+        set_producer_quota(lab, client, None)

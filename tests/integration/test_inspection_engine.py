@@ -35,7 +35,6 @@ from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.core.kafka.codecs import encode_offset_sync_key
 from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
-from mm2ctl.inspector.kept import pair_topics
 from mm2ctl.inspector.reads import kafka_read
 from mm2ctl.lab import control as lab_core
 from mm2ctl.lab.control import LabFlow, LabInfo
@@ -286,54 +285,64 @@ def test_a_tombstone_makes_the_session_read_the_syncs_in_full_again(spark: Any, 
     assert all(r["translated_offset"] is not None for r in warm if r["partition"] == 1), warm
 
 
-def test_a_new_process_starts_from_the_saved_state_and_reads_only_what_is_new(
-    spark: Any, setup: Setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """An inspector that starts from the files the last one saved asks Kafka only for the records past them,
-    and its rows equal an uncached cold run's; a damaged file is thrown away, with a note, and the topic read
-    in full."""
-    monkeypatch.setenv("MM2CTL_CACHE", str(tmp_path))
-    asked: list[tuple[str, dict[int, tuple[int, int]]]] = []
-    real = pair_topics.read_ranges
+def test_a_new_process_starts_from_the_saved_state_and_reads_only_what_is_new(setup: Setup, tmp_path: Path) -> None:
+    """``mm2ctl inspect`` processes sharing one cache folder: the second reads only the offset syncs written
+    since the first (its progress names the records and the offsets), and its rows equal a ``--no-cache``
+    run's, which reads the topic in full and saves nothing; a damaged file is thrown away, with a note, and the
+    topic read in full."""
+    syncs_topic = setup.pair.offset_syncs_topic
+    first = _inspect_process(setup, tmp_path, "first")
+    saved = sorted((tmp_path / "saved").iterdir())
+    assert [f.name.split("-")[0] for f in saved] == ["checkpoints", "offset"], saved
+    first_end = setup.syncs_end()
+    assert f"{syncs_topic}: reading {first_end} record(s) in full (0: [0, {first_end}))" in first.said
 
-    def spy(spark: Any, settings: Any, topic: str, ranges: Any, **kwargs: Any) -> Any:
-        asked.append((topic, {p: r for p, r in ranges.items() if r[0] < r[1]}))
-        return real(spark, settings, topic, ranges, **kwargs)
-
-    monkeypatch.setattr(pair_topics, "read_ranges", spy)
-    first = _inspector(spark, setup, cache=True)
-    try:
-        first.run().close()
-    finally:
-        first.close()
-    files = sorted((tmp_path / "inspect-state").iterdir())
-    assert [f.name.split("-")[0] for f in files] == ["checkpoints", "offset"], files
-    saved_ends = {
-        setup.pair.offset_syncs_topic: setup.syncs_end(),
-        setup.pair.checkpoints_topic: setup.checkpoints_end(),
-    }
-
-    before = setup.syncs_end()
     setup.resume_mirroring()
     setup.produce(100, 10_000)
-    eventually(lambda: setup.syncs_end() > before, timeout_s=120, what="new offset syncs")
+    eventually(lambda: setup.syncs_end() > first_end, timeout_s=120, what="new offset syncs")
     setup.stop_mirroring()
-    asked.clear()
-    warm = _one_run(spark, setup, cache=True)
-    syncs_asked = [r for t, r in asked if t == setup.pair.offset_syncs_topic]
-    assert syncs_asked == [{0: (saved_ends[setup.pair.offset_syncs_topic], setup.syncs_end())}], asked
-    for topic, ranges in asked:
-        assert all(start == saved_ends[topic] for start, _end in ranges.values()), asked
-    assert warm == _one_run(spark, setup, cache=False)
+    end = setup.syncs_end()
+    warm = _inspect_process(setup, tmp_path, "warm")
+    assert f"{syncs_topic}: reading {end - first_end} record(s) past the kept ones (0: [{first_end}, {end}))" in (
+        warm.said
+    )
+    assert "in full" not in warm.said, warm.said
+    cold = _inspect_process(setup, tmp_path, "cold", "--no-cache")
+    assert f"{syncs_topic}: reading {end} record(s) in full (0: [0, {end}))" in cold.said
+    assert sorted((tmp_path / "saved").iterdir()) == saved, "--no-cache saved or removed a file"
+    assert warm.rows == cold.rows
 
-    syncs_file = next(f for f in (tmp_path / "inspect-state").iterdir() if f.name.startswith("offset"))
+    syncs_file = next(f for f in saved if f.name.startswith("offset"))
     syncs_file.write_bytes(syncs_file.read_bytes()[:100])
-    asked.clear()
-    again = _one_run(spark, setup, cache=True)
-    notes = [r["note"] for r in again if "note" in r]
-    assert notes == ["read again in full: its saved state is unreadable (ArrowInvalid)"], notes
-    assert [r for t, r in asked if t == setup.pair.offset_syncs_topic] == [{0: (0, setup.syncs_end())}], asked
-    assert [r for r in again if "note" not in r] == [r for r in warm if "note" not in r]
+    again = _inspect_process(setup, tmp_path, "damaged")
+    assert "read again in full: its saved state is unreadable (ArrowInvalid)" in again.said
+    assert f"{syncs_topic}: reading {end} record(s) in full (0: [0, {end}))" in again.said
+    assert again.rows == cold.rows
+
+
+@dataclass(frozen=True)
+class InspectRun:
+    said: str  # stderr (the progress lines) and stdout
+    rows: list[dict[str, Any]]  # sorted, less notes and the clock's columns
+
+
+def _inspect_process(setup: Setup, tmp_path: Path, run: str, *more: str) -> InspectRun:
+    """One ``mm2ctl inspect`` process of the setup's pair, its saved state under ``tmp_path/saved``; its
+    progress lines on stderr (a pipe)."""
+    out = tmp_path / f"{run}.json"
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "mm2ctl", "inspect", "--mm2-config", setup.flow.mm2_config,
+            "--pair", setup.pair.name, "--format", "json", "--output", str(out),
+            "--spark-conf", "spark.sql.shuffle.partitions=4", *more,
+        ],
+        capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, "MM2CTL_INSPECT_CACHE": str(tmp_path / "saved"), "MM2CTL_STATE_DIR": str(tmp_path)},
+    )  # fmt: skip
+    assert done.returncode in (0, 10), done.stderr[-3000:]
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    kept = [{k: v for k, v in r.items() if k not in CLOCK_COLUMNS} for r in rows if "note" not in r]
+    return InspectRun(done.stderr + done.stdout, sorted(kept, key=lambda r: json.dumps(r, sort_keys=True, default=str)))
 
 
 def test_a_live_run_classifies_again_only_the_groups_that_changed(spark: Any, setup: Setup) -> None:

@@ -32,7 +32,7 @@ from mm2ctl.inspector.spark.repositories import in_ivy_cache
 from mm2ctl.lab.control import LabInfo
 from tests.integration.support import eventually
 
-pytestmark = [pytest.mark.integration, pytest.mark.extended]
+pytestmark = pytest.mark.integration
 
 
 def _maven_repository(ivy_cache: Path, repo: Path) -> None:

@@ -14,6 +14,7 @@ Prometheus runs as tests/integration/prometheus_server.py starts it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -87,6 +88,8 @@ class Env:
 
 @pytest.fixture(scope="module")
 def env(lab_pool: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    """The flow, the exporter and Prometheus; whatever of them started is stopped, whether a later start failed
+    or skipped the module (no prometheus binary) or the tests ran."""
     from tests.integration.conftest import DEFAULT_KEY
 
     lab = lab_pool.get(DEFAULT_KEY)
@@ -101,31 +104,45 @@ def env(lab_pool: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env
     records.produce(src, t("reset"), [(None, f"r{i}".encode(), 0) for i in range(200)])
     records.produce(src, t("cp"), [(None, f"c{i}".encode(), 0) for i in range(200)])
     source.alter_group_offsets({t("g"): {(t("cp"), 0): 100}})
-    flow = lab_core.add_flow(lab, name)
-    connect = build_connect_client([lab.connect_url])
+    with contextlib.ExitStack() as started:
+        connect = started.enter_context(build_connect_client([lab.connect_url]))
+        flow = lab_core.add_flow(lab, name)
+        started.callback(_delete_connectors, connect, flow)
+        port = free_port()
+        exporter_log = tmp / "exporter.log"
+        exporter = _start_exporter(flow, lab, port, exporter_log, tmp / "exporter-state")
+        started.callback(_stop_process, exporter)
+        prometheus = Prometheus(tmp / "prometheus", f"127.0.0.1:{port}")
+        started.callback(prometheus.stop)
+        yield Env(lab, flow, name, connect, source, prometheus, exporter, exporter_log, tmp)
 
-    port = free_port()
-    exporter_log = tmp / "exporter.log"
-    exporter = subprocess.Popen(
+
+def _start_exporter(flow: LabFlow, lab: LabInfo, port: int, log: Path, state: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
         [
             sys.executable, "-m", "mm2ctl", "exporter", "--mm2-config", flow.mm2_config,
             "--connect-url", lab.connect_url, "--listen", f"127.0.0.1:{port}",
             "--interval", str(EXPORTER_INTERVAL_S), "--spark-conf", "spark.sql.shuffle.partitions=4",
         ],
-        stdout=subprocess.DEVNULL, stderr=exporter_log.open("w"), text=True,
-        env={**os.environ, "MM2CTL_STATE_DIR": str(tmp / "exporter-state")},
+        stdout=subprocess.DEVNULL, stderr=log.open("w"), text=True,
+        env={**os.environ, "MM2CTL_STATE_DIR": str(state)},
     )  # fmt: skip
-    prometheus = Prometheus(tmp / "prometheus", f"127.0.0.1:{port}")
-    try:
-        yield Env(lab, flow, name, connect, source, prometheus, exporter, exporter_log, tmp)
-    finally:
-        if exporter.poll() is None:
-            exporter.kill()
-            exporter.wait(timeout=30)
-        prometheus.stop()
-        for connector in flow.connectors.values():
-            connect.delete(connector)
-        connect.close()
+
+
+def _stop_process(process: subprocess.Popen[str]) -> None:
+    """SIGTERM (the exporter stops its JVM), SIGKILL past a deadline."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=30)
+
+
+def _delete_connectors(connect: ConnectClient, flow: LabFlow) -> None:
+    for connector in flow.connectors.values():
+        connect.delete(connector)
 
 
 def _stored_next(env: Env) -> dict[tuple[str, int], int]:

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow.ipc as ipc
 import pytest
 from confluent_kafka.admin import (
     AclBinding,
@@ -55,6 +56,8 @@ RECORDS = 300
 #: Columns that depend on when the inspection ran, not on what it read.
 #: Columns that depend on when the inspection read (the newest checkpoint and its age, syncs MM2 keeps writing).
 UNSTABLE = ("checkpoint_timestamp", "sync_count", "group_checkpoint_age_seconds")
+#: Where the inspections of this file save what they read of MM2's topics (``inspector.kept.topic_cache``).
+SAVED = "inspect-state"
 
 
 # --- helpers ---------------------------------------------------------------------------------------
@@ -68,7 +71,7 @@ def produced(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def mm2ctl(produced: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run ``mm2ctl ARGS`` as an operator does, its state dir and its outputs kept under ``produced``."""
-    env = {**os.environ, "MM2CTL_STATE_DIR": str(produced / "state")}
+    env = {**os.environ, "MM2CTL_STATE_DIR": str(produced / "state"), "MM2CTL_INSPECT_CACHE": str(produced / SAVED)}
     out = subprocess.run(
         [sys.executable, "-m", "mm2ctl", *args], capture_output=True, text=True, timeout=600, env=env, check=False
     )
@@ -331,8 +334,31 @@ def test_config_diff_of_the_labs_own_file_and_each_kind_of_change(lab: LabInfo, 
 # --- no secret anywhere ---------------------------------------------------------------------------------
 
 
+def test_an_inspection_over_scram_and_oauthbearer_saves_its_state(lab: LabInfo, produced: Path) -> None:
+    """The saved state the last test searches: each inspection saves the flow's offset syncs and checkpoints."""
+    flow = seed(lab, f"saved{uuid.uuid4().hex[:6]}")
+    for config in (flow.mm2_config, flow.mm2_oauth_config):
+        done = mm2ctl(produced, "inspect", "--mm2-config", config, "--pair", pair_of(flow), "--format", "json", "-q")
+        assert done.returncode == 0, done.stderr
+        rows = [json.loads(line) for line in done.stdout.splitlines()]
+        assert len([r for r in rows if "note" not in r]) == 2 * PARTITIONS, done.stdout
+    saved = sorted(p.name.split("-")[0] for p in (produced / SAVED).iterdir())
+    assert saved == ["checkpoints", "offset"], saved
+
+
 def _files(root: Path) -> Iterator[Path]:
     yield from (p for p in root.rglob("*") if p.is_file())
+
+
+def _text(path: Path, produced: Path) -> str:
+    """What a file holds, as text; a saved state's Arrow file (compressed) decoded: its rows and metadata."""
+    if SAVED not in path.relative_to(produced).parts:
+        return path.read_text(errors="replace")
+    with ipc.open_file(path) as saved:
+        table = saved.read_all()
+    return json.dumps(
+        [table.to_pylist(), {str(k): str(v) for k, v in (table.schema.metadata or {}).items()}], default=str
+    )
 
 
 def test_no_password_token_or_key_in_any_plan_journal_log_or_output(lab: LabInfo, produced: Path) -> None:
@@ -345,5 +371,7 @@ def test_no_password_token_or_key_in_any_plan_journal_log_or_output(lab: LabInfo
     lab_logs = [p for p in _files(Path(lab.dir)) if p.suffix == ".log" and "data" not in p.relative_to(lab.dir).parts]
     searched = [*_files(produced), *lab_logs]
     assert any(p.suffix == ".yaml" for p in searched) and any("journals" in p.parts for p in searched)
-    leaks = [(str(p), s[:6] + "…") for p in searched for s in secrets if s in p.read_text(errors="replace")]
+    assert len(list(_files(produced / SAVED))) >= 2, "the inspections saved no state to search"
+    texts = {p: (_text(p, produced) if p.is_relative_to(produced) else p.read_text(errors="replace")) for p in searched}
+    leaks = [(str(p), s[:6] + "…") for p, text in texts.items() for s in secrets if s in text]
     assert leaks == [], leaks

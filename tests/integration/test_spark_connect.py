@@ -164,6 +164,28 @@ def test_inspect_on_the_connect_server_gives_the_embedded_rows(
     assert operations > 0 and jobs > 0, new
 
 
+def test_report_on_the_connect_server_runs_its_inspection_there(
+    frozen_flow: LabFlow, connect_server: spark_connect.SparkConnectServer, tmp_path: Path
+) -> None:
+    """``report --remote``: the page holds every group, and the server's log shows the one new session that ran
+    the inspection's Spark jobs (a report that inspected in an embedded JVM would leave no new session)."""
+    before = _server_sessions(connect_server)
+    page = tmp_path / "report.html"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mm2ctl", "report", "--mm2-config", frozen_flow.mm2_config,
+         "--remote", connect_server.url, "-o", str(page)],
+        capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, "MM2CTL_STATE_DIR": str(tmp_path / "state")},
+    )  # fmt: skip
+    assert proc.returncode in (0, 10), proc.stderr[-3000:]
+    assert f"on the Spark Connect server at {connect_server.url}" in proc.stderr
+    html = page.read_text()
+    groups = [f"iso-{frozen_flow.source_alias.removesuffix('src')}-g{g}" for g in range(3)]
+    assert all(g in html for g in groups), groups
+    new = {s: ran for s, ran in _server_sessions(connect_server).items() if s not in before}
+    assert len(new) == 1 and all(ops > 0 and jobs > 0 for ops, jobs in new.values()), (before, new)
+
+
 #: The server's log lines (Spark 3.5 to 4.1) for an operation a session sent, and a Spark job it started.
 _OPERATION = re.compile(r"ExecuteHolder ExecuteKey\([^,]*,([0-9a-f-]{36}),[0-9a-f-]{36}\) is created")
 _JOB = re.compile(r"DAGScheduler: Got job \d+ \(Spark Connect - session_id: \"([0-9a-f-]{36})\"")

@@ -49,6 +49,7 @@ from tests.integration.spark_queries import (
     run_records_query,
     sink_rows,
 )
+from tests.integration.test_remediate import mm2ctl
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -260,3 +261,20 @@ def test_a_query_fails_over_by_timestamp_on_a_flow_with_offset_syncs_disabled(
     )  # fmt: skip
     result = compare(m.values(), (r["value"] for r in sink_rows(first.sink, second.sink)))
     assert result.exact, result
+
+
+def test_a_query_is_refused_from_mm2s_checkpoints_in_one_line(lab: LabInfo, state_dir: Path, tmp_path: Path) -> None:
+    """MM2 keeps no checkpoint of a Spark query, so ``--from checkpoints`` cannot move one: refused before any
+    read of the query, and no plan written."""
+    (tmp_path / "query").mkdir()
+    plan = state_dir / "plan.yaml"
+    proc = mm2ctl(
+        "plan", "failover", "--pair", "primary->backup", "--mm2-config", lab.mm2_config, "--groups", "^none$",
+        "--from", "checkpoints", "--spark-checkpoint", str(tmp_path / "query"), "--out", str(plan), state=state_dir,
+    )  # fmt: skip
+    assert proc.returncode == ExitCode.PLAN_INVALID, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("mm2ctl: error:")]
+    assert errors == [
+        "mm2ctl: error: --spark-checkpoint: MM2 keeps no checkpoint of a Spark query; translate it --from syncs"
+    ], proc.stderr
+    assert "Traceback" not in proc.stderr and not plan.exists()

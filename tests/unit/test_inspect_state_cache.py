@@ -24,7 +24,7 @@ from mm2ctl.inspector.kept import pair_topics, topic_cache
 from mm2ctl.inspector.kept.pair_topics import PairTopics
 from mm2ctl.inspector.kept.saved_topics import SavedTopics
 from mm2ctl.inspector.kept.topic_cache import SYNCS, SavedState, StateKey, Unusable
-from mm2ctl.inspector.reads.internal_topics import TopicSnapshot
+from mm2ctl.inspector.reads.internal_topics import TopicSnapshot, plan_read
 from mm2ctl.inspector.schemas import KAFKA_RECORD_SCHEMA
 
 PAIR = "a->b"
@@ -58,6 +58,16 @@ def test_a_saved_state_reads_back_whole(folder: Path) -> None:
     )
     assert path.parent == folder and stat.S_IMODE(path.stat().st_mode) == 0o600
     assert [p.name for p in folder.iterdir()] == [path.name]  # no temporary file left
+
+
+def test_a_read_says_how_many_records_it_reads_and_from_where() -> None:
+    kept = TopicSnapshot("b", "syncs", "id", {0: (0, 120), 1: (5, 40)})
+    now = TopicSnapshot("b", "syncs", "id", {0: (0, 150), 1: (5, 40)})
+    assert (
+        plan_read(kept, now).describe("syncs")
+        == "syncs: reading 30 record(s) past the kept ones (0: [120, 150), 1: [40, 40))"
+    )
+    assert plan_read(None, now).describe("syncs") == "syncs: reading 185 record(s) in full (0: [0, 150), 1: [5, 40))"
 
 
 def test_no_file_is_no_state(folder: Path) -> None:

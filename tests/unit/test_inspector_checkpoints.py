@@ -9,7 +9,6 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
@@ -17,6 +16,7 @@ from pyspark.sql.types import StructType
 from mm2ctl.core.kafka.compaction import Keyed, live_values
 from mm2ctl.inspector.schemas import CHECKPOINTS_SCHEMA, DECODED_CHECKPOINT_SCHEMA
 from mm2ctl.inspector.transforms import live_checkpoints
+from tests.property_examples import drawn
 
 pytestmark = pytest.mark.spark
 
@@ -88,18 +88,22 @@ def test_a_later_read_folds_in_newer_checkpoints_and_tombstones(spark: Any) -> N
 record = st.tuples(st.sampled_from(["g1", "g2", "g3"]), st.one_of(st.none(), st.integers(0, 50)))
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(records=st.lists(record, max_size=30), split=st.floats(0.0, 1.0))
-def test_property_spark_and_core_compaction_agree(
-    spark: Any, records: list[tuple[str, int | None]], split: float
-) -> None:
+def test_property_spark_and_core_compaction_agree(spark: Any) -> None:
     """The inspection's live checkpoints, whether read at once or in two reads, are ``core.kafka.compaction``'s:
-    what ``plan failover --from checkpoints`` reads as MM2's checkpoints."""
-    rows = [_checkpoint_record(i, g, up, None if up is None else up + 1) for i, (g, up) in enumerate(records)]
-    expected = live_values(Keyed(g, i, up) for i, (g, up) in enumerate(records))
+    what ``plan failover --from checkpoints`` reads as MM2's checkpoints. Each example's groups are its own."""
+    examples = drawn(st.tuples(st.lists(record, max_size=30), st.floats(0.0, 1.0)))
+    first_part: list[tuple[str, int | None]] = []
+    second_part: list[tuple[str, int | None]] = []
+    for e, (records, split) in enumerate(examples):
+        mine = [(f"e{e}-{g}", up) for g, up in records]
+        cut = int(split * len(mine))
+        first_part, second_part = first_part + mine[:cut], second_part + mine[cut:]
+    ordered = first_part + second_part
+    rows = [_checkpoint_record(i, g, up, None if up is None else up + 1) for i, (g, up) in enumerate(ordered)]
+    expected = live_values(Keyed(g, i, up) for i, (g, up) in enumerate(ordered))
     once = live_checkpoints.live_checkpoints(_df(spark, DECODED_CHECKPOINT_SCHEMA, rows))
     assert {g: up for g, (up, _d, _r) in _live(once).items()} == expected
-    cut = int(split * len(rows))
+    cut = len(first_part)
     first = live_checkpoints.live_checkpoints(_df(spark, DECODED_CHECKPOINT_SCHEMA, rows[:cut]))
     twice = live_checkpoints.merged_checkpoints(first, _df(spark, DECODED_CHECKPOINT_SCHEMA, rows[cut:]))
     assert {g: up for g, (up, _d, _r) in _live(twice).items()} == expected

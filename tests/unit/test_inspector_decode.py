@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import datetime as dt
 import struct
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -18,13 +18,14 @@ from mm2ctl.core.kafka import codecs
 from mm2ctl.inspector.schemas import DECODED_CHECKPOINT_SCHEMA, DECODED_OFFSET_SYNC_SCHEMA, KAFKA_RECORD_SCHEMA
 from mm2ctl.inspector.spark.compat import frame_from_arrow
 from mm2ctl.inspector.transforms import decode, live_checkpoints
+from tests.property_examples import drawn
 
 pytestmark = pytest.mark.spark
 
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 TS = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
-PROPERTY = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+Case = TypeVar("Case")
 
 
 def _records(spark: Any, pairs: list[tuple[bytes | None, bytes | None]]) -> Any:
@@ -241,23 +242,43 @@ def _reference(decoder: Any, key: bytes | None, value: bytes | None, dummy_value
         return "bad", None
 
 
-@PROPERTY
-@given(st.lists(st.tuples(names, int32s, int64s, int64s), min_size=1, max_size=40))
-def test_property_offset_sync_roundtrip(spark: Any, syncs: list[tuple[str, int, int, int]]) -> None:
-    pairs = [codecs.encode_offset_sync(codecs.OffsetSync(*s)) for s in syncs]
-    rows = _syncs(spark, pairs)
+def _flat(examples: list[list[Case]]) -> list[Case]:
+    return [case for example in examples for case in example]
+
+
+def test_property_offset_sync_roundtrip(spark: Any) -> None:
+    syncs = _flat(drawn(st.lists(st.tuples(names, int32s, int64s, int64s), min_size=1, max_size=40)))
+    rows = _syncs(spark, [codecs.encode_offset_sync(codecs.OffsetSync(*s)) for s in syncs])
     assert [(r.topic, r.partition, r.upstream_offset, r.downstream_offset) for r in rows] == syncs
     assert all(r.malformed_reason is None for r in rows)
 
 
-@PROPERTY
-@given(st.data())
-def test_property_offset_sync_mutations_match_reference(spark: Any, data: st.DataObject) -> None:
+@st.composite
+def mutated_syncs(draw: st.DrawFn) -> list[tuple[bytes | None, bytes | None]]:
+    """Up to 40 offset syncs' records, each key and value kept, truncated, extended, flipped, replaced or null."""
+    data = SimpleNamespace(draw=draw)
     cases = []
-    for _ in range(data.draw(st.integers(1, 40))):
-        sync = codecs.OffsetSync(data.draw(names), data.draw(int32s), data.draw(int64s), data.draw(int64s))
+    for _ in range(draw(st.integers(1, 40))):
+        sync = codecs.OffsetSync(draw(names), draw(int32s), draw(int64s), draw(int64s))
         key, value = codecs.encode_offset_sync(sync)
-        cases.append((_mutate(data, key), _mutate(data, value)))
+        cases.append((_mutate(data, key), _mutate(data, value)))  # type: ignore[arg-type]
+    return cases
+
+
+@st.composite
+def mutated_checkpoints(draw: st.DrawFn) -> list[tuple[bytes | None, bytes | None]]:
+    """Up to 40 checkpoints' records, mutated as ``mutated_syncs``'."""
+    data = SimpleNamespace(draw=draw)
+    cases = []
+    for _ in range(draw(st.integers(1, 40))):
+        cp = codecs.Checkpoint(draw(names), draw(names), draw(int32s), draw(int64s), draw(int64s), draw(names))
+        key, value = codecs.encode_checkpoint(cp)
+        cases.append((_mutate(data, key), _mutate(data, value)))  # type: ignore[arg-type]
+    return cases
+
+
+def test_property_offset_sync_mutations_match_reference(spark: Any) -> None:
+    cases = _flat(drawn(mutated_syncs()))
     rows = _syncs(spark, cases)
     for (key, value), row in zip(cases, rows, strict=True):
         verdict, ref = _reference(codecs.decode_offset_sync, key, value, GOOD_SYNC_VALUE)
@@ -274,35 +295,15 @@ def test_property_offset_sync_mutations_match_reference(spark: Any, data: st.Dat
             assert (row.topic, row.partition) == (ref.topic, ref.partition)
 
 
-@PROPERTY
-@given(st.data())
-def test_property_checkpoint_mutations_match_reference(spark: Any, data: st.DataObject) -> None:
-    cases = []
-    for _ in range(data.draw(st.integers(1, 40))):
-        cp = codecs.Checkpoint(
-            data.draw(names),
-            data.draw(names),
-            data.draw(int32s),
-            data.draw(int64s),
-            data.draw(int64s),
-            data.draw(names),
-        )
-        key, value = codecs.encode_checkpoint(cp)
-        cases.append((_mutate(data, key), _mutate(data, value)))
+def test_property_checkpoint_mutations_match_reference(spark: Any) -> None:
+    cases = _flat(drawn(mutated_checkpoints()))
     rows = _checkpoints(spark, cases)
     for (key, value), row in zip(cases, rows, strict=True):
         verdict, ref = _reference(codecs.decode_checkpoint, key, value, GOOD_CP_VALUE)
         assert (row.malformed_reason is None) == (verdict != "bad"), (key, value, row)
         assert row.is_tombstone == (verdict == "tombstone")
         if verdict == "ok":
-            got = (
-                row.group,
-                row.topic,
-                row.partition,
-                row.upstream_offset,
-                row.downstream_offset,
-                row.metadata,
-            )
+            got = (row.group, row.topic, row.partition, row.upstream_offset, row.downstream_offset, row.metadata)
             assert got == (
                 ref.group,
                 ref.topic,
@@ -323,25 +324,32 @@ def _known(spark: Any, keys: list[tuple[str, int]]) -> Any:
     return spark.createDataFrame(rows, "cluster_pair string, topic string, partition int, _part int")
 
 
-@PROPERTY
-@given(st.lists(st.tuples(names, int32s), min_size=1, max_size=20))
-def test_property_offset_sync_key_is_the_codecs_bytes(spark: Any, keys: list[tuple[str, int]]) -> None:
+def test_property_offset_sync_key_is_the_codecs_bytes(spark: Any) -> None:
+    keys = _flat(drawn(st.lists(st.tuples(names, int32s), min_size=1, max_size=20)))
     frame = _known(spark, keys).select(decode.offset_sync_key(F.col("topic"), F.col("partition")).alias("k"))
     assert [bytes(r.k) for r in frame.collect()] == [codecs.encode_offset_sync_key(t, p) for t, p in keys]
 
 
-@PROPERTY
-@given(st.data())
-def test_property_offset_sync_known_keys_decode_the_same(spark: Any, data: st.DataObject) -> None:
-    """Matching by raw key is a shortcut only: every column equals the full decode, malformed records too."""
+@st.composite
+def syncs_some_known(draw: st.DrawFn) -> tuple[list[tuple[bytes | None, bytes | None]], list[tuple[str, int]]]:
+    """Up to 30 offset syncs' records (keys kept or mutated, values mutated) and the keys of some of them."""
+    data = SimpleNamespace(draw=draw)
     cases, keys = [], []
-    for _ in range(data.draw(st.integers(1, 30))):
-        sync = codecs.OffsetSync(data.draw(names), data.draw(int32s), data.draw(int64s), data.draw(int64s))
+    for _ in range(draw(st.integers(1, 30))):
+        sync = codecs.OffsetSync(draw(names), draw(int32s), draw(int64s), draw(int64s))
         key, value = codecs.encode_offset_sync(sync)
-        if data.draw(st.booleans()):
+        if draw(st.booleans()):
             keys.append((sync.topic, sync.partition))
-        mutate_key = data.draw(st.booleans())
-        cases.append((_mutate(data, key) if mutate_key else key, _mutate(data, value)))
+        mutate_key = draw(st.booleans())
+        cases.append((_mutate(data, key) if mutate_key else key, _mutate(data, value)))  # type: ignore[arg-type]
+    return cases, keys
+
+
+def test_property_offset_sync_known_keys_decode_the_same(spark: Any) -> None:
+    """Matching by raw key is a shortcut only: every column equals the full decode, malformed records too."""
+    examples = drawn(syncs_some_known())
+    cases = _flat([c for c, _ in examples])
+    keys = _flat([k for _, k in examples])
     records = _records(spark, cases)
     known = _known(spark, sorted(set(keys)))
     full = sorted(decode.decode_offset_syncs(records).collect(), key=lambda r: r.record_offset)

@@ -12,7 +12,6 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import functions as F
@@ -20,6 +19,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import BinaryType, BooleanType, LongType, StringType, StructField, StructType, TimestampType
 
 from mm2ctl.inspector.spark import compat
+from tests.property_examples import drawn
 
 pytestmark = pytest.mark.spark
 
@@ -84,10 +84,9 @@ def test_is_valid_utf8_agrees_with_pythons_decoder(spark: Any) -> None:
     assert _utf8_flags(spark, [*SAMPLES, None]) == [_valid(s) for s in SAMPLES] + [None]
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(samples=st.lists(st.binary(max_size=8), min_size=1, max_size=40))
-def test_is_valid_utf8_on_random_bytes(spark: Any, samples: list[bytes]) -> None:
-    assert _utf8_flags(spark, list(samples)) == [_valid(s) for s in samples]
+def test_is_valid_utf8_on_random_bytes(spark: Any) -> None:
+    samples = [s for example in drawn(st.lists(st.binary(max_size=8), min_size=1, max_size=40)) for s in example]
+    assert _utf8_flags(spark, samples) == [_valid(s) for s in samples]
 
 
 def _table(rows: list[dict[str, Any]]) -> pa.Table:

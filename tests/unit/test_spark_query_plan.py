@@ -4,11 +4,15 @@ the output goes."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from mm2ctl.core.errors import ConfigError, SparkCheckpointError
+from mm2ctl.core.errors import ConfigError, NotCopiedError, PlanError, SparkCheckpointError
+from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.core.spark_checkpoints.query_sources import local_files, query_sources, refuse_named_like_queries
 from mm2ctl.core.spark_checkpoints.read import read_checkpoint
 from mm2ctl.plans.payloads import SparkNewPartition, SparkOffsetRow, SparkQueryWrite, TranslationMethod
@@ -20,6 +24,7 @@ from mm2ctl.plans.planners.failover.spark_queries import (
     _form,
     _new_partitions,
     _output,
+    plan_queries,
     split_rows,
 )
 from mm2ctl.remediate.executors.spark_query import translated_positions
@@ -112,3 +117,44 @@ def test_two_checkpoints_never_write_to_one_path(tmp_path: Path) -> None:
     (tmp_path / "r.json").write_text("{}")
     with pytest.raises(SparkCheckpointError, match="exists already"):
         _claim(str(tmp_path / "r.json"), "json", [0], claimed)
+
+
+def _one_query(tmp_path: Path) -> tuple[SparkRequest, list[Any]]:
+    make_checkpoint(tmp_path / "q", {0: [kafka_json({"t": {0: 1800}})]}, [0])
+    sources = query_sources([read_checkpoint(local_files(str(tmp_path / "q")))])
+    return SparkRequest(checkpoints=(str(tmp_path / "q"),)), sources
+
+
+def _builder() -> Any:
+    return SimpleNamespace(live=SimpleNamespace(admin=lambda cluster: SimpleNamespace(list_topics=lambda: {"t": 1})))
+
+
+def test_a_query_position_mm2_has_not_copied_is_refused_with_exit_21(tmp_path: Path) -> None:
+    request, sources = _one_query(tmp_path)
+    late = dataclasses.replace(
+        _row("t", "t", 0, TranslationMethod.AFTER_CATCH_UP, group=sources[0].name), source_offset=1800
+    )
+    with pytest.raises(NotCopiedError) as refused:
+        plan_queries(_builder(), "backup", request, sources, [late])
+    assert refused.value.exit_code == ExitCode.NOT_COPIED == 21
+    assert str(refused.value).startswith(
+        f"MM2 has not copied up to the position of the Spark query at {tmp_path / 'q'} on 1 partition(s)"
+    )
+
+
+def test_a_query_partition_with_no_translated_position_is_refused(tmp_path: Path) -> None:
+    request, sources = _one_query(tmp_path)
+    lost = dataclasses.replace(
+        _row("t", "t", 0, EXACT, group=sources[0].name),
+        target_offset=None,
+        method=None,
+        detail="untranslatable: no offset sync at or below 1800",
+    )
+    with pytest.raises(PlanError) as refused:
+        plan_queries(_builder(), "backup", request, sources, [lost])
+    assert not isinstance(refused.value, NotCopiedError)
+    assert str(refused.value) == (
+        f"the Spark query at {tmp_path / 'q'} has 1 partition(s) with no translated position: "
+        "t/0 (untranslatable: no offset sync at or below 1800); the query cannot start on the target without an "
+        "offset for each"
+    )
