@@ -36,32 +36,12 @@ from typing import Any
 
 from bench_lab import loadavg, open_lab, say
 from confluent_kafka import Producer
+from exporter_scale import _cpu_seconds, _gauges, _status_kib
 from failover_scale import LoadSpec, prepare
-from prometheus_client.parser import text_string_to_metric_families
 
 from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.lab import control as lab_control
 from mm2ctl.lab.process import free_port
-
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _status_kib(pid: int, field: str) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(f"{field}:"):
-                return int(line.split()[1])
-    except OSError:
-        return 0
-    return 0
-
-
-def _cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def _descendants(pid: int) -> list[int]:
@@ -76,15 +56,6 @@ def _descendants(pid: int) -> list[int]:
         found += children
         todo += children
     return found
-
-
-def _gauges(url: str) -> dict[str, float]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            text = r.read().decode()
-    except OSError:
-        return {}
-    return {s.name: s.value for family in text_string_to_metric_families(text) for s in family.samples if not s.labels}
 
 
 class Traffic:
@@ -181,12 +152,12 @@ def run_exporter(mm2ctl: str, mm2_config: str, connect_url: str, args: argparse.
             if success is not None and success != last:
                 last = success
                 below = _descendants(proc.pid)
-                jvms = {p: _status_kib(p, "VmRSS") / 1024 for p in below}
+                jvms = {p: (_status_kib(p, "VmRSS") or 0) / 1024 for p in below}
                 runs.append(
                     {
                         "duration_s": round(gauges["mm2ctl_inspection_duration_seconds"], 2),
-                        "cpu_s_total": round(_cpu_seconds(proc.pid) + sum(_cpu_seconds(p) for p in below), 1),
-                        "py_rss_mib": round(_status_kib(proc.pid, "VmRSS") / 1024, 1),
+                        "cpu_s_total": round(sum(_cpu_seconds(p) or 0 for p in [proc.pid, *below]), 1),
+                        "py_rss_mib": round((_status_kib(proc.pid, "VmRSS") or 0) / 1024, 1),
                         "children_rss_mib": round(sum(jvms.values()), 1),
                         "children": len(jvms),
                         "errors_total": gauges.get("mm2ctl_inspection_errors_total"),

@@ -404,20 +404,10 @@ class KafkaAdmin:
 
     def topic_configs(self, topics: Sequence[str]) -> dict[str, dict[str, str] | ItemError]:
         """The effective configs of many topics in one request (name -> value), or each topic's error."""
-        resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
-        if not resources:
-            return {}
-        try:
-            futures = self._client.describe_configs(resources, request_timeout=self._timeout)
-        except Exception as exc:
-            raise _raise_whole_call(f"describing topic configs on {self._name}", exc) from exc
-        out: dict[str, dict[str, str] | ItemError] = {}
-        for res, fut in futures.items():
-            try:
-                out[res.name] = {name: e.value for name, e in fut.result().items() if e.value is not None}
-            except Exception as exc:
-                out[res.name] = item_error(exc)
-        return out
+        return {
+            topic: got if isinstance(got, ItemError) else {name: c.value for name, c in got.items()}
+            for topic, got in self.topic_config_sources(topics).items()
+        }
 
     def topic_config_sources(self, topics: Sequence[str]) -> dict[str, dict[str, ConfigValue] | ItemError]:
         """The effective configs of many topics in one request, each value with where it comes from
@@ -433,7 +423,9 @@ class KafkaAdmin:
         for res, fut in futures.items():
             try:
                 entries = fut.result().items()
-                out[res.name] = {n: ConfigValue(e.value, config_source(e.source)) for n, e in entries if e.value}
+                out[res.name] = {
+                    n: ConfigValue(e.value, config_source(e.source)) for n, e in entries if e.value is not None
+                }
             except Exception as exc:
                 out[res.name] = item_error(exc)
         return out
