@@ -49,6 +49,7 @@ from mm2ctl.inspector.reads.pair_admin import reach_clusters
 from mm2ctl.inspector.reads.run_reads import ClusterState, PairRead, read_cluster_state, select_pairs
 from mm2ctl.inspector.reads.spark_query_rows import read_queries
 from mm2ctl.inspector.reads.typed_groups import GroupListings
+from mm2ctl.inspector.rules import admin_facts
 from mm2ctl.inspector.rules.partition_health import partition_health
 from mm2ctl.inspector.selection import InspectOptions
 from mm2ctl.inspector.spark.compat import frame_from_arrow, to_arrow
@@ -380,7 +381,8 @@ class Inspector:
         spark, pair, state, kept = self.spark, read.pair, read.state, self._kept[read.pair.name]
         numbering = kept.numbering or Numbering.of(read.source_partitions())
         numbers = frame_from_arrow(spark, numbering.table(pair.name), schemas.PARTITION_NUMBERS_SCHEMA)
-        offsets = frame_from_arrow(spark, inputs.group_offsets, schemas.SOURCE_GROUP_OFFSETS_SCHEMA)
+        with_remote = admin_facts.with_remote_topics(inputs.group_offsets, inputs.source_partitions)
+        offsets = frame_from_arrow(spark, with_remote, schemas.REMOTE_GROUP_OFFSETS_SCHEMA)
         target_offsets = frame_from_arrow(spark, inputs.target_group_offsets, schemas.TARGET_GROUP_OFFSETS_SCHEMA)
         checkpoints = kept.empty_checkpoints(spark)
         if only is not None:  # the kept checkpoints of those groups only (``inputs`` hold only theirs)
@@ -388,18 +390,17 @@ class Inspector:
         translated = translate(offsets, kept.empty_runs(spark), numbers)
         if self.options.exact:
             translated = self._with_exact(read, translated, progress, cached)
-        joined = classify.join_target_state(
-            translated,
-            source_partitions=frame_from_arrow(spark, inputs.source_partitions, schemas.SOURCE_PARTITIONS_SCHEMA),
-            target_partitions=frame_from_arrow(spark, inputs.target_partitions, schemas.TARGET_PARTITIONS_SCHEMA),
-            target_group_offsets=target_offsets,
-            source_groups=frame_from_arrow(spark, inputs.source_groups, schemas.GROUP_STATES_SCHEMA),
-            target_groups=frame_from_arrow(spark, inputs.target_groups, schemas.GROUP_STATES_SCHEMA),
-            checkpoints=checkpoints,
-            mm2_positions=frame_from_arrow(spark, inputs.mm2_positions, schemas.MM2_POSITIONS_SCHEMA),
+        joined = classify.join_target_state(translated, target_group_offsets=target_offsets, checkpoints=checkpoints)
+        admin = classify.AdminFacts.of(
+            source_partitions=inputs.source_partitions,
+            target_partitions=inputs.target_partitions,
+            mm2_positions=inputs.mm2_positions,
+            source_groups=inputs.source_groups,
+            target_groups=inputs.target_groups,
         )
         classified = classify.classify(
             joined,
+            admin=admin,
             sync_group_offsets_enabled=pair.sync_group_offsets_enabled,
             offset_lag_max=pair.offset_lag_max,
             as_of=state.read_at,

@@ -144,6 +144,10 @@ SOURCE_GROUP_OFFSETS_SCHEMA = StructType(
 #: the replication policy gives the topic on the target (``<source><sep><topic>`` for
 #: DefaultReplicationPolicy, the same name for IdentityReplicationPolicy); the job computes it with the
 #: pair's configured policy.
+#: The source group offsets as the translation reads them: each with its partition's remote topic
+#: (``inspector.rules.admin_facts.with_remote_topics``), under which the target's facts are looked up.
+REMOTE_GROUP_OFFSETS_SCHEMA = StructType([*SOURCE_GROUP_OFFSETS_SCHEMA.fields, _f("remote_topic", StringType())])
+
 SOURCE_PARTITIONS_SCHEMA = StructType(
     [
         _f("cluster_pair", StringType(), False),
@@ -227,8 +231,8 @@ EXACT_POSITIONS_SCHEMA = StructType(
     ]
 )
 
-#: ``classify.join_target_state``'s output and ``classify.classify``'s input: one row per source group
-#: offset, with everything known about it on both clusters. ``error`` joins every lookup error of the row.
+#: ``inspector.rules.admin_facts.joined_rows``' output and ``inspector.rules.row_status``'s input: one row per source
+#: group offset, with everything known about it on both clusters. ``error`` joins every lookup error of the row.
 #: ``mm2_position_known`` and ``mm2_next_offset`` are the source partition's in
 #: ``REPLICATED_PARTITIONS_SCHEMA`` (both null for a partition it has no row for: MM2's position unknown).
 JOINED_SCHEMA = StructType(

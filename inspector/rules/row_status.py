@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mm2ctl.inspector.rules.admin_facts import joined_rows
 from mm2ctl.inspector.rules.columns import (
     and_,
     case,
@@ -65,6 +66,19 @@ class Settings:
     offset_lag_max: int
     #: microseconds since the epoch: a checkpoint at or after it is fresh (None: no checkpoint is)
     fresh_since_micros: int | None
+
+
+def look_up_and_classify(
+    rows: pa.Table,
+    partitions: pa.Table,
+    groups: pa.Table,
+    columns: list[str],
+    settings: Settings,
+    vocabulary: Vocabulary,
+) -> pa.Table:
+    """``rows`` looked up in the admin state's ``partitions`` and ``groups`` (``inspector.rules.admin_facts``), then
+    classified."""
+    return classify_rows(joined_rows(rows, partitions, groups, columns), settings, vocabulary)
 
 
 def classify_rows(joined: pa.Table, settings: Settings, vocabulary: Vocabulary) -> pa.Table:

@@ -1,17 +1,19 @@
-"""Everything known about each group offset, joined into one row, and its status: pure DataFrame → DataFrame.
+"""Everything known about each group offset, and its status: pure DataFrame → DataFrame.
 
-``join_target_state`` looks up the admin state of both clusters and the live checkpoint for each translated
-group offset (``inspector.transforms.translated_offsets``); ``classify`` gives each row its status, message and failover
-estimate by ``inspector.statuses``' rules and precedence. The join is one Spark SQL statement
-(``inspector.transforms.sql_text``); the classification is ``inspector.rules.row_status``, the rule written once as
-an Arrow function, which Spark runs over the joined rows. Unit-tested on tiny frames
-(``tests/unit/test_inspector_classify.py``).
+``join_target_state`` joins each translated group offset (``inspector.transforms.translated_offsets``) with the target
+group's committed offset and the live checkpoint, in one Spark SQL statement (``inspector.transforms.sql_text``);
+``classify`` looks each row up in the admin state of both clusters and gives it its status, message and failover
+estimate by ``inspector.statuses``' rules and precedence: ``inspector.rules.admin_facts`` and
+``inspector.rules.row_status``, the rules written once as Arrow functions, which Spark runs over the rows. Unit-tested
+on tiny frames (``tests/unit/test_inspector_classify.py``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -22,115 +24,74 @@ from mm2ctl.core.kafka.group_admin import UNMIRRORED_TYPES
 from mm2ctl.core.translation.methods import EXACT_METHODS
 from mm2ctl.inspector import statuses
 from mm2ctl.inspector.reads.spark_query_rows import SPARK_QUERY_TYPE
-from mm2ctl.inspector.rules import columns, row_status
+from mm2ctl.inspector.rules import admin_facts, columns, row_status
 from mm2ctl.inspector.rules.columns import micros
-from mm2ctl.inspector.schemas import CLASSIFIED_SCHEMA, FRESH_CHECKPOINT
+from mm2ctl.inspector.schemas import CLASSIFIED_SCHEMA, FRESH_CHECKPOINT, JOINED_SCHEMA
 from mm2ctl.inspector.spark.arrow_rules import by_key, ship_by_value
 from mm2ctl.inspector.statuses import Blocking, Status
-from mm2ctl.inspector.transforms.sql_text import Statement
+from mm2ctl.inspector.transforms.sql_text import Statement, quoted
 
 #: ``classify``'s output: the report's columns, then when the row's checkpoint was fresh.
 CLASSIFIED_ROWS_SCHEMA = StructType([*CLASSIFIED_SCHEMA.fields, StructField(FRESH_CHECKPOINT, TimestampType())])
 
 # --- joining the admin state ---
 
-#: Where each error of a row came from, as its ``error`` column names it.
-_ERRORS = (
-    ("_e_go", "source group offsets"),
-    ("_e_sp", "source partition"),
-    ("_e_tp", "target partition"),
-    ("_e_tgo", "target group offsets"),
-    ("_e_sg", "source group"),
-    ("_e_tg", "target group"),
-)
+
+@dataclass(frozen=True)
+class AdminFacts:
+    """The admin state of both clusters a pair's rows are looked up in, on the driver: a row per source
+    partition and a row per group (``inspector.rules.admin_facts``)."""
+
+    partitions: pa.Table
+    groups: pa.Table
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        source_partitions: pa.Table,
+        target_partitions: pa.Table,
+        mm2_positions: pa.Table,
+        source_groups: pa.Table,
+        target_groups: pa.Table,
+    ) -> AdminFacts:
+        return cls(
+            admin_facts.partition_facts(source_partitions, target_partitions, mm2_positions),
+            admin_facts.group_facts(source_groups, target_groups),
+        )
 
 
-def join_target_state(
-    translated: DataFrame,
-    *,
-    source_partitions: DataFrame,
-    target_partitions: DataFrame,
-    target_group_offsets: DataFrame,
-    source_groups: DataFrame,
-    target_groups: DataFrame,
-    checkpoints: DataFrame,
-    mm2_positions: DataFrame,
-) -> DataFrame:
-    """Everything known about each source group offset, on both clusters, as one row (``JOINED_SCHEMA``).
+def join_target_state(translated: DataFrame, *, target_group_offsets: DataFrame, checkpoints: DataFrame) -> DataFrame:
+    """Each translated group offset (``translated``, which carries its partition's remote topic:
+    ``inspector.rules.admin_facts.with_remote_topics``) with what the target holds for it: the target group's
+    committed offset and the live checkpoint, both under the **remote** topic name, as MM2 writes them.
 
-    Target-side facts are looked up under the **remote** topic name that ``source_partitions`` carries, so
-    DefaultReplicationPolicy (``src.orders``) and IdentityReplicationPolicy (``orders``) both work; Aiven's
-    tool looks the target group up under the source name and so misses every prefixed topic. Checkpoints
-    are keyed by the remote name too, as MM2 writes them. Every input's ``error`` is carried into one
-    ``error`` column (prefixed with where it came from), so one failed lookup marks its rows and nothing
-    else; a source partition the job did not describe at all is reported as an error rather than guessed.
-    ``mm2_positions`` (``MM2_POSITIONS_SCHEMA``) gives each row MM2's position on its source partition.
+    The rows come out clustered by (pair, group), as ``classify`` needs them. The live checkpoints are kept
+    clustered so (``inspector.transforms.live_checkpoints``), and with
+    ``spark.sql.requireAllClusterKeysForCoPartition=false`` (the embedded session's setting) Spark shuffles each
+    side once; with Spark's default it adds one more shuffle. The admin state's small tables are looked up by
+    ``classify``, on the rows' own Python worker, with no broadcast.
     """
-    q = Statement()
-    prefixed = [f"CASE WHEN {c} IS NOT NULL THEN concat({q.value(what + ': ')}, {c}) END" for c, what in _ERRORS]
-    undescribed = f"CASE WHEN _sp_topic IS NULL THEN {q.value('source partition: not described by the job')} END"
-    errors = f"concat_ws('; ', {prefixed[0]}, {undescribed}, {', '.join(prefixed[1:])})"
-    # Per-partition and per-group facts are small (one row per source partition or group): broadcast, so the
-    # group-offset rows are not shuffled for them. The two per-group-partition frames are joined on rows
-    # clustered by (pair, group), the clustering ``classify``'s per-group window needs next (the live
-    # checkpoints are kept clustered so: ``inspector.transforms.live_checkpoints``). With
-    # ``spark.sql.requireAllClusterKeysForCoPartition=false`` (the embedded session's setting) Spark then
-    # shuffles each side once; with Spark's default it adds one more shuffle. The errors are joined in a step
-    # of their own: Spark does not merge two steps when that would compute a costly expression twice.
+    carried = ", ".join(f"t.{quoted(c)}" for c in translated.columns if c != "error")
     text = f"""
-    WITH facts AS (
-      SELECT /*+ BROADCAST(sp, tp, sg, tg, mp) */
-        t.cluster_pair, t.`group`, t.topic, t.`partition`, t.committed_offset, t.translated_offset,
-        t.translation_method, t.sync_upstream, t.sync_downstream, t.latest_sync_upstream, t.latest_sync_downstream,
-        t.oldest_sync_upstream, t.oldest_sync_downstream, t.sync_count,
-        sp.earliest_offset AS source_earliest, sp.latest_offset AS source_latest, sp.remote_topic,
-        sg.state AS source_group_state, tp.earliest_offset AS target_earliest, tp.latest_offset AS target_latest,
-        tg.state AS target_group_state, tg.member_count AS target_group_members,
-        mp.position_known AS mm2_position_known, mp.mm2_next_offset, sg.group_type,
-        t.error AS _e_go, sp.topic AS _sp_topic, sp.error AS _e_sp, tp.error AS _e_tp, sg.error AS _e_sg,
-        tg.error AS _e_tg
-      FROM {{translated}} t
-      LEFT JOIN {{source_partitions}} sp
-        ON t.cluster_pair = sp.cluster_pair AND t.topic = sp.topic AND t.`partition` = sp.`partition`
-      LEFT JOIN {{target_partitions}} tp
-        ON t.cluster_pair = tp.cluster_pair AND sp.remote_topic = tp.topic AND t.`partition` = tp.`partition`
-      LEFT JOIN {{source_groups}} sg ON t.cluster_pair = sg.cluster_pair AND t.`group` = sg.`group`
-      LEFT JOIN {{target_groups}} tg ON t.cluster_pair = tg.cluster_pair AND t.`group` = tg.`group`
-      LEFT JOIN {{mm2_positions}} mp
-        ON t.cluster_pair = mp.cluster_pair AND t.topic = mp.topic AND t.`partition` = mp.`partition`
-    ),
-    clustered AS (SELECT /*+ REPARTITION(cluster_pair, `group`) */ * FROM facts),
-    tgo AS (SELECT /*+ REPARTITION(cluster_pair, `group`) */ * FROM {{target_group_offsets}}),
-    joined AS (
-      SELECT t.*, tgo.committed_offset AS target_offset, tgo.error AS _e_tgo, tgo.written_by AS target_written_by,
-        cp.upstream_offset AS checkpoint_upstream, cp.downstream_offset AS checkpoint_offset,
-        cp.record_timestamp AS checkpoint_timestamp
-      FROM clustered t
-      LEFT JOIN tgo ON t.cluster_pair = tgo.cluster_pair AND t.`group` = tgo.`group`
-        AND t.remote_topic = tgo.topic AND t.`partition` = tgo.`partition`
-      LEFT JOIN {{checkpoints}} cp ON t.cluster_pair = cp.cluster_pair AND t.`group` = cp.`group`
-        AND t.remote_topic = cp.topic AND t.`partition` = cp.`partition`
-    ),
-    errors AS (SELECT *, {errors} AS _errors FROM joined)
-    SELECT cluster_pair, `group`, topic, `partition`, committed_offset, translated_offset, translation_method,
-      sync_upstream, sync_downstream, latest_sync_upstream, latest_sync_downstream, oldest_sync_upstream,
-      oldest_sync_downstream, sync_count, source_earliest, source_latest, remote_topic, source_group_state,
-      target_earliest, target_latest, target_offset, target_group_state, target_group_members,
-      checkpoint_upstream, checkpoint_offset, checkpoint_timestamp, mm2_position_known, mm2_next_offset,
-      CASE WHEN _errors != '' THEN _errors END AS error, group_type, target_written_by
-    FROM errors
+    WITH clustered AS (SELECT /*+ REPARTITION(cluster_pair, `group`) */ * FROM {{translated}}),
+    tgo AS (SELECT /*+ REPARTITION(cluster_pair, `group`) */ * FROM {{target_group_offsets}})
+    SELECT {carried}, t.error AS _e_go,
+      tgo.committed_offset AS target_offset, tgo.error AS _e_tgo, tgo.written_by AS target_written_by,
+      cp.upstream_offset AS checkpoint_upstream, cp.downstream_offset AS checkpoint_offset,
+      cp.record_timestamp AS checkpoint_timestamp
+    FROM clustered t
+    LEFT JOIN tgo ON t.cluster_pair = tgo.cluster_pair AND t.`group` = tgo.`group`
+      AND t.remote_topic = tgo.topic AND t.`partition` = tgo.`partition`
+    LEFT JOIN {{checkpoints}} cp ON t.cluster_pair = cp.cluster_pair AND t.`group` = cp.`group`
+      AND t.remote_topic = cp.topic AND t.`partition` = cp.`partition`
     """
-    return q.run(
+    return Statement().run(
         translated.sparkSession,
         text,
         translated=translated,
-        source_partitions=source_partitions,
-        target_partitions=target_partitions,
         target_group_offsets=target_group_offsets,
-        source_groups=source_groups,
-        target_groups=target_groups,
         checkpoints=checkpoints,
-        mm2_positions=mm2_positions,
     )
 
 
@@ -257,8 +218,9 @@ def classify_in_process(
 
 
 def classify(
-    joined: DataFrame,
+    rows: DataFrame,
     *,
+    admin: AdminFacts | None,
     sync_group_offsets_enabled: bool,
     offset_lag_max: int = 100,
     as_of: dt.datetime | None = None,
@@ -266,6 +228,9 @@ def classify(
 ) -> DataFrame:
     """One status, message and failover estimate per row; the rules and precedence are ``inspector.statuses``,
     written once in ``inspector.rules.row_status``, which Spark runs here over rows clustered by group.
+
+    ``rows`` are ``join_target_state``'s, looked up in ``admin`` on the way (``inspector.rules.admin_facts``), or,
+    with no ``admin``, rows that hold the admin state already (``schemas.JOINED_SCHEMA``).
 
     ``sync_group_offsets_enabled`` decides what a row is judged by: the target group's committed offset (MM2
     writes it) or the checkpoint (a failover translates through it). ``offset_lag_max`` is the pair's
@@ -290,9 +255,20 @@ def classify(
         as_of=as_of,
         fresh_checkpoint_age=fresh_checkpoint_age,
     )
-    rule = functools.partial(row_status.classify_rows, settings=chosen, vocabulary=vocabulary())
-    ship_by_value(row_status, columns)
-    return by_key(joined, ["cluster_pair", "group"], rule, CLASSIFIED_ROWS_SCHEMA)
+    rule: Callable[[pa.Table], pa.Table]
+    if admin is None:
+        rule = functools.partial(row_status.classify_rows, settings=chosen, vocabulary=vocabulary())
+    else:
+        rule = functools.partial(
+            row_status.look_up_and_classify,
+            partitions=admin.partitions,
+            groups=admin.groups,
+            columns=JOINED_SCHEMA.names,
+            settings=chosen,
+            vocabulary=vocabulary(),
+        )
+    ship_by_value(row_status, columns, admin_facts)
+    return by_key(rows, ["cluster_pair", "group"], rule, CLASSIFIED_ROWS_SCHEMA)
 
 
 def stale_at(fresh_until_micros: int | None, *, as_of: dt.datetime, fresh_checkpoint_age: dt.timedelta) -> bool:

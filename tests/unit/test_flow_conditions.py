@@ -117,7 +117,7 @@ def test_rows_of_a_flow_without_offset_syncs_are_a_configuration_not_a_fault(spa
         healthy(group="empty", **{**no_syncs, "source_earliest": 200}),  # the source partition is empty
         healthy(group="gone", **{**no_syncs, "target_latest": None}),  # the remote partition is missing
     ]
-    classified = classify.classify(_df(spark, JOINED_SCHEMA, rows), sync_group_offsets_enabled=True)
+    classified = classify.classify(_df(spark, JOINED_SCHEMA, rows), admin=None, sync_group_offsets_enabled=True)
     before = {r.group: r.status for r in classified.collect()}
     assert before["nosync"] == Status.NO_OFFSET_SYNCS.value
     got = {r.group: r for r in flow_notes.with_offset_syncs_disabled(classified).collect()}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
@@ -13,19 +14,22 @@ from pyspark.sql.types import StructType
 
 from mm2ctl.inspector import statuses
 from mm2ctl.inspector.kept.pair_topics import Numbering
+from mm2ctl.inspector.rules.admin_facts import joined_rows, with_remote_topics
 from mm2ctl.inspector.schemas import (
     CHECKPOINTS_SCHEMA,
     CLASSIFIED_SCHEMA,
     FRESH_CHECKPOINT,
     GROUP_STATES_SCHEMA,
     JOINED_SCHEMA,
+    MM2_POSITIONS_SCHEMA,
     PARTITION_NUMBERS_SCHEMA,
-    REPLICATED_PARTITIONS_SCHEMA,
+    REMOTE_GROUP_OFFSETS_SCHEMA,
     SOURCE_GROUP_OFFSETS_SCHEMA,
     SOURCE_PARTITIONS_SCHEMA,
     TARGET_GROUP_OFFSETS_SCHEMA,
     TARGET_PARTITIONS_SCHEMA,
 )
+from mm2ctl.inspector.spark.compat import to_arrow
 from mm2ctl.inspector.statuses import Blocking, Status
 from mm2ctl.inspector.transforms import classify
 from mm2ctl.inspector.transforms.sql_text import micros
@@ -127,7 +131,9 @@ def _comparable(row: dict[str, Any]) -> str:
 
 def _classify(spark: Any, rows: list[dict[str, Any]], sync: bool = True, **kw: Any) -> dict[tuple[str, str, int], Any]:
     """The rows as Spark classifies them, after checking that the rule run in-process gives the same rows."""
-    out = classify.classify(_df(spark, JOINED_SCHEMA, rows), sync_group_offsets_enabled=sync, **kw).collect()
+    out = classify.classify(
+        _df(spark, JOINED_SCHEMA, rows), admin=None, sync_group_offsets_enabled=sync, **kw
+    ).collect()
     in_process = classify.classify_in_process(_table(JOINED_SCHEMA, rows), sync_group_offsets_enabled=sync, **kw)
     assert in_process.column_names == classify.CLASSIFIED_ROWS_SCHEMA.names
     assert sorted(map(_comparable, in_process.to_pylist())) == sorted(_comparable(r.asDict()) for r in out)
@@ -392,7 +398,9 @@ def test_status(
 @pytest.mark.spark
 def test_output_columns_and_aiven_values(spark: Any) -> None:
     out = classify.classify(
-        _df(spark, JOINED_SCHEMA, [healthy(target_offset=90, checkpoint_offset=90)]), sync_group_offsets_enabled=True
+        _df(spark, JOINED_SCHEMA, [healthy(target_offset=90, checkpoint_offset=90)]),
+        admin=None,
+        sync_group_offsets_enabled=True,
     )
     assert out.columns[: len(AIVEN_COLUMNS)] == AIVEN_COLUMNS
     shown = [(f.name, f.dataType) for f in out.schema if not f.name.startswith("_")]
@@ -644,29 +652,31 @@ def test_a_row_mm2_has_not_copied_up_to_says_how_far_behind_and_what_to_do(spark
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 
 
-def _translated(spark: Any, offsets: Any) -> Any:
-    """``offsets`` translated through one sync, ``orders``/0 10 -> 8 (``inspector.transforms.translated_offsets``)."""
-    partitions = sorted({(r.topic, r.partition) for r in offsets.collect()})
+def _translated(spark: Any, offsets: pa.Table, source_partitions: pa.Table) -> Any:
+    """``offsets`` with their remote topics, translated through one sync, ``orders``/0 10 -> 8
+    (``inspector.transforms.translated_offsets``)."""
+    partitions = sorted(
+        set(zip(offsets.column("topic").to_pylist(), offsets.column("partition").to_pylist(), strict=True))
+    )
     numbering = Numbering.of(partitions)
     numbers = spark.createDataFrame(numbering.table(PAIR), schema=PARTITION_NUMBERS_SCHEMA)
     runs = spark.createDataFrame(
         [(numbering.parts[("orders", 0)], 10, 8, 1, 1)],
         ", ".join(f"{c} {'int' if c == '_part' else 'long'}" for c in RUN_COLUMNS),
     )
-    return translate(offsets, runs, numbers)
+    remote = with_remote_topics(offsets, source_partitions)
+    return translate(spark.createDataFrame(remote, REMOTE_GROUP_OFFSETS_SCHEMA), runs, numbers)
 
 
-def _states(spark: Any, rows: list[tuple[str, str | None, int | None, str | None]]) -> Any:
-    return _df(
-        spark,
+def _states(rows: list[tuple[str, str | None, int | None, str | None]]) -> pa.Table:
+    return _table(
         GROUP_STATES_SCHEMA,
         [{"cluster_pair": PAIR, "group": g, "state": s, "member_count": m, "error": e} for g, s, m, e in rows],
     )
 
 
 def test_join_target_state_looks_up_the_remote_topic_and_carries_errors(spark: Any) -> None:
-    offsets = _df(
-        spark,
+    offsets = _table(
         SOURCE_GROUP_OFFSETS_SCHEMA,
         [
             {"cluster_pair": PAIR, "group": "g", "topic": "orders", "partition": 0, "committed_offset": 10},
@@ -675,33 +685,18 @@ def test_join_target_state_looks_up_the_remote_topic_and_carries_errors(spark: A
             {"cluster_pair": PAIR, "group": "h", "topic": "ghost", "partition": 0, "committed_offset": 1},
         ],
     )
-    translated = _translated(spark, offsets)
-    source_partitions = _df(
-        spark,
+    source_partitions = _table(
         SOURCE_PARTITIONS_SCHEMA,
         [
-            {
-                "cluster_pair": PAIR,
-                "topic": "orders",
-                "partition": p,
-                "earliest_offset": 0,
-                "latest_offset": 50,
-                "remote_topic": "src.orders",
-            }
+            {"cluster_pair": PAIR, "topic": "orders", "partition": p, "earliest_offset": 0, "latest_offset": 50,
+             "remote_topic": "src.orders"}
             for p in (0, 1)
         ],
-    )
-    target_partitions = _df(
-        spark,
+    )  # fmt: skip
+    target_partitions = _table(
         TARGET_PARTITIONS_SCHEMA,
         [
-            {
-                "cluster_pair": PAIR,
-                "topic": "src.orders",
-                "partition": 0,
-                "earliest_offset": 0,
-                "latest_offset": 48,
-            },
+            {"cluster_pair": PAIR, "topic": "src.orders", "partition": 0, "earliest_offset": 0, "latest_offset": 48},
             {"cluster_pair": PAIR, "topic": "src.orders", "partition": 1, "error": "NOT_LEADER_OR_FOLLOWER"},
         ],
     )
@@ -709,13 +704,7 @@ def test_join_target_state_looks_up_the_remote_topic_and_carries_errors(spark: A
         spark,
         TARGET_GROUP_OFFSETS_SCHEMA,
         [
-            {
-                "cluster_pair": PAIR,
-                "group": "g",
-                "topic": "src.orders",
-                "partition": 0,
-                "committed_offset": 8,
-            },
+            {"cluster_pair": PAIR, "group": "g", "topic": "src.orders", "partition": 0, "committed_offset": 8},
             # same number under the *source* name (identity-style lookup): must not be picked up
             {"cluster_pair": PAIR, "group": "h", "topic": "orders", "partition": 0, "committed_offset": 999},
         ],
@@ -724,22 +713,13 @@ def test_join_target_state_looks_up_the_remote_topic_and_carries_errors(spark: A
         spark,
         CHECKPOINTS_SCHEMA,
         [
-            {
-                "cluster_pair": PAIR,
-                "group": "g",
-                "topic": "src.orders",
-                "partition": 0,
-                "upstream_offset": 10,
-                "downstream_offset": 8,
-                "record_offset": 3,
-                "record_timestamp": T0,
-            },
+            {"cluster_pair": PAIR, "group": "g", "topic": "src.orders", "partition": 0, "upstream_offset": 10,
+             "downstream_offset": 8, "record_offset": 3, "record_timestamp": T0},
         ],
-    )
+    )  # fmt: skip
     # MM2's position: stored for orders/0, none stored for orders/1 (still known), and no row for ghost/0.
-    positions = _df(
-        spark,
-        REPLICATED_PARTITIONS_SCHEMA,
+    positions = _table(
+        MM2_POSITIONS_SCHEMA,
         [
             {"cluster_pair": PAIR, "topic": "orders", "partition": 0, "remote_topic": "src.orders",
              "position_known": True, "mm2_next_offset": 40},
@@ -747,18 +727,19 @@ def test_join_target_state_looks_up_the_remote_topic_and_carries_errors(spark: A
              "position_known": True, "mm2_next_offset": None},
         ],
     )  # fmt: skip
-    joined = classify.join_target_state(
-        translated,
+    translated = _translated(spark, offsets, source_partitions)
+    joined = classify.join_target_state(translated, target_group_offsets=target_group_offsets, checkpoints=checkpoints)
+    admin = classify.AdminFacts.of(
         source_partitions=source_partitions,
         target_partitions=target_partitions,
-        target_group_offsets=target_group_offsets,
-        source_groups=_states(spark, [("g", "Stable", 2, None), ("h", "Empty", 0, None)]),
-        target_groups=_states(spark, [("g", "Empty", 0, None), ("h", None, None, "GROUP_AUTHORIZATION_FAILED")]),
-        checkpoints=checkpoints,
         mm2_positions=positions,
+        source_groups=_states([("g", "Stable", 2, None), ("h", "Empty", 0, None)]),
+        target_groups=_states([("g", "Empty", 0, None), ("h", None, None, "GROUP_AUTHORIZATION_FAILED")]),
     )
-    assert [(f.name, f.dataType) for f in joined.schema] == [(f.name, f.dataType) for f in JOINED_SCHEMA]
-    got = {(r.group, r.topic, r.partition): r for r in joined.collect()}
+    looked_up = joined_rows(to_arrow(joined), admin.partitions, admin.groups, JOINED_SCHEMA.names).cast(
+        to_arrow_schema(JOINED_SCHEMA)
+    )
+    got = {(r["group"], r["topic"], r["partition"]): SimpleNamespace(**r) for r in looked_up.to_pylist()}
     assert len(got) == 4
 
     g0 = got[("g", "orders", 0)]
@@ -766,7 +747,7 @@ def test_join_target_state_looks_up_the_remote_topic_and_carries_errors(spark: A
     assert (g0.target_earliest, g0.target_latest, g0.target_offset) == (0, 48, 8)
     assert (g0.source_group_state, g0.target_group_state, g0.target_group_members) == ("Stable", "Empty", 0)
     assert (g0.checkpoint_upstream, g0.checkpoint_offset) == (10, 8)
-    assert g0.checkpoint_timestamp == T0.replace(tzinfo=None)  # collected in the session zone (UTC)
+    assert g0.checkpoint_timestamp == T0
     assert (g0.translated_offset, g0.error) == (8, None)
     assert (g0.mm2_position_known, g0.mm2_next_offset) == (True, 40)
     assert (got[("h", "orders", 0)].mm2_position_known, got[("h", "orders", 0)].mm2_next_offset) == (True, 40)
@@ -781,16 +762,28 @@ def test_join_target_state_looks_up_the_remote_topic_and_carries_errors(spark: A
     assert (ghost.mm2_position_known, ghost.mm2_next_offset) == (None, None)  # no row: the position is unknown
 
     # The join leaves the rows clustered by (pair, group), as the classification needs them: Spark plans no
-    # shuffle for it (the repartition it asks for is dropped), so no row moves between the two.
-    classified = classify.classify(joined, sync_group_offsets_enabled=True)
-    assert _shuffles(classified) == _shuffles(joined) > 0
-    assert {(r.group, r.topic, r.partition) for r in classified.collect()} == set(got)
+    # shuffle for it (the repartition it asks for is dropped), so no row moves between the two; and the lookup
+    # happens there, beside the classification, with no broadcast.
+    classified = classify.classify(joined, admin=admin, sync_group_offsets_enabled=True)
+    assert _exchanges(classified) == _exchanges(joined) > 0
+    broadcasts = [_plan(f).count("BroadcastExchange") for f in (translated, joined, classified)]
+    assert broadcasts[2] == broadcasts[1] <= broadcasts[0] + 2  # at most the target offsets and checkpoints
+    rows = {(r.group, r.topic, r.partition): r for r in classified.collect()}
+    assert set(rows) == set(got)
+    assert rows[("h", "ghost", 0)].status == Status.ERROR.value
+    assert rows[("g", "orders", 0)].status == Status.SYNCED.value
 
 
-def _shuffles(frame: Any) -> int:
-    """The shuffle exchanges in ``frame``'s physical plan, as Spark's own plan prints them."""
-    plan = str(frame._jdf.queryExecution().executedPlan().toString())
-    return len(re.findall(r"\bExchange (?:hashpartitioning|roundrobinpartitioning|rangepartitioning)", plan, re.I))
+def _plan(frame: Any) -> str:
+    """``frame``'s physical plan, as Spark prints it."""
+    return str(frame._jdf.queryExecution().executedPlan().toString())
+
+
+def _exchanges(frame: Any) -> int:
+    """The shuffle exchanges in ``frame``'s physical plan."""
+    return len(
+        re.findall(r"\bExchange (?:hashpartitioning|roundrobinpartitioning|rangepartitioning)", _plan(frame), re.I)
+    )
 
 
 def test_the_readme_statuses_table_lists_every_status_with_its_ok_flag() -> None:
@@ -879,7 +872,7 @@ def test_a_row_kept_synced_by_a_fresh_checkpoint_is_found_once_the_clock_makes_i
         healthy(group="none", checkpoint_timestamp=None),
     ]
     age = dt.timedelta(minutes=5)
-    kept = classify.classify(_df(spark, JOINED_SCHEMA, rows), sync_group_offsets_enabled=True, as_of=NOW)
+    kept = classify.classify(_df(spark, JOINED_SCHEMA, rows), admin=None, sync_group_offsets_enabled=True, as_of=NOW)
     assert {r.group: r[FRESH_CHECKPOINT] for r in kept.collect()} == {
         "fresh": checkpointed.replace(tzinfo=None),
         "old": None,
@@ -889,6 +882,9 @@ def test_a_row_kept_synced_by_a_fresh_checkpoint_is_found_once_the_clock_makes_i
     assert classify.stale_at(micros(checkpointed), as_of=NOW + dt.timedelta(minutes=5), fresh_checkpoint_age=age)
     assert not classify.stale_at(None, as_of=NOW + dt.timedelta(days=9), fresh_checkpoint_age=age)
     again = classify.classify(
-        _df(spark, JOINED_SCHEMA, rows[:1]), sync_group_offsets_enabled=True, as_of=NOW + dt.timedelta(minutes=5)
+        _df(spark, JOINED_SCHEMA, rows[:1]),
+        admin=None,
+        sync_group_offsets_enabled=True,
+        as_of=NOW + dt.timedelta(minutes=5),
     )
     assert [r.status for r in again.collect()] == [Status.STALE_SYNC.value]
