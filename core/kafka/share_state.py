@@ -17,6 +17,7 @@ archived) past it, beyond a gap, are delivered again by any cluster that resumes
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -42,7 +43,7 @@ def combine_batches(old: Iterable[StateBatch], new: Iterable[StateBatch], start_
     batches = [b for b in (*old, *new) if b.last_offset >= start_offset and b.last_offset >= b.first_offset]
     points = sorted({max(b.first_offset, start_offset) for b in batches} | {b.last_offset + 1 for b in batches})
     out: list[StateBatch] = []
-    for lo, hi in zip(points, points[1:], strict=False):
+    for lo, hi in itertools.pairwise(points):
         covering = [b for b in batches if b.first_offset <= lo and b.last_offset >= hi - 1]
         if not covering:
             continue

@@ -13,6 +13,7 @@ Reading needs READ and DESCRIBE on the topic ``__share_group_state``; a denial i
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -35,10 +36,16 @@ class ShareStateLog:
     #: Records that did not decode (a release writing a version this codec does not know); they are skipped.
     malformed: int = 0
     records: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def extend(self, config: Mapping[str, str], admin: KafkaAdmin, *, timeout_s: float = 60.0) -> int:
         """Read what was written since the last read (everything, the first time); the number of records read.
-        A cluster without the topic (no share group yet, or a release without share groups) has no state."""
+        A cluster without the topic (no share group yet, or a release without share groups) has no state. Two
+        callers sharing the log (two pairs of one cluster) extend it one after the other."""
+        with self._lock:
+            return self._extend(config, admin, timeout_s)
+
+    def _extend(self, config: Mapping[str, str], admin: KafkaAdmin, timeout_s: float) -> int:
         partitions = admin.list_topics().get(SHARE_STATE_TOPIC)
         if not partitions:
             return 0

@@ -6,8 +6,8 @@ import pytest
 
 from mm2ctl.core.kafka.codecs import RecordDecodeError
 from mm2ctl.core.kafka.share_state import (
-    ShareStates,
     SharePartitionState,
+    ShareStates,
     acknowledged_past,
     combine_batches,
     resume_position,
@@ -57,9 +57,11 @@ def test_bytes_as_kafka_writes_them() -> None:
         + b"\x00\x00\x00\x05"  # leader epoch
         + (10).to_bytes(8, "big", signed=True)  # start offset
         + b"\x02"  # one batch (compact array: n + 1)
-        + (10).to_bytes(8, "big") + (19).to_bytes(8, "big") + b"\x02" + b"\x00\x01" + b"\x00"
-        + b"\x01" + b"\x00" + b"\x04" + (7).to_bytes(4, "big")  # tagged: DeliveryCompleteCount
-    )
+        + (10).to_bytes(8, "big")  # first offset
+        + (19).to_bytes(8, "big")  # last offset
+        + b"\x02\x00\x01\x00"  # acknowledged, delivered once, no tagged fields
+        + b"\x01\x00\x04" + (7).to_bytes(4, "big")  # one tagged field: DeliveryCompleteCount
+    )  # fmt: skip
     got = decode_share_state(key, value)
     assert got == ShareStateRecord(
         ShareStateKey("g", "AAAAAAAAAAAAAAAAAAAAAA", 2), False, 10, 5, None, 7, (StateBatch(10, 19, ACKNOWLEDGED, 1),)
@@ -112,9 +114,8 @@ def test_the_state_is_the_last_snapshot_with_later_updates() -> None:
 
 
 def test_the_position_is_past_every_contiguous_acknowledged_or_archived_run() -> None:
-    s = SharePartitionState(
-        0, 0, 0, -1, (StateBatch(0, 99, ACKNOWLEDGED, 1), StateBatch(100, 109, ARCHIVED, 5), StateBatch(110, 199, AVAILABLE, 1))
-    )
+    runs = (StateBatch(0, 99, ACKNOWLEDGED, 1), StateBatch(100, 109, ARCHIVED, 5), StateBatch(110, 199, AVAILABLE, 1))
+    s = SharePartitionState(0, 0, 0, -1, runs)
     assert share_position(s) == 110 and acknowledged_past(s, 110) == 0
     assert share_position(SharePartitionState(-1, 0, 0, -1, ())) is None
     gap = SharePartitionState(5, 0, 0, -1, (StateBatch(7, 9, ACKNOWLEDGED, 1),))
