@@ -140,6 +140,12 @@ def topic_id_text(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
+def kafka_topic_id(text: str) -> str:
+    """A topic id's text in Kafka's form: librdkafka prints the same 16 bytes in standard base64 (``+``, ``/``),
+    Kafka in URL-safe base64 (``-``, ``_``), both unpadded."""
+    return text.replace("+", "-").replace("/", "_").rstrip("=")
+
+
 def decode_share_state_key(key: bytes | None) -> tuple[int, ShareStateKey]:
     """The record type (``SNAPSHOT_TYPE`` or ``UPDATE_TYPE``) and the share-partition a record is about."""
     if key is None:

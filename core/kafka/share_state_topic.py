@@ -22,7 +22,7 @@ from mm2ctl.core.kafka.admin import TP, KafkaAdmin
 from mm2ctl.core.kafka.codecs import RecordDecodeError
 from mm2ctl.core.kafka.records import read_partitions
 from mm2ctl.core.kafka.share_state import SharePartitionState, ShareStates, resume_position
-from mm2ctl.core.kafka.share_state_codec import decode_share_state, decode_share_state_key
+from mm2ctl.core.kafka.share_state_codec import decode_share_state, decode_share_state_key, kafka_topic_id
 
 SHARE_STATE_TOPIC = "__share_group_state"
 
@@ -83,8 +83,8 @@ class ShareStateLog:
 
 
 def topic_ids(admin: KafkaAdmin, topics: list[str] | set[str]) -> dict[str, str]:
-    """name -> topic id of ``topics`` that exist and this client may describe."""
-    return {t: a.topic_id for t, a in admin.topic_access(sorted(topics)).items() if a.topic_id}
+    """name -> topic id (Kafka's text form) of ``topics`` that exist and this client may describe."""
+    return {t: kafka_topic_id(a.topic_id) for t, a in admin.topic_access(sorted(topics)).items() if a.topic_id}
 
 
 def share_group_states(

@@ -19,7 +19,7 @@ import pytest
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.core.kafka.group_admin import GroupAdmin
-from mm2ctl.core.kafka.share_state_topic import ShareStateLog
+from mm2ctl.core.kafka.share_state_topic import ShareStateLog, share_positions
 from mm2ctl.lab import control as lab_core
 from mm2ctl.lab.control import LabInfo
 from mm2ctl.lab.share_consumer import accept_prefix, consume_all, read_from_earliest
@@ -49,6 +49,7 @@ def test_share_groups_resume_at_the_first_record_they_left_undone(lab: LabInfo, 
     flow = lab_core.add_flow(lab, name)
     remote = f"{flow.source_alias}.{topic}"
     whole, gapped = f"iso-{name}-whole", f"iso-{name}-gapped"
+    tps = [(topic, 0), (topic, 1)]
     _produce(src, topic, 0, READ)
     for g in (whole, gapped):
         read_from_earliest(src, g)
@@ -68,6 +69,9 @@ def test_share_groups_resume_at_the_first_record_they_left_undone(lab: LabInfo, 
     assert kept.malformed == full.malformed == 0
     starts = GroupAdmin(src, "primary").positions({whole: "share", gapped: "share"})
     assert {g: set(p.offsets.values()) for g, p in starts.items()} == {whole: {0}, gapped: {0}}, starts
+    resumed = share_positions(full, admin, {g: p.offsets for g, p in starts.items()})
+    assert resumed.positions == {whole: dict.fromkeys(tps, READ), gapped: dict.fromkeys(tps, GAP)}, full.folded.states
+    assert resumed.acknowledged_past == {whole: dict.fromkeys(tps, 0), gapped: dict.fromkeys(tps, READ - GAP - 1)}
 
     total = READ + LATER
     admin_dst = KafkaAdmin.connect(dst)

@@ -23,6 +23,7 @@ from mm2ctl.core.kafka.share_state_codec import (
     decode_share_state,
     decode_share_state_key,
     encode_share_state,
+    kafka_topic_id,
     topic_id_text,
 )
 
@@ -128,3 +129,9 @@ def test_the_position_is_never_below_the_reported_start_offset() -> None:
     assert resume_position(15, s) == (15, 10)
     assert resume_position(40, s) == (40, 0)
     assert resume_position(7, None) == (7, None)
+
+
+def test_librdkafkas_topic_id_text_is_read_as_kafkas() -> None:
+    """librdkafka prints a topic id in standard base64, Kafka (and the state's keys, decoded) in URL-safe."""
+    raw = bytes.fromhex("102db8c2c7a44d06fbf04b52fa29743d")
+    assert kafka_topic_id("EC24wsekTQb78EtS+il0PQ") == topic_id_text(raw) == "EC24wsekTQb78EtS-il0PQ"
