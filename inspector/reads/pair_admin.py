@@ -229,7 +229,8 @@ def collect_pair_state(
         say(f"{name}: {note}")
 
     group_errors = [_err(e, source_side, "group", g) for g, e in zip(committed.groups, committed.errors, strict=True)]
-    source_group_offsets = offsets_table(name, kept, committed.groups, group_errors)
+    share = typed.share_details(pair.source)
+    source_group_offsets = offsets_table(name, kept, committed.groups, group_errors, share=share)
     source_partitions = _bounds_table(name, partitions, source_bounds, source_side, remote_of=remote_of)
     target_partitions = _bounds_table(name, remote_partitions, target_bounds, target_side)
     target_found, failed = target_rows(target_committed, kept, numbers, remote_of)

@@ -143,6 +143,7 @@ class TypedGroups:
         self._listings = listings
         self._listed: dict[str, Future[list[TypedGroup]]] = {pair.source: self._list(pair.source)}
         self._notes: list[str] = []
+        self._share_details: dict[str, dict[tuple[str, str, int], tuple[int, int]]] = {}
 
     def _list(self, alias: str) -> Future[list[TypedGroup]]:
         """The listing of ``alias``: the kept one while it is fresh, else read in the background (and kept)."""
@@ -218,7 +219,17 @@ class TypedGroups:
         if not log.read_to:
             self._note(f"topic {SHARE_STATE_TOPIC} is not visible on {alias}: {missing}")
             return {g: dict(p) for g, p in start_offsets.items()}
-        return share_positions(log, kafka_admin, start_offsets).positions
+        read = share_positions(log, kafka_admin, start_offsets)
+        details = self._share_details.setdefault(alias, {})
+        for g, parts in read.acknowledged_past.items():
+            for (t, p), past in parts.items():
+                details[(g, t, p)] = (read.start_offsets[g][(t, p)], past)
+        return read.positions
+
+    def share_details(self, alias: str) -> dict[tuple[str, str, int], tuple[int, int]]:
+        """(group, topic, partition) -> (start offset, records acknowledged past the position) of the share
+        groups whose state ``positions`` read on ``alias``."""
+        return dict(self._share_details.get(alias, {}))
 
     def _note(self, note: str) -> None:
         if note not in self._notes:

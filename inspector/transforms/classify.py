@@ -76,8 +76,8 @@ def join_target_state(
         sg.state AS source_group_state, tp.earliest_offset AS target_earliest, tp.latest_offset AS target_latest,
         tg.state AS target_group_state, tg.member_count AS target_group_members,
         mp.position_known AS mm2_position_known, mp.mm2_next_offset, sg.group_type,
-        t.error AS _e_go, sp.topic AS _sp_topic, sp.error AS _e_sp, tp.error AS _e_tp, sg.error AS _e_sg,
-        tg.error AS _e_tg
+        t.share_start_offset, t.share_acknowledged_past, t.error AS _e_go, sp.topic AS _sp_topic,
+        sp.error AS _e_sp, tp.error AS _e_tp, sg.error AS _e_sg, tg.error AS _e_tg
       FROM {{translated}} t
       LEFT JOIN {{source_partitions}} sp
         ON t.cluster_pair = sp.cluster_pair AND t.topic = sp.topic AND t.`partition` = sp.`partition`
@@ -106,7 +106,8 @@ def join_target_state(
       oldest_sync_downstream, sync_count, source_earliest, source_latest, remote_topic, source_group_state,
       target_earliest, target_latest, target_offset, target_group_state, target_group_members,
       checkpoint_upstream, checkpoint_offset, checkpoint_timestamp, mm2_position_known, mm2_next_offset,
-      CASE WHEN _errors != '' THEN _errors END AS error, group_type, target_written_by
+      CASE WHEN _errors != '' THEN _errors END AS error, group_type, target_written_by, share_start_offset,
+      share_acknowledged_past
     FROM errors
     """
     return q.run(
@@ -195,7 +196,10 @@ NO_TARGET_POSITION = " groups. The target group has no position, so after a fail
 SHARE_START = "the log end (share.auto.offset.reset=latest)"
 STREAMS_START = "the earliest offset (Kafka Streams' default)"
 RUN_PLAN = "plan failover writes its translated position, proven by content"
-SHARE_REDELIVERS = "; the records it acknowledged past its start offset are delivered again after any failover"
+SHARE_REDELIVERS = (
+    "; the records it acknowledged past its position (past a gap in its acknowledgements) are delivered again "
+    "after any failover"
+)
 
 
 def _unmirrored_explanation(q: Statement) -> str:
@@ -323,13 +327,20 @@ def classify(
       ELSE {s[Status.NOT_SYNCED]}
     END"""
     blocking = _blocking(q, sync_group_offsets_enabled=sync_group_offsets_enabled)
-    # A share group's start offset is not its position (what it acknowledged past it is delivered again): a bound.
+    # A share group's row is exact only with its share-partition state read: its position, and the records it
+    # acknowledged past it (delivered again after any failover, added to the replay). Else it is at its start
+    # offset, and what it acknowledged past that is unknown here: a bound.
     exact = (
         f"(coalesce(translation_method IN ({q.values(sorted(EXACT_METHODS))}), false) "
-        "AND coalesce(group_type != 'share', true))"
+        "AND (coalesce(group_type != 'share', true) OR share_acknowledged_past IS NOT NULL))"
     )
     ok = ", ".join(f"'{code.value}'" for code in sorted(statuses.OK_STATUSES))
     zero = "CAST(0 AS BIGINT)"
+    # Records a share group acknowledged past a gap come again when it resumes at or before its translated
+    # position; resuming past it (a skip), how many of them lie beyond is unknown: not exact, and 0 as a bound.
+    past = f"coalesce(share_acknowledged_past, {zero})"
+    replay = f"CASE WHEN {gap} >= 0 THEN try_add({gap}, {past}) ELSE {zero} END"
+    exact = f"({exact} AND ({past} = 0 OR coalesce({gap} >= 0, false)))"
     skip = f"try_subtract({judged}, translated_offset)"
     sync_shift = "try_subtract(latest_sync_upstream, latest_sync_downstream)"
     lag_to_source = f"try_subtract(source_latest, try_add(target_offset, {sync_shift}))"
@@ -359,13 +370,13 @@ def classify(
       {_message(q)} AS message,
       status, remote_topic, translated_offset, translation_method, checkpoint_offset, checkpoint_timestamp,
       sync_count,
-      CASE WHEN {both} AND {exact} THEN greatest({gap}, {zero}) END AS replay_if_failover_now,
+      CASE WHEN {both} AND {exact} THEN {replay} END AS replay_if_failover_now,
       CASE WHEN {both} AND {exact} THEN greatest({skip}, {zero}) END AS skip_if_failover_now,
-      CASE WHEN {both} THEN greatest({gap}, {zero}) END AS replay_if_failover_now_at_least,
+      CASE WHEN {both} THEN {replay} END AS replay_if_failover_now_at_least,
       CASE WHEN {both} THEN greatest({skip}, {zero}) END AS skip_if_failover_now_at_most,
       _behind AS mm2_records_behind,
       {_explanation(q)} AS explanation,
-      error, group_type, target_written_by,
+      error, group_type, target_written_by, share_start_offset,
       CASE WHEN _fresh THEN checkpoint_timestamp END AS {FRESH_CHECKPOINT}
     FROM grouped
     """

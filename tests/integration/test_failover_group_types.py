@@ -73,7 +73,8 @@ def _inspect_shows_what_mm2ctl_wrote(
         assert (s["group_type"], t["group_type"]) == ("share", "streams")
         assert (s["status"], t["status"]) == ("not_checkpointed", "not_checkpointed")
         assert s["is_ok"] and t["is_ok"]
-        assert s["source_offset"] == ACCEPTED[p] > positions[share].offsets[(s["topic"], p)]
+        assert s["source_offset"] == ACCEPTED[p] > positions[share].offsets[(s["topic"], p)] == s["share_start_offset"]
+        assert s["replay_if_failover_now_at_least"] == 0  # at the position the plan wrote, nothing acknowledged past
         assert t["source_offset"] == positions[streams].offsets[(t["topic"], p)] == FIRST
         assert s["target_written_by"] is None
         assert t["target_written_by"] == f"mm2ctl:{plan_id}:verified_delta"

@@ -5,11 +5,13 @@ Two share groups on ``primary`` read two partitions of 100 records each and leav
 their start offset as 0 either way. After ``plan failover`` + ``apply``, share consumers of the same groups on
 ``backup`` show, by content, where each resumes: (a) at 100, nothing lost and nothing delivered again; (b) at
 50, with 51-99 delivered again, exactly as the plan's note counts. An incremental read of the state (part
-before the second group ran, the rest after) equals a full read (case c).
+before the second group ran, the rest after) equals a full read (case c). ``inspect`` shows both groups at
+their positions, with the start offset Kafka reports and what a failover would deliver again.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import uuid
 from pathlib import Path
@@ -100,6 +102,17 @@ def test_share_groups_resume_at_the_first_record_they_left_undone(lab: LabInfo, 
 
     applied = mm2ctl("apply", str(plan), "--auto-approve", state=state_dir)
     assert applied.returncode == 0, applied.stderr
+
+    # inspect shows each row at its position, with the start offset Kafka reports and the true replay.
+    args = ("inspect", "--mm2-config", flow.mm2_config, "--groups", f"iso-{name}-.*", "--format", "json", "--quiet")
+    shown = mm2ctl(*args, state=state_dir)
+    assert shown.returncode in (0, 10), shown.stderr
+    rows = {(r["group"], r["partition"]): r for r in map(json.loads, shown.stdout.splitlines())}
+    for (g, position, again), p in itertools.product(((whole, READ, 0), (gapped, GAP, READ - GAP - 1)), (0, 1)):
+        row = rows[(g, p)]
+        assert (row["source_offset"], row["share_start_offset"]) == (position, 0), row
+        assert row["replay_if_failover_now_at_least"] == again, row
+        assert row["replay_if_failover_now"] in (None, again), row
 
     got_a = _sequences(consume_all(dst, whole, remote))
     assert {p: s[:1] for p, s in got_a.items()} == {0: [READ], 1: [READ]}  # (a) the first delivery
