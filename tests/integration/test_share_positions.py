@@ -28,7 +28,9 @@ from mm2ctl.lab.share_consumer import accept_prefix, consume_all, read_from_earl
 from tests.integration.support import eventually, source_conf, target_conf
 from tests.integration.test_remediate import mm2ctl
 
-pytestmark = pytest.mark.integration
+# About a minute on a loaded lab (inspect --exact starts a Spark job): extended. The default suite's
+# test_failover_group_types.py moves a share group by its state too (a prefix accepted: nothing again).
+pytestmark = [pytest.mark.integration, pytest.mark.extended]
 
 READ, LATER = 100, 100  # records per partition the groups read, and produced after they left
 GAP = 50  # the offset the second group released
