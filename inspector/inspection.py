@@ -29,6 +29,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 
 from mm2ctl.connect_client import ConnectClient
@@ -48,6 +49,7 @@ from mm2ctl.inspector.reads.pair_admin import reach_clusters
 from mm2ctl.inspector.reads.run_reads import ClusterState, PairRead, read_cluster_state, select_pairs
 from mm2ctl.inspector.reads.spark_query_rows import read_queries
 from mm2ctl.inspector.reads.typed_groups import GroupListings
+from mm2ctl.inspector.rules.partition_health import partition_health
 from mm2ctl.inspector.selection import InspectOptions
 from mm2ctl.inspector.spark.compat import frame_from_arrow, to_arrow
 from mm2ctl.inspector.spark.frames import release
@@ -424,26 +426,20 @@ class Inspector:
         return with_exact_positions(translated, positions)
 
     def _replicated_partitions(self, state: ClusterState) -> pa.Table:
-        """Every pair's replicated-partition rows, as values (a row per replicated source partition)."""
-        frames = []
-        for read in state.pairs:
-            kept = self._kept[read.pair.name]
-            partitions = frame_from_arrow(self.spark, read.replication.partitions, schemas.REPLICATED_PARTITIONS_SCHEMA)
-            newest = frame_from_arrow(self.spark, _newest_table(read.pair.name, kept), schemas.NEWEST_SYNCS_SCHEMA)
-            frames.append(
-                replication_health.classify_partitions(
-                    partitions,
-                    newest,
-                    lag_threshold=self.options.lag_threshold,
-                    lag_seconds_threshold=self.options.lag_seconds_threshold,
-                    as_of=read.replication.read_at,
-                )
+        """Every pair's replicated-partition rows, as values (a row per replicated source partition): computed
+        on the driver, which holds their inputs."""
+        tables = [
+            partition_health(
+                read.replication.partitions,
+                _newest_table(read.pair.name, self._kept[read.pair.name]),
+                lag_threshold=self.options.lag_threshold,
+                lag_seconds_threshold=self.options.lag_seconds_threshold,
+                as_of=read.replication.read_at,
             )
-        rows = functools.reduce(DataFrame.unionByName, frames)
-        if self.options.only_problems:
-            rows = rows.where("NOT is_ok")
-        collected = [r.asDict() for r in rows.orderBy(*PARTITION_ORDER).collect()]
-        return pa.Table.from_pylist(collected, schema=schemas.arrow_schema(schemas.PARTITION_HEALTH_SCHEMA))
+            for read in state.pairs
+        ]
+        rows = pa.concat_tables(tables).sort_by([(c, "ascending", "at_start") for c in PARTITION_ORDER])
+        return rows.filter(pc.invert(rows.column("is_ok"))) if self.options.only_problems else rows
 
     def close(self) -> None:
         """Release everything the session kept for these pairs."""

@@ -24,10 +24,11 @@ from pyspark.sql import functions as F
 
 from mm2ctl.inspector import schemas
 from mm2ctl.inspector.kept.changed_groups import ClassifyInputs
+from mm2ctl.inspector.rules.partition_health import age_seconds_of
 from mm2ctl.inspector.spark.compat import frame_from_arrow
 from mm2ctl.inspector.spark.frames import release
 from mm2ctl.inspector.transforms import classify, summary
-from mm2ctl.inspector.transforms.replication_health import age_seconds_of, with_group_checkpoint_age
+from mm2ctl.inspector.transforms.replication_health import with_group_checkpoint_age
 
 #: The columns that name a group.
 GROUP_KEY = ["cluster_pair", "group"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -156,6 +157,11 @@ def build_session(
     settings = embedded_settings(master, conf, log_to_file=jvm_log is not None)
     if class_archive is not None and not chooses_sharing(settings.get(_DRIVER_JAVA_OPTIONS)):
         settings[_DRIVER_JAVA_OPTIONS] = f"{settings.get(_DRIVER_JAVA_OPTIONS, '')} {class_archive.java_option()}"
+    if master.startswith("local"):
+        # The executor threads' Python workers run the Arrow rules (``inspector.spark.arrow_rules``): this
+        # interpreter, which has pyarrow, rather than the ``python3`` first on the PATH. PySpark reads it once,
+        # when the context starts.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
         if not _driver_running():
             _start_driver(master, settings, jvm_log)

@@ -2,24 +2,35 @@
 
 ``join_target_state`` looks up the admin state of both clusters and the live checkpoint for each translated
 group offset (``inspector.transforms.translated_offsets``); ``classify`` gives each row its status, message and failover
-estimate by ``inspector.statuses``' rules and precedence. Each is one Spark SQL statement (no Python UDF;
-``inspector.transforms.sql_text``), unit-tested on tiny frames (``tests/unit/test_inspector_classify.py``).
+estimate by ``inspector.statuses``' rules and precedence. The join is one Spark SQL statement
+(``inspector.transforms.sql_text``); the classification is ``inspector.rules.row_status``, the rule written once as
+an Arrow function, which Spark runs over the joined rows. Unit-tested on tiny frames
+(``tests/unit/test_inspector_classify.py``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
+from pyspark.sql.types import StructField, StructType, TimestampType
 
 from mm2ctl.core.config.mm2_config import PairConfig
 from mm2ctl.core.kafka.group_admin import UNMIRRORED_TYPES
 from mm2ctl.core.translation.methods import EXACT_METHODS
 from mm2ctl.inspector import statuses
 from mm2ctl.inspector.reads.spark_query_rows import SPARK_QUERY_TYPE
-from mm2ctl.inspector.schemas import FRESH_CHECKPOINT
+from mm2ctl.inspector.rules import columns, row_status
+from mm2ctl.inspector.rules.columns import micros
+from mm2ctl.inspector.schemas import CLASSIFIED_SCHEMA, FRESH_CHECKPOINT
+from mm2ctl.inspector.spark.arrow_rules import by_key, ship_by_value
 from mm2ctl.inspector.statuses import Blocking, Status
-from mm2ctl.inspector.transforms.sql_text import Statement, micros, moment
+from mm2ctl.inspector.transforms.sql_text import Statement
+
+#: ``classify``'s output: the report's columns, then when the row's checkpoint was fresh.
+CLASSIFIED_ROWS_SCHEMA = StructType([*CLASSIFIED_SCHEMA.fields, StructField(FRESH_CHECKPOINT, TimestampType())])
 
 # --- joining the admin state ---
 
@@ -133,47 +144,10 @@ NEVER_CHECKPOINTS = "MM2 never will while the group is not consuming (state "
 CHECKPOINTS_ONCE = "): it checkpoints a group only once it commits"
 NO_SYNC_BELOW = "Untranslatable: no offset sync at or below offset "
 STILL_TRANSLATES = ". plan failover can still translate it by content or by timestamp (--fallback timestamp)."
-
-
-def _explanation(q: Statement) -> str:
-    """Why a row cannot be translated, and what can still translate it; for a ``not_yet_copied`` row, how far
-    MM2 is behind its group and what to do (null for every other row).
-
-    MM2 drops offset syncs under back-pressure (its writer keeps only the newest pending sync of a
-    partition), so a partition copied in a burst can be left with no sync below a group's offset; MM2 then
-    never checkpoints that group until it commits at or beyond the oldest sync, which an idle group never
-    does.
-    """
-    up, down = "cast(oldest_sync_upstream AS STRING)", "cast(oldest_sync_downstream AS STRING)"
-    active = q.values(sorted(s.upper() for s in statuses.ACTIVE_GROUP_STATES))
-    consuming = f"upper(translate(coalesce(source_group_state, ''), '_ ', '')) IN ({active})"
-    oldest = f"concat({q.value(OLDEST_SYNC)}, {up}, '->', {down})"
-    when = f"concat(' at or beyond ', {up})"
-    will = f"concat({q.value(WILL_CHECKPOINT)}, {when}, {q.value(', as it consumes')})"
-    never = (
-        f"concat({q.value(NEVER_CHECKPOINTS)}, coalesce(source_group_state, 'unknown'), "
-        f"{q.value(CHECKPOINTS_ONCE)}, {when})"
-    )
-    below = (
-        f"concat({q.value(NO_SYNC_BELOW)}, cast(committed_offset AS STRING), '; ', {oldest}, '. ', "
-        f"CASE WHEN {consuming} THEN {will} ELSE {never} END, {q.value(STILL_TRANSLATES)})"
-    )
-    none = q.value(
-        "Untranslatable: MM2 wrote no offset sync for this partition. plan failover can still translate it by "
-        "timestamp (--fallback timestamp)."
-    )
-    untranslatable = "committed_offset IS NOT NULL AND translated_offset IS NULL"
-    return (
-        f"CASE WHEN status = '{Status.NOT_YET_COPIED.value}' THEN {_not_copied_explanation(q)} "
-        f"WHEN status = '{Status.NOT_CHECKPOINTED.value}' AND group_type = '{SPARK_QUERY_TYPE}' "
-        f"THEN {q.value(QUERY_EXPLANATION)} "
-        f"WHEN status = '{Status.NOT_CHECKPOINTED.value}' THEN {_unmirrored_explanation(q)} "
-        f"WHEN {untranslatable} AND status = '{Status.NO_OFFSET_SYNCS.value}' THEN {none} "
-        f"WHEN {untranslatable} AND oldest_sync_upstream IS NOT NULL AND status = '{Status.NOT_SYNCED.value}' "
-        f"THEN {below} END"
-    )
-
-
+NO_SYNCS = (
+    "Untranslatable: MM2 wrote no offset sync for this partition. plan failover can still translate it by "
+    "timestamp (--fallback timestamp)."
+)
 MM2_BEHIND = "MM2 is "
 RECORDS_BEHIND = " record(s) behind this group: the group committed offset "
 COPIED_BELOW = ", MM2 has copied this partition only below "
@@ -181,16 +155,6 @@ WAIT_FOR_MM2 = (
     ". Wait for MM2 to catch up (inspect --rows partitions shows its lag), or run plan failover "
     "--stop-mirroring, which waits for MM2 to catch up and translates after it."
 )
-
-
-def _not_copied_explanation(q: Statement) -> str:
-    """How far MM2 is behind a ``not_yet_copied`` row's group, and what to do."""
-    return (
-        f"concat({q.value(MM2_BEHIND)}, cast(_behind AS STRING), {q.value(RECORDS_BEHIND)}, "
-        f"cast(committed_offset AS STRING), {q.value(COPIED_BELOW)}, cast(_copied AS STRING), {q.value(WAIT_FOR_MM2)})"
-    )
-
-
 NEVER_CHECKPOINTS_TYPE = "MM2 never checkpoints "
 NO_TARGET_POSITION = " groups. The target group has no position, so after a failover through MM2 alone it starts at "
 SHARE_START = "the log end (share.auto.offset.reset=latest)"
@@ -200,20 +164,6 @@ SHARE_REDELIVERS = (
     "; the records it acknowledged past its position (past a gap in its acknowledgements) are delivered again "
     "after any failover"
 )
-
-
-def _unmirrored_explanation(q: Statement) -> str:
-    """Where a share or streams group would start after a failover through MM2 alone, and what moves it."""
-    start = f"CASE WHEN group_type = 'share' THEN {q.value(SHARE_START)} ELSE {q.value(STREAMS_START)} END"
-    none_there = (
-        f"CASE WHEN target_offset IS NULL THEN concat({q.value(NO_TARGET_POSITION)}, {start}, '. ') "
-        "ELSE ' groups. ' END"
-    )
-    redelivers = f"CASE WHEN group_type = 'share' THEN {q.value(SHARE_REDELIVERS)} ELSE '' END"
-    never = q.value(NEVER_CHECKPOINTS_TYPE)
-    return f"concat({never}, group_type, {none_there}, {q.value(RUN_PLAN)}, {redelivers}, '.')"
-
-
 QUERY_EXPLANATION = (
     "A Spark Structured Streaming query (--spark-checkpoint): its position is its checkpoint's last committed "
     "batch, not a committed offset in Kafka, so MM2 never checkpoints it; mm2ctl translates its position "
@@ -221,41 +171,93 @@ QUERY_EXPLANATION = (
     "default: the log end), which the replay and skip columns count; plan failover with --spark-checkpoint moves "
     "it to the translated position."
 )
+_TEXTS = (
+    "OLDEST_SYNC",
+    "WILL_CHECKPOINT",
+    "NEVER_CHECKPOINTS",
+    "CHECKPOINTS_ONCE",
+    "NO_SYNC_BELOW",
+    "STILL_TRANSLATES",
+    "NO_SYNCS",
+    "MM2_BEHIND",
+    "RECORDS_BEHIND",
+    "COPIED_BELOW",
+    "WAIT_FOR_MM2",
+    "NEVER_CHECKPOINTS_TYPE",
+    "NO_TARGET_POSITION",
+    "SHARE_START",
+    "STREAMS_START",
+    "RUN_PLAN",
+    "SHARE_REDELIVERS",
+    "QUERY_EXPLANATION",
+)
 
 
-def _copy_position() -> tuple[str, str]:
-    """SQL for ``P``, MM2's copy position (``inspector.statuses``; null when MM2's position is unknown), and
-    for the records MM2 still has to copy up to the group's position ``c - P``, at least 0 (null without ``P``,
-    or for a group past the source's end)."""
-    known = "(coalesce(mm2_position_known, false) AND source_earliest IS NOT NULL AND source_latest IS NOT NULL)"
-    # ``greatest`` skips nulls: the source's earliest offset is never null here.
-    past_sync = "try_add(latest_sync_upstream, try_subtract(target_latest, latest_sync_downstream))"
-    copied = (
-        f"CASE WHEN {known} THEN greatest(mm2_next_offset, source_earliest, try_add(latest_sync_upstream, 1), "
-        f"{past_sync}) END"
+def vocabulary() -> row_status.Vocabulary:
+    """What ``inspector.rules.row_status`` writes, from ``inspector.statuses`` and the texts above."""
+    ahead = {True: Blocking.TARGET_GROUP, False: Blocking.CHECKPOINT_CONNECTOR}
+    blockers = {
+        Status.ERROR: Blocking.INSPECTOR,
+        Status.REMOTE_TOPIC_MISSING: Blocking.MIRROR_SOURCE_CONNECTOR,
+        Status.TARGET_GROUP_ACTIVE: Blocking.TARGET_GROUP,
+        Status.NOT_YET_COPIED: Blocking.MIRROR_SOURCE_CONNECTOR,
+        Status.NOT_CHECKPOINTED: Blocking.CHECKPOINT_CONNECTOR,
+        Status.STALE_SYNC: Blocking.CHECKPOINT_CONNECTOR,
+        Status.SOURCE_PARTITION_EMPTY: Blocking.SOURCE_PARTITION,
+        Status.SOURCE_GROUP_TOO_OLD: Blocking.SOURCE_GROUP,
+        Status.NO_OFFSET_SYNCS: Blocking.MIRROR_SOURCE_CONNECTOR,
+        Status.NOT_SYNCED: Blocking.CHECKPOINT_CONNECTOR,
+    }
+
+    def messages(others_synced: bool) -> dict[str, str]:
+        return {c.value: statuses.aiven_message(c, others_synced) or statuses.OWN_MESSAGES[c] for c in Status}
+
+    return row_status.Vocabulary(
+        status={c.name: c.value for c in Status},
+        ok_statuses=frozenset(c.value for c in statuses.OK_STATUSES),
+        messages_others_synced=messages(True),
+        messages_others_not_synced=messages(False),
+        query_message=statuses.NOT_CHECKPOINTED_QUERY_MESSAGE,
+        blockers={c.value: b.value for c, b in blockers.items()},
+        ahead_blockers={k: b.value for k, b in ahead.items()},
+        untranslatable_blocker=Blocking.MIRROR_SOURCE_CONNECTOR.value,
+        active_states=frozenset(s.upper().replace("_", "").replace(" ", "") for s in statuses.ACTIVE_GROUP_STATES),
+        exact_methods=frozenset(EXACT_METHODS),
+        unmirrored_types=frozenset(UNMIRRORED_TYPES | {SPARK_QUERY_TYPE}),
+        spark_query_type=SPARK_QUERY_TYPE,
+        texts={name: globals()[name] for name in _TEXTS},
     )
-    # A group past the source's end (``source_group_too_old``) has no records there left to copy.
-    behind = (
-        f"CASE WHEN {known} AND committed_offset <= source_latest "
-        f"THEN greatest(CAST(0 AS BIGINT), try_subtract(committed_offset, {copied})) END"
+
+
+def settings(
+    *,
+    sync_group_offsets_enabled: bool,
+    offset_lag_max: int = 100,
+    as_of: dt.datetime | None = None,
+    fresh_checkpoint_age: dt.timedelta = dt.timedelta(minutes=5),
+) -> row_status.Settings:
+    """``classify``'s arguments as the rule takes them."""
+    fresh = None if as_of is None else micros(as_of - fresh_checkpoint_age)
+    return row_status.Settings(sync_group_offsets_enabled, offset_lag_max, fresh)
+
+
+def classify_in_process(
+    joined: pa.Table,
+    *,
+    sync_group_offsets_enabled: bool,
+    offset_lag_max: int = 100,
+    as_of: dt.datetime | None = None,
+    fresh_checkpoint_age: dt.timedelta = dt.timedelta(minutes=5),
+) -> pa.Table:
+    """``classify`` over rows this process holds (``schemas.JOINED_SCHEMA``, every row of each group): the same
+    rule, with no Spark job."""
+    chosen = settings(
+        sync_group_offsets_enabled=sync_group_offsets_enabled,
+        offset_lag_max=offset_lag_max,
+        as_of=as_of,
+        fresh_checkpoint_age=fresh_checkpoint_age,
     )
-    return copied, behind
-
-
-def _messages(q: Statement, others_synced: bool) -> str:
-    return q.map_of(
-        {code.value: statuses.aiven_message(code, others_synced) or statuses.OWN_MESSAGES[code] for code in Status}
-    )
-
-
-def _message(q: Statement) -> str:
-    """SQL: a row's message, by its status (Aiven's variant by whether other partitions are synced); a
-    Structured Streaming query's own when MM2 never checkpoints it."""
-    query = f"status = '{Status.NOT_CHECKPOINTED.value}' AND group_type = '{SPARK_QUERY_TYPE}'"
-    return (
-        f"CASE WHEN {query} THEN {q.value(statuses.NOT_CHECKPOINTED_QUERY_MESSAGE)} "
-        f"WHEN _others_synced THEN {_messages(q, True)}[status] ELSE {_messages(q, False)}[status] END"
-    )
+    return row_status.classify_rows(joined, chosen, vocabulary())
 
 
 def classify(
@@ -266,7 +268,8 @@ def classify(
     as_of: dt.datetime | None = None,
     fresh_checkpoint_age: dt.timedelta = dt.timedelta(minutes=5),
 ) -> DataFrame:
-    """One status, message and failover estimate per row; the rules and precedence are ``inspector.statuses``.
+    """One status, message and failover estimate per row; the rules and precedence are ``inspector.statuses``,
+    written once in ``inspector.rules.row_status``, which Spark runs here over rows clustered by group.
 
     ``sync_group_offsets_enabled`` decides what a row is judged by: the target group's committed offset (MM2
     writes it) or the checkpoint (a failover translates through it). ``offset_lag_max`` is the pair's
@@ -285,127 +288,15 @@ def classify(
     Output: ``schemas.CLASSIFIED_SCHEMA`` (Aiven's columns first, in its order), then ``FRESH_CHECKPOINT``:
     the row's checkpoint timestamp when it was fresh at ``as_of``, for ``stale_at`` to tell once it is not.
     """
-    q = Statement()
-    unmirrored = f"coalesce(group_type IN ({q.values(sorted(UNMIRRORED_TYPES | {SPARK_QUERY_TYPE}))}), false)"
-    # MM2 never writes a share or streams group, nor a Structured Streaming query: it is judged by whatever the
-    # target holds, else by where it starts without a position (``inspector.statuses``, ``not_checkpointed``).
-    mm2_judged = "target_offset" if sync_group_offsets_enabled else "checkpoint_offset"
-    reset = f"CASE WHEN group_type IN ('share', '{SPARK_QUERY_TYPE}') THEN target_latest ELSE target_earliest END"
-    judged_sql = f"CASE WHEN {unmirrored} THEN coalesce(target_offset, {reset}) ELSE {mm2_judged} END"
-    judged = "_judged"
-    active_states = q.values(sorted(s.upper() for s in statuses.ACTIVE_GROUP_STATES))
-    active = (
-        f"({'true' if sync_group_offsets_enabled else 'false'} AND NOT {unmirrored} "
-        f"AND (coalesce(target_group_members > 0, false) "
-        f"OR coalesce(upper(translate(target_group_state, '_ ', '')) IN ({active_states}), false)))"
+    chosen = settings(
+        sync_group_offsets_enabled=sync_group_offsets_enabled,
+        offset_lag_max=offset_lag_max,
+        as_of=as_of,
+        fresh_checkpoint_age=fresh_checkpoint_age,
     )
-    both = f"({judged} IS NOT NULL AND translated_offset IS NOT NULL)"
-    gap = f"try_subtract(translated_offset, {judged})"
-    slack = (
-        f"try_add(CAST({q.value(offset_lag_max)} AS BIGINT), "
-        "greatest(CAST(0 AS BIGINT), try_subtract(latest_sync_upstream, committed_offset)))"
-    )
-    fresh = "false"
-    moments: dict[str, DataFrame] = {}
-    if as_of is not None:
-        moments["fresh_since"] = moment(joined.sparkSession, as_of - fresh_checkpoint_age)
-        fresh = "coalesce(checkpoint_timestamp >= fresh_since.at, false)"
-    s = {code: f"'{code.value}'" for code in Status}
-    status = f"""CASE
-      WHEN error IS NOT NULL THEN {s[Status.ERROR]}
-      WHEN target_latest IS NULL THEN {s[Status.REMOTE_TOPIC_MISSING]}
-      WHEN {active} THEN {s[Status.TARGET_GROUP_ACTIVE]}
-      WHEN coalesce(_behind > 0, false) THEN {s[Status.NOT_YET_COPIED]}
-      WHEN {unmirrored} THEN {s[Status.NOT_CHECKPOINTED]}
-      WHEN {both} AND {judged} > translated_offset THEN {s[Status.TARGET_AHEAD]}
-      WHEN {both} AND coalesce({gap} > {slack}, false) AND NOT {fresh} THEN {s[Status.STALE_SYNC]}
-      WHEN {judged} IS NOT NULL THEN {s[Status.SYNCED]}
-      WHEN coalesce(source_earliest = source_latest, false) THEN {s[Status.SOURCE_PARTITION_EMPTY]}
-      WHEN committed_offset IS NULL OR coalesce(committed_offset < source_earliest, false)
-        OR coalesce(committed_offset > source_latest, false) THEN {s[Status.SOURCE_GROUP_TOO_OLD]}
-      WHEN sync_count = 0 THEN {s[Status.NO_OFFSET_SYNCS]}
-      ELSE {s[Status.NOT_SYNCED]}
-    END"""
-    blocking = _blocking(q, sync_group_offsets_enabled=sync_group_offsets_enabled)
-    # A share group's row is exact only with its share-partition state read: its position, and the records it
-    # acknowledged past it (delivered again after any failover, added to the replay). Else it is at its start
-    # offset, and what it acknowledged past that is unknown here: a bound.
-    exact = (
-        f"(coalesce(translation_method IN ({q.values(sorted(EXACT_METHODS))}), false) "
-        "AND (coalesce(group_type != 'share', true) OR share_acknowledged_past IS NOT NULL))"
-    )
-    ok = ", ".join(f"'{code.value}'" for code in sorted(statuses.OK_STATUSES))
-    zero = "CAST(0 AS BIGINT)"
-    # Records a share group acknowledged past a gap come again when it resumes at or before its translated
-    # position; resuming past it (a skip), how many of them lie beyond is unknown: not exact, and 0 as a bound.
-    past = f"coalesce(share_acknowledged_past, {zero})"
-    replay = f"CASE WHEN {gap} >= 0 THEN try_add({gap}, {past}) ELSE {zero} END"
-    exact = f"({exact} AND ({past} = 0 OR coalesce({gap} >= 0, false)))"
-    skip = f"try_subtract({judged}, translated_offset)"
-    sync_shift = "try_subtract(latest_sync_upstream, latest_sync_downstream)"
-    lag_to_source = f"try_subtract(source_latest, try_add(target_offset, {sync_shift}))"
-    cross_join = "CROSS JOIN {fresh_since} fresh_since" if moments else ""
-    copied, behind = _copy_position()
-    text = f"""
-    WITH positioned AS (
-      SELECT j.*, {copied} AS _copied, {behind} AS _behind, {judged_sql} AS _judged FROM {{joined}} j
-    ),
-    staged AS (SELECT p.*, {status} AS status, {fresh} AS _fresh FROM positioned p {cross_join}),
-    grouped AS (
-      SELECT *, (sum(CAST(status = {s[Status.SYNCED]} AS INT)) OVER (PARTITION BY cluster_pair, `group`)
-        - CAST(status = {s[Status.SYNCED]} AS INT)) > 0 AS _others_synced
-      FROM staged
-    )
-    SELECT cluster_pair, topic, `partition`, `group`, source_earliest, source_latest, source_group_state,
-      committed_offset AS source_offset, try_subtract(source_latest, committed_offset) AS source_lag,
-      target_earliest, target_latest, target_group_state, target_offset,
-      CASE WHEN target_latest IS NOT NULL AND target_offset IS NOT NULL
-        THEN greatest(try_subtract(target_latest, target_offset), {zero}) END AS target_lag,
-      {lag_to_source} AS target_lag_to_source,
-      source_earliest < source_latest AS source_has_data,
-      (source_earliest <= committed_offset) AND (committed_offset <= source_latest) AS source_group_valid,
-      target_earliest < target_latest AS target_has_data,
-      status IN ({ok}) AS is_ok,
-      {blocking} AS blocking_component,
-      {_message(q)} AS message,
-      status, remote_topic, translated_offset, translation_method, checkpoint_offset, checkpoint_timestamp,
-      sync_count,
-      CASE WHEN {both} AND {exact} THEN {replay} END AS replay_if_failover_now,
-      CASE WHEN {both} AND {exact} THEN greatest({skip}, {zero}) END AS skip_if_failover_now,
-      CASE WHEN {both} THEN {replay} END AS replay_if_failover_now_at_least,
-      CASE WHEN {both} THEN greatest({skip}, {zero}) END AS skip_if_failover_now_at_most,
-      _behind AS mm2_records_behind,
-      {_explanation(q)} AS explanation,
-      error, group_type, target_written_by, share_start_offset,
-      CASE WHEN _fresh THEN checkpoint_timestamp END AS {FRESH_CHECKPOINT}
-    FROM grouped
-    """
-    return q.run(joined.sparkSession, text, joined=joined, **moments)
-
-
-def _blocking(q: Statement, *, sync_group_offsets_enabled: bool) -> str:
-    """SQL: the component that blocks a row of each ``status`` (``blocking_component``)."""
-    s = {code: f"'{code.value}'" for code in Status}
-    ahead_blocker = Blocking.TARGET_GROUP if sync_group_offsets_enabled else Blocking.CHECKPOINT_CONNECTOR
-    blockers = {
-        Status.ERROR: Blocking.INSPECTOR,
-        Status.REMOTE_TOPIC_MISSING: Blocking.MIRROR_SOURCE_CONNECTOR,
-        Status.TARGET_GROUP_ACTIVE: Blocking.TARGET_GROUP,
-        Status.NOT_YET_COPIED: Blocking.MIRROR_SOURCE_CONNECTOR,
-        Status.NOT_CHECKPOINTED: Blocking.CHECKPOINT_CONNECTOR,
-        Status.TARGET_AHEAD: ahead_blocker,
-        Status.STALE_SYNC: Blocking.CHECKPOINT_CONNECTOR,
-        Status.SOURCE_PARTITION_EMPTY: Blocking.SOURCE_PARTITION,
-        Status.SOURCE_GROUP_TOO_OLD: Blocking.SOURCE_GROUP,
-        Status.NO_OFFSET_SYNCS: Blocking.MIRROR_SOURCE_CONNECTOR,
-        Status.NOT_SYNCED: Blocking.CHECKPOINT_CONNECTOR,
-    }
-    # Not synced and untranslatable: MM2 wrote no sync the group could be translated with.
-    return (
-        f"CASE WHEN status = {s[Status.NOT_SYNCED]} AND translated_offset IS NULL "
-        f"THEN '{Blocking.MIRROR_SOURCE_CONNECTOR.value}' "
-        f"ELSE {q.map_of({c.value: b.value for c, b in blockers.items()})}[status] END"
-    )
+    rule = functools.partial(row_status.classify_rows, settings=chosen, vocabulary=vocabulary())
+    ship_by_value(row_status, columns)
+    return by_key(joined, ["cluster_pair", "group"], rule, CLASSIFIED_ROWS_SCHEMA)
 
 
 def stale_at(fresh_until_micros: int | None, *, as_of: dt.datetime, fresh_checkpoint_age: dt.timedelta) -> bool:

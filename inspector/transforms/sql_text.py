@@ -17,6 +17,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructField, StructType, TimestampType
 
+from mm2ctl.inspector.rules.columns import micros
 from mm2ctl.inspector.spark.compat import frame_from_arrow
 
 Value = str | int | float | bool | dt.datetime
@@ -34,9 +35,7 @@ def literal(v: Value) -> str:
     if isinstance(v, float):
         return f"CAST({v!r} AS DOUBLE)"
     if isinstance(v, dt.datetime):
-        aware = v if v.tzinfo is not None else v.replace(tzinfo=dt.UTC)
-        micros = (aware - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(microseconds=1)
-        return f"timestamp_micros({micros})"
+        return f"timestamp_micros({micros(v)})"
     escaped = v.replace("\\", "\\\\").replace("'", "\\'")
     # PySpark formats the statement's text (``{name}`` references to frames): braces in a value are doubled.
     return "'" + escaped.replace("{", "{{").replace("}", "}}") + "'"
@@ -69,16 +68,6 @@ def moment(spark: SparkSession, when: dt.datetime) -> DataFrame:
     aware = when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
     table = pa.table({"at": pa.array([aware], pa.timestamp("us", tz="UTC"))})
     return frame_from_arrow(spark, table, StructType([StructField("at", TimestampType())]))
-
-
-def micros(when: dt.datetime) -> int:
-    """``when`` in microseconds since the epoch, as Spark's ``unix_micros`` gives a timestamp (a naive one is
-    UTC, as ``moment`` reads it)."""
-    aware = when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
-    return (aware - _EPOCH) // dt.timedelta(microseconds=1)
-
-
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def quoted(name: str) -> str:

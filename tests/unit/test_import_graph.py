@@ -61,6 +61,7 @@ INNER_LAYERS: dict[str, tuple[tuple[str, ...], ...]] = {
     "inspector": (
         ("spark",),
         ("schemas", "selection", "statuses"),
+        ("rules",),
         ("reads",),
         ("output",),
         ("transforms",),

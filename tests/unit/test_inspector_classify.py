@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
 import pyarrow as pa
@@ -70,10 +71,7 @@ AIVEN_COLUMNS = [
 
 
 def _df(spark: Any, schema: StructType, rows: list[dict[str, Any]]) -> Any:
-    table = pa.Table.from_pylist(
-        [{name: row.get(name) for name in schema.names} for row in rows], schema=to_arrow_schema(schema)
-    )
-    return spark.createDataFrame(table, schema)
+    return spark.createDataFrame(_table(schema, rows), schema)
 
 
 def healthy(**overrides: Any) -> dict[str, Any]:
@@ -112,9 +110,28 @@ def healthy(**overrides: Any) -> dict[str, Any]:
     return row
 
 
+def _table(schema: StructType, rows: list[dict[str, Any]]) -> pa.Table:
+    return pa.Table.from_pylist(
+        [{name: row.get(name) for name in schema.names} for row in rows], schema=to_arrow_schema(schema)
+    )
+
+
+def _comparable(row: dict[str, Any]) -> str:
+    """A row as text, its times as UTC instants (Spark hands back naive times in the process's zone)."""
+
+    def instant(v: Any) -> Any:
+        return v.astimezone(dt.UTC) if isinstance(v, dt.datetime) else v
+
+    return repr({k: instant(v) for k, v in row.items()})
+
+
 def _classify(spark: Any, rows: list[dict[str, Any]], sync: bool = True, **kw: Any) -> dict[tuple[str, str, int], Any]:
-    out = classify.classify(_df(spark, JOINED_SCHEMA, rows), sync_group_offsets_enabled=sync, **kw)
-    return {(r.group, r.topic, r.partition): r for r in out.collect()}
+    """The rows as Spark classifies them, after checking that the rule run in-process gives the same rows."""
+    out = classify.classify(_df(spark, JOINED_SCHEMA, rows), sync_group_offsets_enabled=sync, **kw).collect()
+    in_process = classify.classify_in_process(_table(JOINED_SCHEMA, rows), sync_group_offsets_enabled=sync, **kw)
+    assert in_process.column_names == classify.CLASSIFIED_ROWS_SCHEMA.names
+    assert sorted(map(_comparable, in_process.to_pylist())) == sorted(_comparable(r.asDict()) for r in out)
+    return {(r.group, r.topic, r.partition): r for r in out}
 
 
 NOT_SYNCED_HERE = {"target_offset": None, "checkpoint_offset": None, "checkpoint_upstream": None}
@@ -762,6 +779,18 @@ def test_join_target_state_looks_up_the_remote_topic_and_carries_errors(spark: A
     ghost = got[("h", "ghost", 0)]
     assert ghost.error == ("source partition: not described by the job; target group: GROUP_AUTHORIZATION_FAILED")
     assert (ghost.mm2_position_known, ghost.mm2_next_offset) == (None, None)  # no row: the position is unknown
+
+    # The join leaves the rows clustered by (pair, group), as the classification needs them: Spark plans no
+    # shuffle for it (the repartition it asks for is dropped), so no row moves between the two.
+    classified = classify.classify(joined, sync_group_offsets_enabled=True)
+    assert _shuffles(classified) == _shuffles(joined) > 0
+    assert {(r.group, r.topic, r.partition) for r in classified.collect()} == set(got)
+
+
+def _shuffles(frame: Any) -> int:
+    """The shuffle exchanges in ``frame``'s physical plan, as Spark's own plan prints them."""
+    plan = str(frame._jdf.queryExecution().executedPlan().toString())
+    return len(re.findall(r"\bExchange (?:hashpartitioning|roundrobinpartitioning|rangepartitioning)", plan, re.I))
 
 
 def test_the_readme_statuses_table_lists_every_status_with_its_ok_flag() -> None:

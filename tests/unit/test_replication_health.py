@@ -5,6 +5,7 @@ foreign-partition records), freshness."""
 from __future__ import annotations
 
 import datetime as dt
+from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
@@ -15,6 +16,7 @@ from pyspark.sql.types import StructType
 from mm2ctl.core.kafka.codecs import OffsetSync, encode_offset_sync
 from mm2ctl.inspector import statuses
 from mm2ctl.inspector.kept.pair_topics import Numbering
+from mm2ctl.inspector.rules.partition_health import age_seconds_of, partition_health
 from mm2ctl.inspector.schemas import (
     KAFKA_RECORD_SCHEMA,
     NEWEST_SYNCS_SCHEMA,
@@ -24,6 +26,7 @@ from mm2ctl.inspector.schemas import (
     REPLICATED_PARTITIONS_SCHEMA,
     arrow_schema,
 )
+from mm2ctl.inspector.selection import DEFAULT_LAG_SECONDS_THRESHOLD, DEFAULT_LAG_THRESHOLD
 from mm2ctl.inspector.statuses import PartitionStatus
 from mm2ctl.inspector.transforms import decode, replication_health, sync_runs
 from mm2ctl.inspector.transforms.sql_text import micros
@@ -59,15 +62,28 @@ def partition(**overrides: Any) -> dict[str, Any]:
     return row
 
 
-def classify(spark: Any, rows: list[dict[str, Any]], syncs: list[dict[str, Any]] | None = None, **kw: Any) -> list[Any]:
-    out = replication_health.classify_partitions(
-        _df(spark, REPLICATED_PARTITIONS_SCHEMA, rows),
-        _df(spark, NEWEST_SYNCS_SCHEMA, syncs or []),
-        as_of=NOW,
-        **kw,
+def _table(schema: StructType, rows: list[dict[str, Any]]) -> pa.Table:
+    return pa.Table.from_pylist(
+        [{name: row.get(name) for name in schema.names} for row in rows], schema=to_arrow_schema(schema)
     )
-    assert [(f.name, f.dataType) for f in out.schema] == [(f.name, f.dataType) for f in PARTITION_HEALTH_SCHEMA]
-    return out.orderBy("topic", "partition").collect()
+
+
+class _Row(dict[str, Any]):
+    """A row read by name or as an attribute, as a Spark row is."""
+
+    def __getattr__(self, name: str) -> Any:
+        return self[name]
+
+
+def classify(
+    spark: Any, rows: list[dict[str, Any]], syncs: list[dict[str, Any]] | None = None, **kw: Any
+) -> list[_Row]:
+    limits = {"lag_threshold": DEFAULT_LAG_THRESHOLD, "lag_seconds_threshold": DEFAULT_LAG_SECONDS_THRESHOLD, **kw}
+    out = partition_health(
+        _table(REPLICATED_PARTITIONS_SCHEMA, rows), _table(NEWEST_SYNCS_SCHEMA, syncs or []), as_of=NOW, **limits
+    )
+    assert out.schema == arrow_schema(PARTITION_HEALTH_SCHEMA)
+    return [_Row(r) for r in out.to_pylist()]
 
 
 @pytest.mark.parametrize(
@@ -232,7 +248,6 @@ def test_group_checkpoint_age_is_the_groups_newest(spark: Any) -> None:
 
 def test_the_table_section_and_the_partition_csv(spark: Any) -> None:
     import io
-    from types import SimpleNamespace
 
     from mm2ctl.cli.render import replication_summary_lines
     from mm2ctl.inspector.output.inspection_result import PairTotals
@@ -240,9 +255,8 @@ def test_the_table_section_and_the_partition_csv(spark: Any) -> None:
     from mm2ctl.inspector.reads.mm2_position import Mm2Position
     from mm2ctl.inspector.selection import InspectOptions
 
-    partitions = replication_health.classify_partitions(
-        _df(
-            spark,
+    table = partition_health(
+        _table(
             REPLICATED_PARTITIONS_SCHEMA,
             [
                 partition(replication_lag_seconds=0.0),
@@ -255,11 +269,10 @@ def test_the_table_section_and_the_partition_csv(spark: Any) -> None:
                 ),
             ],
         ),
-        _df(spark, NEWEST_SYNCS_SCHEMA, []),
+        _table(NEWEST_SYNCS_SCHEMA, []),
         as_of=NOW,
-    )
-    table = pa.Table.from_pylist(
-        [r.asDict() for r in partitions.orderBy("partition").collect()], schema=arrow_schema(PARTITION_HEALTH_SCHEMA)
+        lag_threshold=DEFAULT_LAG_THRESHOLD,
+        lag_seconds_threshold=DEFAULT_LAG_SECONDS_THRESHOLD,
     )
     result = SimpleNamespace(
         partitions=table,
@@ -294,8 +307,8 @@ def test_the_driver_ages_a_checkpoint_as_spark_does(spark: Any) -> None:
     newest = replication_health.with_group_newest_checkpoint(rows)
     got = replication_health.with_group_checkpoint_age(newest, as_of=NOW).collect()
     in_spark = {r["group"]: r["group_checkpoint_age_seconds"] for r in got}
-    assert in_spark == {f"g{i}": replication_health.age_seconds_of(micros(t), NOW) for i, t in enumerate(stamps)}
-    assert replication_health.age_seconds_of(None, NOW) is None
+    assert in_spark == {f"g{i}": age_seconds_of(micros(t), NOW) for i, t in enumerate(stamps)}
+    assert age_seconds_of(None, NOW) is None
 
 
 def test_checkpoint_lag_only_where_the_position_is_exact(spark: Any) -> None:
