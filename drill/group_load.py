@@ -189,9 +189,10 @@ def source_state(run: GroupTypesRun) -> None:
     classic, consumer and share groups on threads of their own while the streams applications run."""
     o = run.options
     accept = dict(zip(PARTITIONS, o.accepted, strict=True))
+    gap = f" but offset {o.released}, which they release" if o.released >= 0 else ""
     run.progress(
         f"classic and consumer groups read everything and commit, streams apps process it and leave, share groups "
-        f"accept {accept} records per partition (explicit acknowledgement)"
+        f"accept the first {accept} records per partition{gap} (explicit acknowledgement)"
     )
     with ThreadPoolExecutor(max_workers=6) as pool:
         pending: dict[str, Future[Any]] = {}
@@ -210,11 +211,15 @@ def source_state(run: GroupTypesRun) -> None:
 
 def _accept_prefix(run: GroupTypesRun, group: str, accept: Mapping[int, int]) -> set[Seq]:
     """The share group reads from the earliest offset and accepts the first ``accept[p]`` records of each
-    partition (offset = sequence number on the drill's fresh topic), releasing the rest."""
+    partition (offset = sequence number on the drill's fresh topic) but ``released``, releasing the rest."""
     read_from_earliest(run.src, group)
-    if accept_prefix(run.src, group, run.topic, accept, timeout_s=run.options.client_timeout_s) != accept:
-        raise LabError(f"share group {group} did not accept {dict(accept)}")
-    return {(p, s) for p, n in accept.items() for s in range(n)}
+    gap = run.options.released
+    release = {p: [gap] for p in accept} if gap >= 0 else {}
+    want = {p: n - (1 if gap >= 0 else 0) for p, n in accept.items()}
+    got = accept_prefix(run.src, group, run.topic, accept, release=release, timeout_s=run.options.client_timeout_s)
+    if got != want:
+        raise LabError(f"share group {group} accepted {got}, not {want}")
+    return {(p, s) for p, n in accept.items() for s in range(n) if s != gap}
 
 
 def wait_copied(run: GroupTypesRun, per_partition: int) -> None:

@@ -41,6 +41,8 @@ class GroupTypesDrill:
     seconds: float
     workdir: str
     notes: tuple[str, ...] = ()
+    #: The offset the share groups released in every partition (-1: none).
+    released: int = -1
 
     @property
     def goals_met(self) -> bool:
@@ -65,7 +67,7 @@ def _summary(rows: list[GroupTypeRow]) -> str:
     counted = [f"{r.planned_again} ({_LABELS[r.method]})" for r in rows if r.planned_again is not None]
     parts = [f"GOAL MISSED: {', '.join(missed)}"] if missed else []
     if counted:
-        parts.append(f"acknowledged past the start offset, counted by the plan: {', '.join(counted)}")
+        parts.append(f"acknowledged past a gap, counted by the plan: {', '.join(counted)}")
     return "; ".join(parts)
 
 

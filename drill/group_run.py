@@ -28,6 +28,10 @@ class GroupTypesOptions:
     more: int = 20
     #: Records the share group accepts per partition on the source (each below ``first``).
     accepted: tuple[int, ...] = (40, 25)
+    #: The offset the share group releases in every partition, below every ``accepted`` (-1: none). It leaves a
+    #: gap: the group resumes there after a move, and what it accepted past it is delivered again, as the plan
+    #: counts it.
+    released: int = 10
     #: How long MM2 gets to sync the classic and consumer groups' offsets, and how long they must then stay
     #: unchanged (MM2 syncs every second in the lab) to count as synced.
     mm2_sync_timeout_s: float = 60.0

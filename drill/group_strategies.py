@@ -21,7 +21,7 @@ from mm2ctl.drill.group_run import PARTITIONS, GroupTypesRun
 
 _SHARE_NOTE = re.compile(
     r"share group (?P<group>\S+): MirrorMaker 2 never translates share groups;.*?"
-    r"(?P<again>\d+) record\(s\) past them were already acknowledged"
+    r"(?P<again>\d+) record\(s\) (?:the group acknowledged past a gap|past them were already acknowledged)"
 )
 
 
@@ -65,7 +65,8 @@ def _mm2ctl(run: GroupTypesRun, *args: str) -> subprocess.CompletedProcess[str]:
 @dataclass(frozen=True)
 class Planned:
     """What a plan said: per group its target offsets and whether it writes them; per share group the records
-    its note counts as acknowledged past the start offset."""
+    its note counts as acknowledged past its position (past a gap, or past its start offset where the plan could
+    not read the share-partition state)."""
 
     offsets: dict[str, dict[int, int]]
     written: frozenset[str]
@@ -98,11 +99,11 @@ def mm2ctl_notes(run: GroupTypesRun, method: str, planned: Planned) -> dict[str,
     for t in GROUP_TYPES:
         g = run.group(method, t)
         at = _offsets_text(planned.offsets.get(g, {})) or "no offset"
-        start = "start offsets " if t == "share" else ""
+        start = "positions " if t == "share" else ""
         notes[t] = f"wrote {start}{at}" if g in planned.written else f"{at} already there: nothing written"
         if t == "share":
             where = " on the target" if method == "failback" else ""
-            notes[t] += f"; {planned.again.get(g)} acknowledged past them{where}, counted by the plan"
+            notes[t] += f"; {planned.again.get(g)} acknowledged past a gap{where}, counted by the plan"
     return notes
 
 

@@ -11,12 +11,12 @@ Facts the drill relies on (Kafka 4.3.1, MirrorMaker 2 of the same release):
   (``share.auto.offset.reset`` defaults to ``latest``): whatever the group had not acknowledged is skipped.
 - A Kafka Streams application whose group has no committed offsets starts at the earliest offset (Streams'
   own ``auto.offset.reset`` default): it processes everything again.
-- A share group's start offset may stay behind what it acknowledged; the records acknowledged past it are
-  kept only in the source cluster's share-group state, so on the target they are delivered again. The plan
-  counts them in a note (``share group G: ... N record(s) past them were already acknowledged``). On the lab
-  the start offset read back lags a whole round of acknowledgements: a group that accepted the first 40
-  records of a fresh partition reads 0, and after it accepted the rest, 40; so at these sizes mm2ctl's
-  share failover delivers again every record the group had acknowledged, as the plan says.
+- A share group's start offset stays behind what it acknowledged (the persisted start offset trails a round
+  of acknowledgements: a group that accepted the first 40 records of a fresh partition reads 0). mm2ctl reads
+  its position from the share-partition state (``core.kafka.share_state``): the first record it left undone.
+  The records it acknowledged past that gap are kept only in the source cluster's state, so on the target
+  they are delivered again; the plan counts them in a note (``share group G: ... N record(s) the group
+  acknowledged past a gap``). The drill's share groups release one record (``released``) to leave such a gap.
 
 The drill, on a running lab (Kafka 4.2+, no security), through an MM2 flow of its own (``lab.add_flow``,
 every role, so ``sync.group.offsets`` runs), on one two-partition topic whose values name their partition
@@ -26,7 +26,7 @@ and sequence number (``p<partition>-<seq>``):
    to MM2, and ``iso-<name>-ctl-<type>``, failed over by mm2ctl) reach the same source state: classic and
    consumer groups read everything there is and commit; a streams application (passthrough) processes
    everything, commits and leaves; a share consumer accepts the first ``accepted[p]`` records of each
-   partition with explicit acknowledgement and releases the rest.
+   partition but the one at offset ``released``, with explicit acknowledgement, and releases the rest.
 2. ``later`` records per partition are produced; MM2 copies everything; MM2's sync of the classic and
    consumer groups' offsets is awaited (until they appear and stop moving, or a deadline).
 3. The flow's checkpoint connector is stopped, as at a failover (left running, MM2's group sync can write
@@ -138,6 +138,8 @@ def drill_group_types(
     _check_lab(lab)
     if len(options.accepted) != len(PARTITIONS) or not all(0 < n < options.first for n in options.accepted):
         raise LabError(f"accepted must give {len(PARTITIONS)} counts between 1 and first - 1")
+    if not -1 <= options.released < min(options.accepted):
+        raise LabError("released must be an offset below every accepted count, or -1 for none")
     workdir.mkdir(parents=True, exist_ok=True)
     run = GroupTypesRun(lab, "gt" + uuid.uuid4().hex[:8], workdir, progress or no_progress, options)
     t0 = time.monotonic()
@@ -157,7 +159,7 @@ def drill_group_types(
         _remove_flow(run)
     result = GroupTypesDrill(
         pair=run.pair, topic=run.topic, remote_topic=run.remote, partitions=len(PARTITIONS), first=options.first,
-        later=options.later, more=options.more, accepted=options.accepted, rows=tuple(rows),
+        later=options.later, more=options.more, accepted=options.accepted, released=options.released, rows=tuple(rows),
         seconds=round(time.monotonic() - t0, 1), workdir=str(workdir),
     )  # fmt: skip
     (workdir / "result.json").write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")

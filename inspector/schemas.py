@@ -137,6 +137,11 @@ SOURCE_GROUP_OFFSETS_SCHEMA = StructType(
         _f("partition", IntegerType(), False),
         _f("committed_offset", LongType()),
         _f("error", StringType()),
+        # A share group's row whose share-partition state was read (``core.kafka.share_state``), else null: the
+        # start offset Kafka reports (``committed_offset`` is the position past it), and the records acknowledged
+        # past the position, which any failover delivers again.
+        _f("share_start_offset", LongType()),
+        _f("share_acknowledged_past", LongType()),
     ]
 )
 
@@ -260,6 +265,8 @@ JOINED_SCHEMA = StructType(
         _f("error", StringType()),
         _f("group_type", StringType()),
         _f("target_written_by", StringType()),
+        _f("share_start_offset", LongType()),
+        _f("share_acknowledged_past", LongType()),
     ]
 )
 
@@ -305,6 +312,7 @@ CLASSIFIED_SCHEMA = StructType(
         _f("error", StringType()),
         _f("group_type", StringType()),
         _f("target_written_by", StringType()),
+        _f("share_start_offset", LongType()),
     ]
 )
 

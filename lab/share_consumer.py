@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from confluent_kafka import AcknowledgeType, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
@@ -25,11 +25,19 @@ def read_from_earliest(conf: Mapping[str, str], group: str) -> None:
 
 
 def accept_prefix(
-    conf: Mapping[str, str], group: str, topic: str, accept_below: Mapping[int, int], *, timeout_s: float = 90.0
+    conf: Mapping[str, str],
+    group: str,
+    topic: str,
+    accept_below: Mapping[int, int],
+    *,
+    release: Mapping[int, Collection[int]] | None = None,
+    timeout_s: float = 90.0,
 ) -> dict[int, int]:
     """Join ``group`` as a share consumer of ``topic``, accept every record of partition ``p`` below offset
-    ``accept_below[p]``, release the others, and leave. Returns the records accepted per partition; raises
-    ``LabError`` if the prefixes were not all accepted by the deadline."""
+    ``accept_below[p]`` except the offsets ``release[p]``, release the others, and leave. Returns the records
+    accepted per partition; raises ``LabError`` if the prefixes were not all accepted by the deadline."""
+    keep = {p: set((release or {}).get(p, ())) for p in accept_below}
+    wanted = {p: n - len({o for o in keep[p] if o < n}) for p, n in accept_below.items()}
     consumer = ShareConsumer(
         {**conf, "group.id": group, "share.acknowledgement.mode": "explicit", "log_level": 3, "logger": log}
     )
@@ -37,14 +45,14 @@ def accept_prefix(
     try:
         consumer.subscribe([topic])
         deadline = time.monotonic() + timeout_s
-        while any(accepted[p] < n for p, n in accept_below.items()):
+        while any(accepted[p] < n for p, n in wanted.items()):
             if time.monotonic() > deadline:
-                raise LabError(f"share group {group} accepted {accepted} of {dict(accept_below)} in {timeout_s:.0f}s")
+                raise LabError(f"share group {group} accepted {accepted} of {wanted} in {timeout_s:.0f}s")
             for msg in consumer.poll(1.0):
                 p, o = msg.partition(), msg.offset()
                 if msg.error() is not None or p is None or o is None:
                     continue
-                if p in accept_below and o < accept_below[p]:
+                if p in accept_below and o < accept_below[p] and o not in keep[p]:
                     consumer.acknowledge(msg)
                     accepted[p] += 1
                 else:

@@ -27,6 +27,7 @@ from mm2ctl.core.errors import ConfigError, ConnectNotFoundError, Mm2ctlError, U
 from mm2ctl.core.kafka.admin import TP, GroupDescription, GroupOffsets, KafkaAdmin, PartitionResult
 from mm2ctl.core.kafka.connect_offsets_topic import StoredOffset, latest_offsets, live_offsets
 from mm2ctl.core.kafka.group_admin import UNMIRRORED_TYPES, GroupAdmin, TypedGroup
+from mm2ctl.core.kafka.share_state_topic import SHARE_STATE_TOPIC, SharePositions, ShareStateLog, share_positions
 from mm2ctl.core.security.authorization import principal_of, raise_for
 from mm2ctl.core.security.redaction import redact_json
 from mm2ctl.plans.fingerprint import Fingerprint, JSONable, canonical_json, fingerprint_of
@@ -131,6 +132,10 @@ class LiveState:
     group_types: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
     _group_admins: dict[str, GroupAdmin] = field(default_factory=dict, repr=False)
     _listings: dict[str, Future[list[TypedGroup]]] = field(default_factory=dict, repr=False)
+    #: The share groups' positions of the last read on each cluster (``share_group_positions``), and why a
+    #: cluster's share-partition state could not be read.
+    share_reads: dict[str, SharePositions] = field(default_factory=dict, repr=False)
+    share_state_notes: dict[str, str] = field(default_factory=dict, repr=False)
 
     # -- clients
     def kafka_config(self, alias: str) -> dict[str, str]:
@@ -331,8 +336,10 @@ class LiveState:
                 else admin.committed_offsets(rest, concurrency=concurrency)
             )
         if shares:
-            for g, p in self.group_admin(cluster).positions(shares).items():
-                got[g] = GroupOffsets(g, p.offsets, p.error)
+            typed = self.group_admin(cluster).positions(shares)
+            resumed = self.share_group_positions(cluster, {g: p.offsets for g, p in typed.items() if p.error is None})
+            for g, p in typed.items():
+                got[g] = GroupOffsets(g, resumed.get(g, p.offsets), p.error)
         out = {}
         for group in wanted:
             r = got[group]
@@ -346,6 +353,36 @@ class LiveState:
                 )
             out[group] = dict(r.offsets)
         return out
+
+    def share_group_positions(
+        self, cluster: str, start_offsets: Mapping[str, Mapping[TP, int]]
+    ) -> dict[str, dict[TP, int]]:
+        """Where share groups resume on ``cluster``, from their start offsets and the share-partition state read
+        now (``core.kafka.share_state``): the first offset their acknowledgements leave undone. The read is kept
+        in ``share_reads`` (the records acknowledged past each position). Where the state cannot be read, the
+        start offsets stay and ``share_state_notes`` says why."""
+        if not start_offsets:
+            return {}
+        try:
+            log = ShareStateLog()
+            log.extend(self.kafka_config(cluster), self.admin(cluster))
+            read = share_positions(log, self.admin(cluster), start_offsets)
+        except Mm2ctlError as exc:
+            self.share_reads.pop(cluster, None)
+            self.share_state_notes[cluster] = (
+                f"the share-partition state on {cluster} could not be read ({exc}): share groups resume there "
+                f"at their start offsets; reading it needs READ and DESCRIBE on topic {SHARE_STATE_TOPIC}"
+            )
+            return {g: dict(p) for g, p in start_offsets.items()}
+        if not log.read_to:  # share groups with offsets have written their state: the topic is hidden
+            self.share_state_notes[cluster] = (
+                f"topic {SHARE_STATE_TOPIC} is not visible on {cluster}: share groups resume there at their start "
+                f"offsets; reading their state needs READ and DESCRIBE on topic {SHARE_STATE_TOPIC}"
+            )
+            return {g: dict(p) for g, p in start_offsets.items()}
+        self.share_state_notes.pop(cluster, None)
+        self.share_reads[cluster] = read
+        return read.positions
 
     def write_group_offsets(
         self,

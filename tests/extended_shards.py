@@ -36,8 +36,9 @@ class Shard:
 
 SHARDS: tuple[Shard, ...] = (
     Shard(
-        minutes=5.0,
+        minutes=6.1,
         tests=(
+            "tests/integration/test_share_positions.py::test_share_groups_resume_at_the_first_record_they_left_undone",
             _FAULTS + "test_target_broker_killed_mid_failover_apply",
             _FAULTS + "test_connect_worker_killed_mid_reset_mm2_apply",
             _FAULTS + "test_connect_409_past_the_retry_budget",

@@ -6,7 +6,7 @@ distinct topic, and applied to the columns by Arrow, so nothing here is done per
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -32,10 +32,18 @@ def partitions_of(rows: pa.Table) -> Iterator[tuple[str, int]]:
 
 
 def offsets_table(
-    name: str, rows: pa.Table, groups: Sequence[str], errors: Sequence[str | None], *, written_by: bool = False
+    name: str,
+    rows: pa.Table,
+    groups: Sequence[str],
+    errors: Sequence[str | None],
+    *,
+    written_by: bool = False,
+    share: Mapping[tuple[str, str, int], tuple[int, int]] | None = None,
 ) -> pa.Table:
     """``rows`` (group numbers into ``groups``) in the group-offsets schema, each with its group's error, and
-    with ``written_by`` (the target's table) the metadata of the offsets mm2ctl wrote."""
+    with ``written_by`` (the target's table) the metadata of the offsets mm2ctl wrote; with ``share`` (the
+    source's table) the share groups' start offsets and records acknowledged past their positions, by (group,
+    topic, partition)."""
     index = rows.column("group_index")
     columns = {
         "cluster_pair": pa.repeat(pa.scalar(name, pa.string()), rows.num_rows),
@@ -47,6 +55,12 @@ def offsets_table(
     }
     if written_by:
         columns["written_by"] = rows.column("written_by").cast(pa.string())
+    if share is not None:
+        group, topic, partition = (columns[c].to_pylist() for c in ("group", "topic", "partition"))
+        keys = zip(group, topic, partition, strict=True)
+        found = [share.get(k) for k in keys] if share else [None] * rows.num_rows
+        columns["share_start_offset"] = pa.array([f[0] if f else None for f in found], pa.int64())
+        columns["share_acknowledged_past"] = pa.array([f[1] if f else None for f in found], pa.int64())
     return pa.table(columns)
 
 

@@ -180,7 +180,7 @@ def collect_pair_state(
         say(f"{name}: committed offsets read through {committed.read_through}")
         if unmirrored:
             say(f"{name}: {len(unmirrored)} share or streams group(s) match; reading their positions")
-            committed = appended(committed, typed.positions(pair.source, unmirrored))
+            committed = appended(committed, typed.positions(pair.source, unmirrored, source))
             described.update(typed.describe(pair.source, list(unmirrored)))
         # Structured Streaming queries come last: their checkpoints' positions, asked for by name.
         committed = appended(committed, query_columns(queries))
@@ -210,7 +210,8 @@ def collect_pair_state(
         target_described_f = pool.submit(target.describe_groups, mirrored)
         target_committed = read_columns(target, mirrored, jvm=_jvm(config, pair, pair.target, gateway))
         target_committed = appended(
-            target_committed, typed.positions(pair.target, {g: unmirrored[g] for g in groups if g in unmirrored})
+            target_committed,
+            typed.positions(pair.target, {g: unmirrored[g] for g in groups if g in unmirrored}, target),
         )
         target_committed = appended(target_committed, no_columns([g for g in groups if g in query_names]))
         source_bounds = source_bounds_f.result()
@@ -228,7 +229,8 @@ def collect_pair_state(
         say(f"{name}: {note}")
 
     group_errors = [_err(e, source_side, "group", g) for g, e in zip(committed.groups, committed.errors, strict=True)]
-    source_group_offsets = offsets_table(name, kept, committed.groups, group_errors)
+    share = typed.share_details(pair.source)
+    source_group_offsets = offsets_table(name, kept, committed.groups, group_errors, share=share)
     source_partitions = _bounds_table(name, partitions, source_bounds, source_side, remote_of=remote_of)
     target_partitions = _bounds_table(name, remote_partitions, target_bounds, target_side)
     target_found, failed = target_rows(target_committed, kept, numbers, remote_of)

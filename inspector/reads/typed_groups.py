@@ -34,8 +34,9 @@ import pyarrow as pa
 
 from mm2ctl.core.config.mm2_config import MM2Config, PairConfig
 from mm2ctl.core.errors import Mm2ctlError
-from mm2ctl.core.kafka.admin import TP, GroupDescription, ItemError
+from mm2ctl.core.kafka.admin import TP, GroupDescription, ItemError, KafkaAdmin
 from mm2ctl.core.kafka.group_admin import UNMIRRORED_TYPES, GroupAdmin, TypedGroup
+from mm2ctl.core.kafka.share_state_topic import SHARE_STATE_TOPIC, ShareStateLog, share_positions
 from mm2ctl.inspector.reads.committed_offsets import OFFSETS_SCHEMA, WRITTEN_BY, GroupOffsetColumns
 
 #: ``GroupOffsetColumns.read_through`` of the share and streams groups' positions.
@@ -54,7 +55,14 @@ class GroupListings:
         self._clock = clock
         self._kept: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[float, list[TypedGroup]]] = {}
         self._admins: dict[tuple[str, tuple[tuple[str, str], ...]], GroupAdmin] = {}
+        self._share_logs: dict[tuple[str, tuple[tuple[str, str], ...]], ShareStateLog] = {}
         self._lock = threading.Lock()
+
+    def share_log(self, alias: str, settings: Mapping[str, str]) -> ShareStateLog:
+        """The cluster's ``__share_group_state`` as read so far: each run extends it with what is new."""
+        key = self._key(alias, settings)
+        with self._lock:
+            return self._share_logs.setdefault(key, ShareStateLog())
 
     def admin(self, alias: str, settings: Mapping[str, str], timeout_s: float) -> GroupAdmin:
         """The cluster's long-lived client, made on first use."""
@@ -131,9 +139,11 @@ class TypedGroups:
             for alias, settings in self._settings.items()
         }
         self._pool = pool
+        self._pair = pair
         self._listings = listings
         self._listed: dict[str, Future[list[TypedGroup]]] = {pair.source: self._list(pair.source)}
         self._notes: list[str] = []
+        self._share_details: dict[str, dict[tuple[str, str, int], tuple[int, int]]] = {}
 
     def _list(self, alias: str) -> Future[list[TypedGroup]]:
         """The listing of ``alias``: the kept one while it is fresh, else read in the background (and kept)."""
@@ -171,10 +181,13 @@ class TypedGroups:
         """The share and streams groups on ``alias`` that ``wanted`` keeps, name -> type."""
         return {name: g.type for name, g in self.listed(alias).items() if g.type in UNMIRRORED_TYPES and wanted(name)}
 
-    def positions(self, alias: str, groups: Mapping[str, str]) -> GroupOffsetColumns:
+    def positions(
+        self, alias: str, groups: Mapping[str, str], kafka_admin: KafkaAdmin | None = None
+    ) -> GroupOffsetColumns:
         """The positions of ``groups`` (name -> type) on ``alias`` as committed-offset columns, in ``groups``'
-        order: a share group's start offsets, a streams group's committed offsets. A failed read is every
-        group's error."""
+        order: a share group's position in its share-partition state (``share_positions``; its start offsets
+        where the state cannot be read, or without ``kafka_admin``), a streams group's committed offsets. A
+        failed read is every group's error."""
         names = tuple(groups)
         if not names:
             return columns_of(names, {}, {})
@@ -184,7 +197,43 @@ class TypedGroups:
             failed = ItemError("UNKNOWN", str(exc))
             return columns_of(names, {}, {g: failed for g in names})
         offsets = {g: read[g].offsets for g in names}
+        starts = {g: offsets[g] for g in names if groups[g] == "share" and read[g].error is None}
+        if starts and kafka_admin is not None:
+            offsets.update(self.share_positions(alias, starts, kafka_admin))
         return columns_of(names, offsets, {g: read[g].error for g in names}, {g: read[g].written_by for g in names})
+
+    def share_positions(
+        self, alias: str, start_offsets: Mapping[str, Mapping[TP, int]], kafka_admin: KafkaAdmin
+    ) -> dict[str, dict[TP, int]]:
+        """Share groups' positions on ``alias`` from their state (kept by a live session, extended each run);
+        their start offsets, with a note naming the permission, where the state cannot be read."""
+        log = self._listings.share_log(alias, self._settings[alias]) if self._listings is not None else ShareStateLog()
+        config = self._pair.source_kafka_config if alias == self._pair.source else self._pair.target_kafka_config
+        missing = f"share groups on {alias} are shown at their start offsets; reading their state needs READ and "
+        missing += f"DESCRIBE on topic {SHARE_STATE_TOPIC}"
+        try:
+            log.extend(config, kafka_admin)
+        except Mm2ctlError as exc:
+            self._note(f"the share-partition state on {alias} could not be read ({exc}): {missing}")
+            return {g: dict(p) for g, p in start_offsets.items()}
+        if not log.read_to:
+            self._note(f"topic {SHARE_STATE_TOPIC} is not visible on {alias}: {missing}")
+            return {g: dict(p) for g, p in start_offsets.items()}
+        read = share_positions(log, kafka_admin, start_offsets)
+        details = self._share_details.setdefault(alias, {})
+        for g, parts in read.acknowledged_past.items():
+            for (t, p), past in parts.items():
+                details[(g, t, p)] = (read.start_offsets[g][(t, p)], past)
+        return read.positions
+
+    def share_details(self, alias: str) -> dict[tuple[str, str, int], tuple[int, int]]:
+        """(group, topic, partition) -> (start offset, records acknowledged past the position) of the share
+        groups whose state ``positions`` read on ``alias``."""
+        return dict(self._share_details.get(alias, {}))
+
+    def _note(self, note: str) -> None:
+        if note not in self._notes:
+            self._notes.append(note)
 
     def describe(self, alias: str, groups: Sequence[str]) -> dict[str, GroupDescription]:
         """The listed state of ``groups`` on ``alias`` (members unknown: the listing does not count them); a

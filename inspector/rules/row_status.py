@@ -95,10 +95,22 @@ def classify_rows(joined: pa.Table, settings: Settings, vocabulary: Vocabulary) 
     both = and_(pc.is_valid(judged), pc.is_valid(col["translated_offset"]))
     gap = try_subtract(col["translated_offset"], judged)
     skip = try_subtract(judged, col["translated_offset"])
+    # A share group's row is exact only with its share-partition state read (``share_acknowledged_past``): the
+    # records it acknowledged past its position come again when it resumes at or before its translation, so they
+    # join the replay; resuming past it (a skip), how many of them lie beyond is unknown: not exact, 0 as a bound.
+    past = pc.fill_null(col["share_acknowledged_past"], 0)
+    resumes_before = true(pc.greater_equal(gap, 0))
     exact = and_(
-        true(isin(col["translation_method"], v.exact_methods)),
-        pc.fill_null(pc.not_equal(col["group_type"], "share"), True),
+        and_(
+            true(isin(col["translation_method"], v.exact_methods)),
+            or_(
+                pc.fill_null(pc.not_equal(col["group_type"], "share"), True),
+                pc.is_valid(col["share_acknowledged_past"]),
+            ),
+        ),
+        or_(pc.equal(past, 0), resumes_before),
     )
+    replay = case([(resumes_before, try_add(gap, past))], scalar(0, n, pa.int64()))
     nothing = pa.nulls(n, pa.int64())
     fresh = _fresh(col, s)
     committed, translated = col["committed_offset"], col["translated_offset"]
@@ -151,15 +163,16 @@ def classify_rows(joined: pa.Table, settings: Settings, vocabulary: Vocabulary) 
         "checkpoint_offset": col["checkpoint_offset"],
         "checkpoint_timestamp": col["checkpoint_timestamp"],
         "sync_count": col["sync_count"],
-        "replay_if_failover_now": case([(and_(both, exact), greatest(gap, 0))], nothing),
+        "replay_if_failover_now": case([(and_(both, exact), replay)], nothing),
         "skip_if_failover_now": case([(and_(both, exact), greatest(skip, 0))], nothing),
-        "replay_if_failover_now_at_least": case([(both, greatest(gap, 0))], nothing),
+        "replay_if_failover_now_at_least": case([(both, replay)], nothing),
         "skip_if_failover_now_at_most": case([(both, greatest(skip, 0))], nothing),
         "mm2_records_behind": behind,
         "explanation": _explanation(col, status, v, copied=copied, behind=behind),
         "error": col["error"],
         "group_type": col["group_type"],
         "target_written_by": col["target_written_by"],
+        "share_start_offset": col["share_start_offset"],
         FRESH: case([(fresh, col["checkpoint_timestamp"])], pa.nulls(n, col["checkpoint_timestamp"].type)),
     }
     return pa.table(out)

@@ -120,7 +120,10 @@ NO_TARGET_POSITION = " groups. The target group has no position, so after a fail
 SHARE_START = "the log end (share.auto.offset.reset=latest)"
 STREAMS_START = "the earliest offset (Kafka Streams' default)"
 RUN_PLAN = "plan failover writes its translated position, proven by content"
-SHARE_REDELIVERS = "; the records it acknowledged past its start offset are delivered again after any failover"
+SHARE_REDELIVERS = (
+    "; the records it acknowledged past its position (past a gap in its acknowledgements) are delivered again "
+    "after any failover"
+)
 QUERY_EXPLANATION = (
     "A Spark Structured Streaming query (--spark-checkpoint): its position is its checkpoint's last committed "
     "batch, not a committed offset in Kafka, so MM2 never checkpoints it; mm2ctl translates its position "

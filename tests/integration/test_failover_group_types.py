@@ -5,9 +5,9 @@ share consumer that accepted part of each partition) and a streams group (a Kafk
 MM2 runs every role, so it syncs the consumer group itself; it never touches the other two. After
 ``plan failover`` + ``apply``, real clients on the target show, by content, that nothing is lost: the
 streams application processes exactly the records it had not processed on the source, and the share group
-gets every record it had not acknowledged, plus the ones it had acknowledged past its start offset, which
-the plan counts; ``inspect`` then shows both at the positions the plan wrote. The failback of every group type,
-and MM2 alone beside mm2ctl, are the group-types drill's (``test_drill_group_types.py``).
+gets every record it had not acknowledged and none it had (its position is read from its share-partition
+state, not its start offset); ``inspect`` then shows both at the positions the plan wrote. The failback of
+every group type, and MM2 alone beside mm2ctl, are the group-types drill's (``test_drill_group_types.py``).
 """
 
 from __future__ import annotations
@@ -60,9 +60,9 @@ def _produce(conf: dict[str, str], topic: str, start: int, count: int) -> None:
 def _inspect_shows_what_mm2ctl_wrote(
     src: dict[str, str], mm2_config: str, state_dir: Path, name: str, share: str, streams: str, plan_id: str
 ) -> None:
-    """``inspect`` after the apply: rows for both groups, at their source positions, as never checkpointed by
-    MM2, each at the target position the plan wrote; the streams group's offsets name the plan that wrote them
-    (share groups keep no metadata)."""
+    """``inspect`` after the apply: rows for both groups, at their source positions (the share group's read from
+    its state: past what it accepted), as never checkpointed by MM2, each at the target position the plan wrote;
+    the streams group's offsets name the plan that wrote them (share groups keep no metadata)."""
     args = ("inspect", "--mm2-config", mm2_config, "--groups", f"iso-{name}-.*", "--format", "json", "--quiet")
     proc = mm2ctl(*args, state=state_dir)
     assert proc.returncode in (0, 10), proc.stderr
@@ -73,7 +73,8 @@ def _inspect_shows_what_mm2ctl_wrote(
         assert (s["group_type"], t["group_type"]) == ("share", "streams")
         assert (s["status"], t["status"]) == ("not_checkpointed", "not_checkpointed")
         assert s["is_ok"] and t["is_ok"]
-        assert s["source_offset"] == positions[share].offsets[(s["topic"], p)]
+        assert s["source_offset"] == ACCEPTED[p] > positions[share].offsets[(s["topic"], p)] == s["share_start_offset"]
+        assert s["replay_if_failover_now_at_least"] == 0  # at the position the plan wrote, nothing acknowledged past
         assert t["source_offset"] == positions[streams].offsets[(t["topic"], p)] == FIRST
         assert s["target_written_by"] is None
         assert t["target_written_by"] == f"mm2ctl:{plan_id}:verified_delta"
@@ -104,8 +105,6 @@ def test_share_and_streams_groups_fail_over_with_nothing_lost(lab: LabInfo, stat
     _produce(src, topic, FIRST, LATER)
     read_from_earliest(src, share)
     assert accept_prefix(src, share, topic, ACCEPTED) == ACCEPTED
-    positions = GroupAdmin(src, "primary").positions({share: "share"})[share]
-    acked_past_start = sum(FIRST + LATER - positions.lag[(topic, p)] - positions.offsets[(topic, p)] for p in (0, 1))
     eventually(
         lambda: (
             [KafkaAdmin.connect(dst).partition_bounds([(remote, p)])[(remote, p)].latest for p in (0, 1)]
@@ -128,9 +127,11 @@ def test_share_and_streams_groups_fail_over_with_nothing_lost(lab: LabInfo, stat
     assert steps[streams]["target"]["group_type"] == "streams"
     notes = "\n".join(doc["plan"]["notes"])
     assert f"share group {share}: MirrorMaker 2 never translates" in notes
-    assert f"{acked_past_start} record(s) past them were already acknowledged" in notes, notes
+    assert "0 record(s) the group acknowledged past a gap" in notes, notes
     assert f"streams group {streams}: MirrorMaker 2 never translates" in notes
     planned = {(row["group"], row["partition"]): row["target_offset"] for row in doc["rows"]}
+    share_rows = [row for row in doc["rows"] if row["group"] == share]
+    assert {row["partition"]: row["source_offset"] for row in share_rows} == ACCEPTED  # the state's, not 0
     assert all(row["method"] == "verified_delta" for row in doc["rows"]), doc["rows"]
 
     applied = mm2ctl("apply", str(plan), "--auto-approve", state=state_dir)
@@ -153,14 +154,11 @@ def test_share_and_streams_groups_fail_over_with_nothing_lost(lab: LabInfo, stat
         )
     assert _processed(dst, out_dst) == {p: list(range(FIRST, FIRST + LATER)) for p in (0, 1)}
 
-    # The share group on the target gets every record it had not acknowledged: none is lost.
+    # The share group on the target gets every record it had not acknowledged, and none it had.
     values = consume_all(dst, share, remote)
     delivered = {p: [int(v.split(b"-")[1]) for v in values.get(p, [])] for p in (0, 1)}
     for p, n in ACCEPTED.items():
-        assert set(range(n, FIRST + LATER)) <= set(delivered[p])  # nothing lost
-        assert len(delivered[p]) == len(set(delivered[p]))
-    again = sum(len([s for s in delivered[p] if s < ACCEPTED[p]]) for p in (0, 1))
-    assert again == acked_past_start
+        assert sorted(delivered[p]) == list(range(n, FIRST + LATER))  # nothing lost, nothing again
 
 
 def test_a_share_group_with_members_on_the_target_is_refused_and_rollback_deletes_what_apply_made(

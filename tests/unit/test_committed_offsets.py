@@ -249,6 +249,19 @@ def test_offsets_table_names_each_rows_group_and_its_error() -> None:
     ]
 
 
+def test_offsets_table_carries_a_share_groups_start_offset_and_what_it_acknowledged_past_its_position() -> None:
+    rows = _offsets([(0, "a", 0, 50), (1, "a", 0, 7)])
+    share = {("g0", "a", 0): (0, 49)}
+    table = tables.offsets_table("s->t", rows, ["g0", "g1"], [None, None], share=share)
+    got = [
+        (r["group"], r["committed_offset"], r["share_start_offset"], r["share_acknowledged_past"])
+        for r in table.to_pylist()
+    ]
+    assert got == [("g0", 50, 0, 49), ("g1", 7, None, None)]
+    none = tables.offsets_table("s->t", rows, ["g0", "g1"], [None, None], share={})
+    assert none.column("share_start_offset").null_count == 2
+
+
 def test_target_rows_of_a_failed_group_are_its_source_partitions_under_the_remote_names() -> None:
     # Source candidates 0..3; the target was asked for candidates 1 and 3 (target groups 0 and 1).
     source_rows = _offsets([(1, "a", 0, 10), (1, "b", 1, 11), (3, "a", 0, 12), (3, "b", 0, 13), (3, "b", 2, 14)])

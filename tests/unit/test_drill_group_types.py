@@ -36,7 +36,7 @@ def test_the_table_has_a_line_per_type_and_the_goal() -> None:
                                 "failback:", "lost", "again", "note"]  # fmt: skip
     share = next(line for line in lines if line.startswith("share"))
     assert share.split()[:7] == ["share", "110", "0", "0", "30", "0", "30"]
-    assert share.endswith("acknowledged past the start offset, counted by the plan: 30 (mm2ctl), 30 (failback)")
+    assert share.endswith("acknowledged past a gap, counted by the plan: 30 (mm2ctl), 30 (failback)")
     notes = lines[lines.index("notes:") + 1 :]
     assert notes[:3] == [
         "  share     MM2 alone  no start offset",

@@ -816,6 +816,22 @@ UNMIRRORED_CASES: list[tuple[str, dict[str, Any], Status, int | None, int | None
         Status.NOT_CHECKPOINTED, None, 0, 0,
     ),
     (
+        "share with its state read: exact, what it acknowledged past a gap replayed",
+        healthy(
+            group_type="share", translation_method="offset_sync_exact", share_start_offset=40,
+            share_acknowledged_past=7, **UNMIRRORED,
+        ),
+        Status.NOT_CHECKPOINTED, 7, 7, 0,
+    ),
+    (
+        "share with its state read, nothing on the target: it would skip, and how much again is unknown",
+        healthy(
+            group_type="share", translation_method="offset_sync_exact", share_start_offset=40,
+            share_acknowledged_past=7, target_offset=None, **UNMIRRORED,
+        ),
+        Status.NOT_CHECKPOINTED, None, 0, 100,
+    ),
+    (
         "streams at its translation: exact",
         healthy(group_type="streams", translation_method="offset_sync_exact", **UNMIRRORED),
         Status.NOT_CHECKPOINTED, 0, 0, 0,
@@ -848,6 +864,7 @@ def test_share_and_streams_groups_are_never_checkpointed_by_mm2(
     assert got.status == status.value
     assert got.is_ok is (status in statuses.OK_STATUSES)
     assert got.group_type == row.get("group_type")
+    assert got.share_start_offset == row.get("share_start_offset")
     if status is Status.NOT_YET_COPIED:
         return
     assert (got.replay_if_failover_now, got.replay_if_failover_now_at_least) == (replay, replay_at_least)

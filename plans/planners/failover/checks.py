@@ -67,14 +67,34 @@ def note_share_groups(
     b: PlanBuilder, cluster: str, dst: str, committed: Mapping[str, Mapping[TP, int]], bounds: Mapping[TP, Bounds]
 ) -> None:
     """Share groups (which MM2 never translates), read on ``cluster`` and written on ``dst``: the plan moves
-    their start offsets, and says how many records past them each group had already acknowledged. ``dst``
-    knows nothing of that state, so it delivers those records again (at least once, never lost)."""
-    shares = {g: "share" for g in committed if b.live.group_type(cluster, g) == "share"}
+    their positions, and says how many records past them each group had already acknowledged. ``dst`` starts
+    a fresh state at the position written, so it delivers those records again (at least once, never lost).
+
+    The positions come from the share-partition state (``LiveState.share_group_positions``): the records
+    acknowledged past a gap are counted exactly. Where that state could not be read, the positions are the
+    start offsets, and the count is what Kafka's lag implies (the records past the start offset minus those
+    not yet acknowledged); the note says which permission is missing."""
+    shares = sorted(g for g in committed if b.live.group_type(cluster, g) == "share")
     if not shares:
         return
-    positions = b.live.group_admin(cluster).positions(shares)
-    for g in sorted(shares):
-        p = positions[g]
+    read = b.live.share_reads.get(cluster)
+    missing = b.live.share_state_notes.get(cluster)
+    if missing is not None:
+        b.notes.append(missing)
+    lagged = None
+    for g in shares:
+        if read is not None and g in read.positions:
+            again = sum(n for tp, n in read.acknowledged_past.get(g, {}).items() if tp in committed[g])
+            starts = read.start_offsets.get(g, {})
+            moved = sum(1 for tp, o in committed[g].items() if tp in starts and o > starts[tp])
+            b.notes.append(
+                f"share group {g}: MirrorMaker 2 never translates share groups; this plan sets its positions on "
+                f"{dst}, read from its share-partition state ({moved} partition(s) past the start offset Kafka "
+                f"reports). {again} record(s) the group acknowledged past a gap on {cluster} will be delivered again"
+            )
+            continue
+        lagged = lagged if lagged is not None else b.live.group_admin(cluster).positions(dict.fromkeys(shares, "share"))
+        p = lagged[g]
         again = 0
         for tp, start in p.offsets.items():
             if tp in committed[g] and tp in p.lag and tp in bounds:
