@@ -4,11 +4,14 @@ replicated source partition as keeping up or not."""
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
+import threading
 import time
 from contextlib import nullcontext
 from enum import StrEnum
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, TextIO
 
 import typer
@@ -43,8 +46,8 @@ from mm2ctl.cli.options import (
 )
 from mm2ctl.cli.render import inspect_summary_lines, replication_summary_lines
 from mm2ctl.core.errors import ConfigError
-from mm2ctl.core.exit_codes import ExitCode
-from mm2ctl.core.progress import Progress
+from mm2ctl.core.exit_codes import INTERRUPTED, ExitCode
+from mm2ctl.core.progress import Progress, count
 from mm2ctl.inspector.selection import DEFAULT_LAG_SECONDS_THRESHOLD, DEFAULT_LAG_THRESHOLD, InspectOptions
 
 if TYPE_CHECKING:
@@ -173,11 +176,13 @@ def inspect(
                     jvm_log=run_log.jvm_log("inspect"),
                 )
             )
-            started = time.monotonic()
-            result = inspector.run(progress=say)
+            if watch is None:
+                started = time.monotonic()
+                result = inspector.run(progress=say)
         if watch is not None:
-            _watch(inspector, result, watch, quiet=quiet, options=options)
-            return
+            _watch(inspector, watch, quiet=quiet, options=options)
+            typer.echo("mm2ctl: interrupted", err=True)
+            raise typer.Exit(INTERRUPTED)  # the inspection's opener closes the inspector (Spark's JVM) first
         try:
             _write(
                 result,
@@ -246,25 +251,58 @@ def _write(
         (write_csv if fmt is Format.csv else write_json_lines)(table, target)
 
 
-def _watch(
-    inspector: Inspector, first: InspectionResult, seconds: float, *, quiet: bool, options: InspectOptions
-) -> None:
-    """Print the table of ``first``, then inspect every ``seconds`` in the same session until Ctrl-C (the
-    inspection's opener closes the inspector)."""
-    from mm2ctl.cli.progress_bar import terminal_progress
+class _Interrupted(Exception):
+    """Raised inside a watch's inspection at its next step once Ctrl-C was pressed."""
 
-    result = first
+
+class _WatchProgress:
+    """A run's progress that ends the run at its next step once ``stopping`` is set (``count`` is passed on)."""
+
+    def __init__(self, say: Progress, stopping: threading.Event) -> None:
+        self._say = say
+        self._stopping = stopping
+
+    def __call__(self, message: str, /) -> None:
+        if self._stopping.is_set():
+            raise _Interrupted
+        self._say(message)
+
+    def count(self, phase: str, done: int, total: int, /) -> None:
+        count(self._say, phase, done, total)
+
+
+def _watch(inspector: Inspector, seconds: float, *, quiet: bool, options: InspectOptions) -> None:
+    """Inspect, print the table, and again every ``seconds`` in the same session, until Ctrl-C.
+
+    Ctrl-C does not raise in the middle of a Spark call here (py4j's connection would be left half-read, and
+    the session's stop waiting behind it): it cancels the Spark jobs in flight from a thread of its own, and
+    the run ends at its next step or with its cancelled job. Returns once interrupted."""
+    from mm2ctl.cli.progress_bar import terminal_progress
+    from mm2ctl.inspector.spark.session import cancel_jobs
+
+    stopping = threading.Event()
+
+    def on_interrupt(_signum: int, _frame: FrameType | None) -> None:
+        if not stopping.is_set():
+            stopping.set()
+            threading.Thread(target=cancel_jobs, args=(inspector.spark,), name="mm2ctl-cancel", daemon=True).start()
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
-        while True:
-            stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-            typer.echo(f"-- {stamp} --")
-            for line in [*inspect_summary_lines(result), *replication_summary_lines(result, options)]:
-                typer.echo(line)
-            result.close()
-            deadline = time.monotonic() + seconds
-            while time.monotonic() < deadline:
-                time.sleep(min(0.5, deadline - time.monotonic()))
-            with terminal_progress(quiet=quiet) as say:
-                result = inspector.run(progress=say)
-    except KeyboardInterrupt:
-        result.close()
+        while not stopping.is_set():
+            try:
+                with terminal_progress(quiet=quiet) as say:
+                    result = inspector.run(progress=_WatchProgress(say, stopping))
+            except Exception:
+                if stopping.is_set():
+                    return  # the run ended by the interrupt: its jobs cancelled, or its next step refused
+                raise
+            try:
+                typer.echo(f"-- {time.strftime('%Y-%m-%d %H:%M:%S')} --")
+                for line in [*inspect_summary_lines(result), *replication_summary_lines(result, options)]:
+                    typer.echo(line)
+            finally:
+                result.close()
+            stopping.wait(seconds)
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -34,7 +34,7 @@ from mm2ctl.cli.plan_cmd import plan_app
 from mm2ctl.cli.render import result_json
 from mm2ctl.cli.report_cmd import report
 from mm2ctl.core.errors import Mm2ctlError
-from mm2ctl.core.exit_codes import ExitCode
+from mm2ctl.core.exit_codes import INTERRUPTED, ExitCode
 from mm2ctl.core.security.redaction import redact_text
 
 #: The program's name in usage lines and for shell completion, however it was started.
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         typer.echo("mm2ctl: interrupted", err=True)
         _name_the_jvm_log()
-        sys.exit(130)
+        sys.exit(INTERRUPTED)
     except Exception as exc:
         if os.environ.get("MM2CTL_DEBUG"):
             _name_the_jvm_log()

@@ -75,6 +75,9 @@ class ExitCode(IntEnum):
         return MEANINGS[self]
 
 
+#: Ctrl-C (SIGINT): the shell's code for a command a signal 2 ended (128 + 2), outside the table and ``ExitCode``.
+INTERRUPTED = 130
+
 #: README.md's "Exit codes" table, code by code (the table spells command names in backticks).
 MEANINGS: dict[ExitCode, str] = {
     ExitCode.OK: "success",
@@ -126,4 +129,4 @@ def meaning_of(code: int) -> str:
     try:
         return ExitCode(code).meaning
     except ValueError:
-        return "interrupted" if code == 130 else f"exit code {code}"
+        return "interrupted" if code == INTERRUPTED else f"exit code {code}"

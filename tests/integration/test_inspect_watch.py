@@ -1,5 +1,7 @@
 """``mm2ctl inspect --watch``: one process, one Spark session, inspecting again every interval until Ctrl-C.
-A group committed on the source while it watches shows in a later table of the same process."""
+A group committed on the source while it watches shows in a later table of the same process; Ctrl-C (SIGINT to
+the whole process group, as a terminal sends it) ends it promptly with exit 130, and no process it started
+(Spark's driver JVM, the group-types client) outlives it."""
 
 from __future__ import annotations
 
@@ -20,9 +22,25 @@ from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.lab import control as lab_core
 from mm2ctl.lab.control import LabInfo
-from tests.integration.support import source_conf
+from tests.integration.support import eventually, source_conf
 
 pytestmark = pytest.mark.integration
+
+#: How long Ctrl-C may take to end the watch: the inspection in flight is abandoned and Spark's JVM stopped.
+INTERRUPT_DEADLINE_S = 45
+
+
+def _group_members(pgid: int) -> set[int]:
+    """The live processes of process group ``pgid`` (the watch ran as the leader of a session of its own)."""
+    members = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended while listed
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.add(int(stat.parent.name))
+    return members
 
 
 class Lines:
@@ -74,6 +92,17 @@ def test_watch_inspects_again_in_one_process_and_sees_a_new_group(lab: LabInfo, 
         tables_after = out.until(f"{pair}: 4 group partition(s)", timeout_s=120)
         assert tables_after > tables_before >= 1, out.seen
         assert watch.poll() is None, (tmp_path / "stderr").read_text()[-3000:]  # still watching
+        started = _group_members(watch.pid) - {watch.pid}
+        assert started, "the watch runs no process of its own (Spark's driver JVM)"
+        os.killpg(watch.pid, signal.SIGINT)  # Ctrl-C: to the process group, the JVMs included
+        sent = time.monotonic()
+        code = watch.wait(timeout=INTERRUPT_DEADLINE_S)
+        print(f"\nthe watch ended {time.monotonic() - sent:.1f} s after Ctrl-C")
+        stderr = (tmp_path / "stderr").read_text()
+        assert code == 130, stderr[-3000:]
+        assert stderr.splitlines()[-1:] == ["mm2ctl: interrupted"], stderr[-3000:]
+        assert "Traceback" not in stderr, stderr[-3000:]
+        eventually(lambda: not _group_members(watch.pid), timeout_s=30, what=f"the processes {started} gone")
     finally:
         if watch.poll() is None:
             os.killpg(watch.pid, signal.SIGKILL)

@@ -18,6 +18,8 @@ position that crossed untranslated would name other records.
   counts are the produced counts.
 - (c) a flow with offset syncs disabled: every position comes from the timestamp fallback, proven by content
   (``timestamp_verified``); the JSON form, and still nothing lost or processed twice.
+- (d) a query that read past what MM2 has copied (its source connector paused): ``plan failover`` with MM2's
+  position (``--connect-url``) exits 21 in one line, with or without ``--stop-mirroring``, and writes no plan.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 
 from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.lab.control import LabInfo
@@ -49,6 +52,7 @@ from tests.integration.spark_queries import (
     run_records_query,
     sink_rows,
 )
+from tests.integration.support import eventually
 from tests.integration.test_remediate import mm2ctl
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -261,6 +265,59 @@ def test_a_query_fails_over_by_timestamp_on_a_flow_with_offset_syncs_disabled(
     )  # fmt: skip
     result = compare(m.values(), (r["value"] for r in sink_rows(first.sink, second.sink)))
     assert result.exact, result
+
+
+def _connector_state(lab: LabInfo, connector: str) -> str:
+    status = requests.get(f"{lab.connect_url}/connectors/{connector}/status", timeout=10).json()
+    return str(status["connector"]["state"])
+
+
+def _mm2_stored_next(lab: LabInfo, connector: str) -> dict[tuple[str, int], int]:
+    """MM2's next source offset to copy per (topic, partition), as its connector's stored offsets say."""
+    body = requests.get(f"{lab.connect_url}/connectors/{connector}/offsets", timeout=10).json()
+    return {(o["partition"]["topic"], o["partition"]["partition"]): o["offset"]["offset"] + 1 for o in body["offsets"]}
+
+
+def _one_error_line(stderr: str) -> str:
+    errors = [line for line in stderr.splitlines() if line.startswith("mm2ctl: error:")]
+    assert len(errors) == 1 and "Traceback" not in stderr, stderr
+    return errors[0]
+
+
+def test_a_query_past_what_mm2_copied_exits_21_in_one_line(
+    lab: LabInfo, spark: Any, tmp_path: Path, state_dir: Path
+) -> None:
+    m = mirrored_topic(lab, "sqd" + uuid.uuid4().hex[:6])
+    m.produce(FIRST)
+    m.wait_copied()
+    source = m.flow.connectors["source"]
+    requests.put(f"{lab.connect_url}/connectors/{source}/pause", timeout=10).raise_for_status()
+    try:
+        eventually(lambda: _connector_state(lab, source) == "PAUSED", what=f"{source} PAUSED")
+        m.produce(LATER)  # not copied: MM2 is paused
+        checkpoint = tmp_path / "late-query"
+        first = run_records_query(spark, lab.source.bootstrap, m.topic, checkpoint, tmp_path / "source.jsonl")
+        assert next_offsets(sink_rows(first.sink), m.topic) == {p: SHIFT[p] + FIRST + LATER for p in PARTITIONS}
+        mm2_next = _mm2_stored_next(lab, source)
+        assert all(mm2_next[(m.topic, p)] <= SHIFT[p] + FIRST for p in PARTITIONS), mm2_next  # MM2 is behind
+
+        plan = state_dir / "plan.yaml"
+        code, doc, err = plan_failover(m, state_dir, checkpoint, "--connect-url", lab.connect_url, plan=plan)
+        assert code == ExitCode.NOT_COPIED, (code, doc, err)
+        line = _one_error_line(err)
+        assert line.startswith("mm2ctl: error: MM2 has not copied up to the position of 2 group partition(s): "), line
+        assert f"spark:{checkpoint_read(checkpoint).query_id}" in line and "--stop-mirroring" in line, line
+
+        code, doc, err = plan_failover(
+            m, state_dir, checkpoint, "--connect-url", lab.connect_url, "--stop-mirroring", plan=plan
+        )
+        assert code == ExitCode.NOT_COPIED, (code, doc, err)
+        assert _one_error_line(err).startswith(
+            f"mm2ctl: error: MM2 has not copied up to the position of the Spark query at {checkpoint} on 2 partition(s)"
+        ), err
+        assert doc is None and not plan.exists()
+    finally:
+        requests.put(f"{lab.connect_url}/connectors/{source}/resume", timeout=10).raise_for_status()
 
 
 def test_a_query_is_refused_from_mm2s_checkpoints_in_one_line(lab: LabInfo, state_dir: Path, tmp_path: Path) -> None:

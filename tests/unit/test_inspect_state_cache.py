@@ -15,10 +15,10 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mm2ctl.core.kafka import codecs
+from mm2ctl.core.kafka.admin import TP
 from mm2ctl.core.translation.rule import Sync
 from mm2ctl.inspector.kept import pair_topics, topic_cache
 from mm2ctl.inspector.kept.pair_topics import PairTopics
@@ -26,6 +26,7 @@ from mm2ctl.inspector.kept.saved_topics import SavedTopics
 from mm2ctl.inspector.kept.topic_cache import SYNCS, SavedState, StateKey, Unusable
 from mm2ctl.inspector.reads.internal_topics import TopicSnapshot, plan_read
 from mm2ctl.inspector.schemas import KAFKA_RECORD_SCHEMA
+from tests.property_examples import drawn
 
 PAIR = "a->b"
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
@@ -135,29 +136,31 @@ PARTS = 3
 
 
 class FakeTopic:
-    """An offset-syncs topic's history on one partition: records by offset, its log start and its id."""
+    """An offset-syncs topic's history on one partition: records by offset, its log start and its id. Its
+    records are the syncs of source partitions ``(topic, partition)``; an op names a partition of ``source``."""
 
     def __init__(self) -> None:
         self.topic_id = "id-0"
-        self.records: list[tuple[int, int, Sync | str | None]] = []  # (offset, source partition, record)
+        self.records: list[tuple[int, TP, Sync | str | None]] = []  # (offset, source partition, record)
         self.start = 0
         self.end = 0
 
-    def apply(self, op: tuple[Any, ...]) -> None:
+    def apply(self, op: tuple[Any, ...], source: str = "t") -> None:
         kind = op[0]
         if kind == "syncs":
             _, part, count, step_up, step_down = op
-            last = next((r for _o, p, r in reversed(self.records) if p == part and isinstance(r, Sync)), None)
+            tp = (source, part)
+            last = next((r for _o, p, r in reversed(self.records) if p == tp and isinstance(r, Sync)), None)
             up, down = (last.upstream, last.downstream) if last else (0, 0)
             for _ in range(count):
                 up, down = up + 1 + step_up, down + 1 + step_down
-                self._append(part, Sync(up, down))
+                self._append(tp, Sync(up, down))
         elif kind == "arbitrary":
-            self._append(op[1], Sync(op[2], op[3]))
+            self._append((source, op[1]), Sync(op[2], op[3]))
         elif kind == "tombstone":
-            self._append(op[1], None)
+            self._append((source, op[1]), None)
         elif kind == "malformed":
-            self._append(op[1], "malformed")
+            self._append((source, op[1]), "malformed")
         elif kind == "delete_below" and self.end > self.start:
             self.start = self.start + (op[1] % (self.end - self.start + 1))
             self.records = [r for r in self.records if r[0] >= self.start]
@@ -165,7 +168,7 @@ class FakeTopic:
             self.topic_id = f"id-{int(self.topic_id[3:]) + 1}"
             self.records, self.start, self.end = [], 0, 0
 
-    def _append(self, part: int, record: Sync | str | None) -> None:
+    def _append(self, part: TP, record: Sync | str | None) -> None:
         self.records.append((self.end, part, record))
         self.end += 1
 
@@ -178,7 +181,7 @@ class FakeTopic:
         for offset, part, x in self.records:
             if not start <= offset < end:
                 continue
-            key = codecs.encode_offset_sync_key("t", part)
+            key = codecs.encode_offset_sync_key(*part)
             if x == "malformed":
                 raw.append((PAIR, key[:3], None, "syncs", 0, offset, T0, 0))
                 continue
@@ -200,13 +203,14 @@ def _kept(spark: Any, kept: PairTopics) -> tuple[Any, ...]:
     return ({k: sorted(v) for k, v in syncs.items()}, records, dict(kept.newest), kept.malformed()[0])
 
 
-def _process(spark: Any, topic: FakeTopic, *, cached: bool) -> tuple[tuple[Any, ...], str | None, list[Any]]:
-    """One process's read of the topic: from the saved files (``cached``) or in full; what it keeps, why it
-    read in full, and the notes about the files."""
+def _process(
+    spark: Any, topic: FakeTopic, wanted: list[TP], *, cached: bool
+) -> tuple[tuple[Any, ...], str | None, list[Any]]:
+    """One process's read of the topic for the source partitions ``wanted``: from the saved files (``cached``)
+    or in full; what it keeps, why it read in full, and the notes about the files."""
     kept, saved = PairTopics(PAIR), SavedTopics()
     now = topic.snapshot()
     notes = saved.restore(spark, kept, now, None) if cached else []
-    wanted = [("t", p) for p in range(PARTS)]
     reason = kept.refresh_syncs(spark, {}, now, wanted, lambda _m: None)
     if cached:
         with ThreadPoolExecutor(1) as pool:
@@ -224,38 +228,114 @@ OPS = st.one_of(
 )
 
 
+LONGEST = 3
+HISTORIES = st.lists(st.lists(OPS, max_size=6), min_size=2, max_size=LONGEST)
+
+
+def _path(ops: list[tuple[Any, ...]]) -> str:
+    """What a process after the first meets in the records since the last one: a new topic or records deleted
+    (``reset``: it reads in full and says why); records that disagree with each other, a tombstone or an
+    arbitrary sync after another sync of its partition (``tangle``: the fold finds them, then reads in full);
+    arbitrary syncs, each the first of its partition, which may contradict only what is kept (``arbitrary``:
+    folded in, or read in full when they contradict); or syncs continuing their partitions and malformed records
+    alone (``fold``)."""
+    kinds = {op[0] for op in ops}
+    if kinds & {"recreate", "delete_below"}:
+        return "reset"
+    synced: set[int] = set()
+    for op in ops:
+        if op[0] == "tombstone" or (op[0] == "arbitrary" and op[1] in synced):
+            return "tangle"
+        if op[0] in ("syncs", "arbitrary"):
+            synced.add(op[1])
+    return "arbitrary" if "arbitrary" in kinds else "fold"
+
+
 @pytest.mark.spark
-@settings(
-    max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
-)
-@given(steps=st.lists(st.lists(OPS, max_size=6), min_size=2, max_size=3))
 def test_property_a_chain_of_processes_keeps_what_a_full_read_keeps(
-    spark: Any, steps: list[list[tuple[Any, ...]]], tmp_path_factory: pytest.TempPathFactory
+    spark: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """Between processes the topic gets syncs that continue their partition, arbitrary syncs (which may
     contradict), tombstones, malformed records, records deleted below an offset, or a new topic under the
     name. Each process after the first starts from the last one's files; what it keeps equals what a
-    process reading the whole topic keeps, and when it could not use the files it says why."""
-    topic = FakeTopic()
-    cache = tmp_path_factory.mktemp("cache")
+    process reading the whole topic keeps, and when it could not use the files it says why.
+
+    The histories are drawn first (``tests.property_examples``) and checked a few chains at a time: the
+    histories of the same shape (what each process after the first meets, ``_path``; a shorter history's last
+    process meets nothing) share one topic, each on source partitions of its own (topic ``t<i>``). A
+    tombstone, a contradiction, a deletion or a new topic makes the next process read the whole topic, every
+    history's partitions with it; sharing a topic by shape keeps each process on the path its histories take
+    alone. 200 histories make at most 16 chains of three processes, each checked both ways."""
+    examples = [steps + [[]] * (LONGEST - len(steps)) for steps in drawn(HISTORIES)]  # a last process meeting nothing
+    shapes: dict[tuple[str, ...], list[int]] = {}
+    for i, steps in enumerate(examples):
+        shapes.setdefault(tuple(_path(ops) for ops in steps[1:]), []).append(i)
+    folded = sum(_chain(spark, examples, members, tmp_path_factory) for _shape, members in sorted(shapes.items()))
+    assert folded, "no process folded new records into the kept ones: the chains only read in full"
+
+
+def _chain(
+    spark: Any, examples: list[list[list[tuple[Any, ...]]]], members: list[int], tmp: pytest.TempPathFactory
+) -> int:
+    """The histories ``members`` (of one shape) on one topic, process after process; how many later processes
+    folded new records into the kept ones."""
+    topic, folded = FakeTopic(), 0
+    alone = {i: FakeTopic() for i in members}  # each history on a topic of its own, for when it leaves it empty
+    wanted = [(f"t{i}", p) for i in members for p in range(PARTS)]
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MM2CTL_CACHE", str(cache))
+        mp.setenv("MM2CTL_CACHE", str(tmp.mktemp("cache")))
         mp.setattr(pair_topics, "read_ranges", lambda spark, _s, _t, ranges, **_k: topic.read(spark, ranges))
-        for i, ops in enumerate(steps):
+        for step in range(len(examples[members[0]])):
             before = topic.snapshot()
-            for op in ops:
-                topic.apply(op)
+            for i in members:
+                # A history that leaves its topic empty gets a sync, as it would on a topic of its own.
+                filler = [("syncs", 0, 1, 0, 0)] if _empties(alone[i], examples[i][step]) else []
+                for op in [*examples[i][step], *filler]:
+                    topic.apply(op, f"t{i}")
             if topic.end == topic.start:
-                topic.apply(("syncs", 0, 1, 0, 0))
-            cold, _, _ = _process(spark, topic, cached=False)
-            warm, reason, notes = _process(spark, topic, cached=True)
-            assert warm == cold, (i, ops)
+                topic.apply(("syncs", 0, 1, 0, 0), f"t{members[0]}")
+            cold, _, _ = _process(spark, topic, wanted, cached=False)
+            warm, reason, notes = _process(spark, topic, wanted, cached=True)
+            assert warm == cold, _first_difference(warm, cold, examples, members, step)
             assert notes == []
             now = topic.snapshot()
-            if i and now.topic_id != before.topic_id:
+            if step and now.topic_id != before.topic_id:
                 assert reason is not None and "created again" in reason
-            elif i and now.bounds[0][0] > before.bounds[0][0]:
+            elif step and now.bounds[0][0] > before.bounds[0][0]:
                 assert reason is not None and "deleted" in reason
+            folded += int(step > 0 and reason is None and now.bounds != before.bounds)
+    return folded
+
+
+def _empties(topic: FakeTopic, ops: list[tuple[Any, ...]]) -> bool:
+    """Apply ``ops`` to ``topic``, and a sync when they leave it empty; whether they did."""
+    for op in ops:
+        topic.apply(op)
+    if topic.end > topic.start:
+        return False
+    topic.apply(("syncs", 0, 1, 0, 0))
+    return True
+
+
+def _first_difference(
+    warm: tuple[Any, ...], cold: tuple[Any, ...], examples: list[Any], members: list[int], step: int
+) -> tuple[Any, ...]:
+    """The first history whose partitions a process starting from the files keeps otherwise than a full read."""
+    for i in members:
+
+        def mine(kept: tuple[Any, ...], source: str = f"t{i}") -> list[dict[Any, Any]]:
+            return [{tp: v for tp, v in part.items() if tp[0] == source} for part in kept[:3]]
+
+        if mine(warm) != mine(cold):
+            return (
+                f"process {step} of history {i}",
+                examples[i],
+                "from the files:",
+                mine(warm),
+                "in full:",
+                mine(cold),
+            )
+    return (f"process {step}: malformed counts", warm[3], cold[3])
 
 
 @pytest.mark.spark
