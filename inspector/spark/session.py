@@ -63,6 +63,11 @@ _EMBEDDED_DEFAULTS = {
     # many (Spark's default 128), each idle thread ending after a minute: a live session's JVM held 128 more
     # threads after a few runs. A run's dozen small broadcasts need few.
     "spark.sql.broadcastExchange.maxThreadThreshold": "16",
+    # The classification runs on Spark's Python workers (``inspector.spark.arrow_rules``). A reused worker stays
+    # resident between runs with pyarrow and the last partition's buffers, about 200 MiB each, for a live
+    # session's whole life; a worker per task ends with its task, for the cost of starting one (``bench/exporter_live.py``
+    # compares the two).
+    "spark.python.worker.reuse": "false",
 }
 
 #: PySpark's DataFrame call-site capture. On (PySpark's default), every DataFrame and Column call also asks the
