@@ -65,8 +65,8 @@ _EMBEDDED_DEFAULTS = {
     "spark.sql.broadcastExchange.maxThreadThreshold": "16",
     # The classification runs on Spark's Python workers (``inspector.spark.arrow_rules``). A reused worker stays
     # resident between runs with pyarrow and the last partition's buffers, about 200 MiB each, for a live
-    # session's whole life; a worker per task ends with its task, for the cost of starting one (``bench/exporter_live.py``
-    # compares the two).
+    # session's whole life; a worker per task ends with its task, for the cost of starting one
+    # (``bench/exporter_live.py`` compares the two).
     "spark.python.worker.reuse": "false",
 }
 
