@@ -10,6 +10,7 @@ writes to a log file when given one (``inspector.spark.jvm_log``).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import subprocess
 import sys
@@ -131,6 +132,21 @@ def embedded_settings(master: str, conf: Mapping[str, str] | None, *, log_to_fil
     return settings
 
 
+_log = logging.getLogger(__name__)
+
+
+def _quiet_accumulator_server() -> None:
+    """PySpark's accumulator server, which the Python workers' connections reach, prints a traceback on stderr
+    when a connection ends mid-read, as when a signal to the process group stops the JVM before the session:
+    it goes to the log instead (a library prints nothing on the terminal unless ``-v``)."""
+    from pyspark.accumulators import AccumulatorServer
+
+    def handle_error(self: AccumulatorServer, request: object, client_address: object) -> None:
+        _log.debug("Spark's accumulator connection from %s ended", client_address, exc_info=True)
+
+    AccumulatorServer.handle_error = handle_error  # type: ignore[method-assign, assignment]
+
+
 def build_session(
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
@@ -162,6 +178,7 @@ def build_session(
     settings = embedded_settings(master, conf, log_to_file=jvm_log is not None)
     if class_archive is not None and not chooses_sharing(settings.get(_DRIVER_JAVA_OPTIONS)):
         settings[_DRIVER_JAVA_OPTIONS] = f"{settings.get(_DRIVER_JAVA_OPTIONS, '')} {class_archive.java_option()}"
+    _quiet_accumulator_server()
     if master.startswith("local"):
         # The executor threads' Python workers run the Arrow rules (``inspector.spark.arrow_rules``): this
         # interpreter, which has pyarrow, rather than the ``python3`` first on the PATH. PySpark reads it once,
