@@ -14,6 +14,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+_I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
@@ -48,14 +49,16 @@ class Heartbeat:
     timestamp_ms: int
 
 
-class _BytesReader:
+class BytesReader:
+    """Big-endian fields read in order from one record's bytes; running past the end is a ``RecordDecodeError``."""
+
     __slots__ = ("_buf", "_pos")
 
     def __init__(self, buf: bytes) -> None:
         self._buf = buf
         self._pos = 0
 
-    def _take(self, n: int) -> bytes:
+    def take(self, n: int) -> bytes:
         end = self._pos + n
         if n < 0 or end > len(self._buf):
             raise RecordDecodeError(f"record truncated: need {n} bytes at {self._pos}, have {len(self._buf)}")
@@ -63,21 +66,24 @@ class _BytesReader:
         self._pos = end
         return chunk
 
+    def i8(self) -> int:
+        return int(_I8.unpack(self.take(1))[0])
+
     def i16(self) -> int:
-        return int(_I16.unpack(self._take(2))[0])
+        return int(_I16.unpack(self.take(2))[0])
 
     def i32(self) -> int:
-        return int(_I32.unpack(self._take(4))[0])
+        return int(_I32.unpack(self.take(4))[0])
 
     def i64(self) -> int:
-        return int(_I64.unpack(self._take(8))[0])
+        return int(_I64.unpack(self.take(8))[0])
 
     def string(self) -> str:
         length = self.i16()
         if length < 0:
             raise RecordDecodeError(f"negative string length {length}")
         try:
-            return self._take(length).decode("utf-8")
+            return self.take(length).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise RecordDecodeError(f"string is not UTF-8: {exc}") from exc
 
@@ -119,7 +125,7 @@ def encode_offset_sync(sync: OffsetSync) -> tuple[bytes, bytes]:
 
 def decode_offset_sync_key(key: bytes | None) -> tuple[str, int]:
     """The source (topic, partition) an offset-sync record is about; a tombstone has only this."""
-    k = _BytesReader(_need(key, "offset-sync key"))
+    k = BytesReader(_need(key, "offset-sync key"))
     topic, partition = k.string(), k.i32()
     k.done()
     return topic, partition
@@ -127,7 +133,7 @@ def decode_offset_sync_key(key: bytes | None) -> tuple[str, int]:
 
 def decode_offset_sync(key: bytes | None, value: bytes | None) -> OffsetSync:
     topic, partition = decode_offset_sync_key(key)
-    v = _BytesReader(_need(value, "offset-sync value"))
+    v = BytesReader(_need(value, "offset-sync value"))
     upstream, downstream = v.i64(), v.i64()
     v.done()
     return OffsetSync(topic, partition, upstream, downstream)
@@ -155,7 +161,7 @@ def encode_checkpoint(cp: Checkpoint) -> tuple[bytes, bytes]:
 
 def decode_checkpoint_key(key: bytes | None) -> tuple[str, str, int]:
     """The (group, target topic, partition) a checkpoint record is about; a tombstone has only this."""
-    k = _BytesReader(_need(key, "checkpoint key"))
+    k = BytesReader(_need(key, "checkpoint key"))
     group, topic, partition = k.string(), k.string(), k.i32()
     k.done()
     return group, topic, partition
@@ -163,7 +169,7 @@ def decode_checkpoint_key(key: bytes | None) -> tuple[str, str, int]:
 
 def decode_checkpoint(key: bytes | None, value: bytes | None) -> Checkpoint:
     group, topic, partition = decode_checkpoint_key(key)
-    v = _BytesReader(_need(value, "checkpoint value"))
+    v = BytesReader(_need(value, "checkpoint value"))
     version = v.i16()
     if version != CHECKPOINT_VERSION:
         raise RecordDecodeError(f"unknown checkpoint version {version}")
@@ -185,10 +191,10 @@ def encode_heartbeat(hb: Heartbeat) -> tuple[bytes, bytes]:
 
 
 def decode_heartbeat(key: bytes | None, value: bytes | None) -> Heartbeat:
-    k = _BytesReader(_need(key, "heartbeat key"))
+    k = BytesReader(_need(key, "heartbeat key"))
     source, target = k.string(), k.string()
     k.done()
-    v = _BytesReader(_need(value, "heartbeat value"))
+    v = BytesReader(_need(value, "heartbeat value"))
     v.i16()  # version: MM2 has only ever written 0; tolerate others, as MM2's own reader does
     ts = v.i64()
     v.done()

@@ -27,7 +27,7 @@ import base64
 import struct
 from dataclasses import dataclass
 
-from mm2ctl.core.kafka.codecs import RecordDecodeError
+from mm2ctl.core.kafka.codecs import BytesReader, RecordDecodeError
 
 SNAPSHOT_TYPE = 0
 UPDATE_TYPE = 1
@@ -76,32 +76,10 @@ class ShareStateRecord:
     batches: tuple[StateBatch, ...]
 
 
-class _Reader:
-    __slots__ = ("_buf", "_pos")
+class _Reader(BytesReader):
+    """``BytesReader`` with the flexible versions' fields: unsigned varints and tagged fields."""
 
-    def __init__(self, buf: bytes) -> None:
-        self._buf = buf
-        self._pos = 0
-
-    def take(self, n: int) -> bytes:
-        end = self._pos + n
-        if n < 0 or end > len(self._buf):
-            raise RecordDecodeError(f"record truncated: need {n} bytes at {self._pos}, have {len(self._buf)}")
-        chunk = self._buf[self._pos : end]
-        self._pos = end
-        return chunk
-
-    def i8(self) -> int:
-        return int(_I8.unpack(self.take(1))[0])
-
-    def i16(self) -> int:
-        return int(_I16.unpack(self.take(2))[0])
-
-    def i32(self) -> int:
-        return int(_I32.unpack(self.take(4))[0])
-
-    def i64(self) -> int:
-        return int(_I64.unpack(self.take(8))[0])
+    __slots__ = ()
 
     def uvarint(self) -> int:
         value, shift = 0, 0
@@ -114,25 +92,12 @@ class _Reader:
             if shift > 28:
                 raise RecordDecodeError("unsigned varint longer than 5 bytes")
 
-    def string(self) -> str:
-        length = self.i16()
-        if length < 0:
-            raise RecordDecodeError(f"negative string length {length}")
-        try:
-            return self.take(length).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise RecordDecodeError(f"string is not UTF-8: {exc}") from exc
-
     def tagged(self) -> dict[int, bytes]:
         out = {}
         for _ in range(self.uvarint()):
             tag = self.uvarint()
             out[tag] = self.take(self.uvarint())
         return out
-
-    def done(self) -> None:
-        if self._pos != len(self._buf):
-            raise RecordDecodeError(f"{len(self._buf) - self._pos} trailing bytes")
 
 
 def topic_id_text(raw: bytes) -> str:
