@@ -47,7 +47,7 @@ SHARDS: tuple[Shard, ...] = (
         ),
     ),
     Shard(
-        minutes=5.5,
+        minutes=6.3,
         tests=(
             "tests/integration/test_exactly_once.py::test_exactly_once_flow_is_inspected_and_failed_over_exactly",
             _DRILL + "test_drill_with_aborted_transactions",
