@@ -138,13 +138,24 @@ _log = logging.getLogger(__name__)
 def _quiet_accumulator_server() -> None:
     """PySpark's accumulator server, which the Python workers' connections reach, prints a traceback on stderr
     when a connection ends mid-read, as when a signal to the process group stops the JVM before the session:
-    it goes to the log instead (a library prints nothing on the terminal unless ``-v``)."""
-    from pyspark.accumulators import AccumulatorServer
+    it goes to the log instead (a library prints nothing on the terminal unless ``-v``).
 
-    def handle_error(self: AccumulatorServer, request: object, client_address: object) -> None:
+    The server's class is ``AccumulatorServer`` up to pyspark 4.1.3; 4.1.4 splits it into a TCP and a Unix
+    socket server. Whichever of them the installed pyspark has is quieted.
+    """
+    from pyspark import accumulators
+
+    def handle_error(self: object, request: object, client_address: object) -> None:
         _log.debug("Spark's accumulator connection from %s ended", client_address, exc_info=True)
 
-    AccumulatorServer.handle_error = handle_error  # type: ignore[method-assign, assignment]
+    for name in _ACCUMULATOR_SERVERS:
+        server = getattr(accumulators, name, None)
+        if isinstance(server, type):
+            server.handle_error = handle_error  # type: ignore[attr-defined]
+
+
+# The accumulator server's classes across the pyspark releases mm2ctl admits.
+_ACCUMULATOR_SERVERS = ("AccumulatorServer", "AccumulatorTCPServer", "AccumulatorUnixServer")
 
 
 def build_session(

@@ -157,3 +157,22 @@ def test_array_position_of_a_column(spark: Any) -> None:
     reasons = F.array(F.lit("a"), F.lit("b"), F.lit("c"))
     got = frame.select("v", compat.array_position(reasons, F.col("v")).alias("at")).collect()
     assert {r.v: r.at for r in got} == {"b": 2, "z": 0, None: None}
+
+
+def test_every_accumulator_server_of_this_release_logs_a_cut_connection(spark: Any) -> None:
+    """The session quiets PySpark's accumulator server, whose class names differ across releases (one class up
+    to 4.1.3, a TCP and a Unix one in 4.1.4): every socket server class this pyspark defines is covered."""
+    import socketserver
+
+    from pyspark import accumulators
+
+    servers = [
+        value
+        for value in vars(accumulators).values()
+        if isinstance(value, type)
+        and issubclass(value, socketserver.BaseServer)
+        and value.__module__ == accumulators.__name__
+    ]
+    assert servers
+    for server in servers:
+        assert server.handle_error is not socketserver.BaseServer.handle_error, server.__name__
