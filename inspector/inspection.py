@@ -38,6 +38,7 @@ from mm2ctl.core.config.mm2_config import MM2Config, PairConfig
 from mm2ctl.core.errors import KafkaClusterError
 from mm2ctl.core.progress import Progress, no_progress
 from mm2ctl.inspector import exact, schemas
+from mm2ctl.inspector.kept import driver_rows
 from mm2ctl.inspector.kept.changed_groups import ClassifyInputs, changed_groups, worth_merging
 from mm2ctl.inspector.kept.kept_rows import KeptRows, group_keys
 from mm2ctl.inspector.kept.pair_topics import Numbering, PairTopics, tasks_for
@@ -132,7 +133,7 @@ class Inspector:
         self.options = options
         self.pairs = checked.pairs
         self.connect = connect
-        self._kept = {pair.name: PairTopics(pair.name) for pair in self.pairs}
+        self._kept = {pair.name: self._pair_topics(pair.name) for pair in self.pairs}
         self._conditions: dict[str, tuple[FlowCondition, ...]] = {}
         self._conditions_at = -float("inf")
         #: The state the first run reads, when the caller read it while Spark started (``prime``).
@@ -149,8 +150,15 @@ class Inspector:
         with it, so the next run starts from the saved files (``inspector.kept.saved_topics``), or reads the topics in
         full."""
         self.spark = spark
-        self._kept = {name: PairTopics(name) for name in self._kept}
+        self._kept = {name: self._pair_topics(name) for name in self._kept}
         self._rows = {}
+
+    def _pair_topics(self, pair: str) -> PairTopics:
+        """What the session keeps of ``pair``'s internal topics: held on the driver while small, in a session
+        that classifies only what changed (``inspector.kept.driver_rows``)."""
+        topics = PairTopics(pair)
+        topics.hold = self._incremental
+        return topics
 
     def kept(self, pair: str) -> PairTopics:
         """What the session keeps of ``pair``'s internal topics."""
@@ -314,9 +322,14 @@ class Inspector:
         if before is not None and changed is not None and worth_merging(changed | before.replaced, inputs):
             if changed:
                 some = inputs.of_groups(changed)
-                with self._shuffles_for(some.group_offsets.num_rows):
-                    again = self._classified(read, some, progress, cached, only=group_keys(self.spark, pair, changed))
-                    now = before.again(pair, changed, again, inputs, as_of)
+                held = self._held(read, some)
+                if held is not None:
+                    now = before.again_on_driver(changed, held, inputs, as_of)
+                else:
+                    with self._shuffles_for(some.group_offsets.num_rows):
+                        only = group_keys(self.spark, pair, changed)
+                        again = self._classified(read, some, progress, cached, only=only)
+                        now = before.again(pair, changed, again, inputs, as_of)
             else:
                 now = before.with_inputs(inputs)
         else:
@@ -327,6 +340,20 @@ class Inspector:
             before.release_unshared(now)
         rows = replication_health.with_group_checkpoint_age(now.rows(pair), as_of=as_of)
         return replication_health.without_checkpoint_lag(rows), now.figures_at(as_of)  # no --exact here
+
+    def _held(self, read: PairRead, inputs: ClassifyInputs) -> pa.Table | None:
+        """``inputs``' rows classified on the driver (``inspector.kept.driver_rows``) when the pair's runs and
+        checkpoints are held there and the rows are few; else None (Spark classifies them)."""
+        kept = self._kept[read.pair.name]
+        state = kept.held_state(read.source_partitions())
+        if state is None or inputs.group_offsets.num_rows > driver_rows.DRIVER_MAX_ROWS:
+            return None
+        if not read.pair.emit_offset_syncs_enabled:
+            return None  # its rows' override is Spark's (``flow_notes.with_offset_syncs_disabled``)
+        numbering, runs, checkpoints = state
+        return driver_rows.classified(
+            read.pair, inputs, numbering=numbering, runs=runs, checkpoints=checkpoints, as_of=read.state.read_at
+        )
 
     def _with_checkpoint_lag(self, reads: Sequence[PairRead], rows: DataFrame) -> DataFrame:
         """``rows`` with what a failover now would replay, in time, where the position is exact: the records at

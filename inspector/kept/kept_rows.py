@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from mm2ctl.inspector import schemas
+from mm2ctl.inspector.kept import driver_rows
 from mm2ctl.inspector.kept.changed_groups import ClassifyInputs
 from mm2ctl.inspector.rules.partition_health import age_seconds_of
 from mm2ctl.inspector.spark.compat import frame_from_arrow
@@ -63,6 +65,9 @@ class KeptRows:
     replaced: frozenset[str]
     inputs: ClassifyInputs
     figures: Figures
+    #: The rows of the groups classified again on the driver since (``inspector.kept.driver_rows``): they
+    #: replace those groups' rows in the base and the overlay.
+    held: pa.Table | None = None
 
     @classmethod
     def classified(cls, rows: DataFrame, inputs: ClassifyInputs, as_of: dt.datetime) -> KeptRows:
@@ -81,17 +86,35 @@ class KeptRows:
         overlay = overlay.localCheckpoint(eager=True)
         kept = {group: figures for group, figures in self.figures.items() if group not in groups}
         fresh = figures_of(overlay.join(keys, GROUP_KEY, "left_semi"), as_of)
-        return KeptRows(self.base, overlay, self.replaced | groups, inputs, {**kept, **fresh})
+        held = None if self.held is None else driver_rows.group_rows(self.held, groups)
+        return KeptRows(self.base, overlay, self.replaced | groups, inputs, {**kept, **fresh}, held)
+
+    def again_on_driver(self, groups: set[str], rows: pa.Table, inputs: ClassifyInputs, as_of: dt.datetime) -> KeptRows:
+        """These rows with ``groups`` classified again on the driver as ``rows`` (``driver_rows.HELD_ROWS_SCHEMA``):
+        held here, with their figures; no Spark job."""
+        held = rows if self.held is None else pa.concat_tables([driver_rows.group_rows(self.held, groups), rows])
+        kept = {group: figures for group, figures in self.figures.items() if group not in groups}
+        fresh = driver_rows.figures(rows, as_of)
+        return KeptRows(self.base, self.overlay, self.replaced | groups, inputs, {**kept, **fresh}, held)
 
     def with_inputs(self, inputs: ClassifyInputs) -> KeptRows:
         return dataclasses.replace(self, inputs=inputs)
 
     def rows(self, pair: str) -> DataFrame:
         """Every group's rows (not materialized): the base's, less the replaced groups', and the overlay."""
-        if self.overlay is None:
+        if self.overlay is None and self.held is None:
             return self.base
-        gone = group_keys(self.base.sparkSession, pair, self.replaced)
-        return self.base.join(gone, GROUP_KEY, "left_anti").unionByName(self.overlay)
+        spark = self.base.sparkSession
+        rows = self.base.join(group_keys(spark, pair, self.replaced), GROUP_KEY, "left_anti")
+        held_groups = set() if self.held is None else set(pc.unique(self.held.column("group")).to_pylist())
+        if self.overlay is not None:
+            overlay = self.overlay
+            if held_groups:
+                overlay = overlay.join(group_keys(spark, pair, held_groups), GROUP_KEY, "left_anti")
+            rows = rows.unionByName(overlay)
+        if self.held is not None:
+            rows = rows.unionByName(frame_from_arrow(spark, self.held, driver_rows.HELD_ROWS_SCHEMA))
+        return rows
 
     def stale(self, as_of: dt.datetime, fresh_checkpoint_age: dt.timedelta) -> set[str]:
         """The groups with a row kept in by a checkpoint that is no longer fresh at ``as_of``

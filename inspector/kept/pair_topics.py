@@ -34,7 +34,8 @@ from mm2ctl.inspector import schemas
 from mm2ctl.inspector.kept.changed_groups import TopicChanges
 from mm2ctl.inspector.kept.topic_cache import CHECKPOINTS, SYNCS, SavedState, StateKey
 from mm2ctl.inspector.reads.internal_topics import ReadPlan, TopicSnapshot, plan_read
-from mm2ctl.inspector.reads.kafka_read import read_ranges
+from mm2ctl.inspector.reads.kafka_read import DRIVER_READ_MAX_OFFSETS, read_on_driver, read_ranges
+from mm2ctl.inspector.rules import checkpoint_fold, decoding, sync_fold
 from mm2ctl.inspector.spark.compat import frame_from_arrow, to_arrow
 from mm2ctl.inspector.spark.frames import release
 from mm2ctl.inspector.transforms import decode, live_checkpoints, sync_runs
@@ -50,6 +51,14 @@ RUNS_SCHEMA = StructType(
     [StructField(sync_runs.PART, IntegerType())]
     + [StructField(c, LongType()) for c in (sync_runs.U0, sync_runs.D0, sync_runs.N, sync_runs.RECORDS)]
 )
+#: A live session holds a pair's runs and live checkpoints on its driver, as Arrow, while each has at most this
+#: many rows: a cycle's few new records then fold in there, and its changed groups classify there, with no
+#: Spark job (``inspector.kept.driver_rows``).
+HELD_MAX_ROWS = 250_000
+
+
+def _records_in(plan: ReadPlan) -> int:
+    return sum(end - start for start, end in plan.ranges.values())
 
 
 def tasks_for(records: int, *, per_task: int = RECORDS_PER_TASK) -> int:
@@ -112,6 +121,12 @@ class PairTopics:
         self._runs = 0
         #: What changed since the session's rows were last classified (``inspector.kept.changed_groups``).
         self.changes = TopicChanges()
+        #: Whether to hold the runs and live checkpoints on the driver (a live session's), while small.
+        self.hold = False
+        #: The runs (``sync_fold.RUNS_SCHEMA``) and live checkpoints (``schemas.CHECKPOINTS_SCHEMA``) held on the
+        #: driver; when one is held, its frame above is made from it, and only when a Spark job needs it.
+        self.held_runs: pa.Table | None = None
+        self.held_checkpoints: pa.Table | None = None
 
     # --- offset syncs ---
 
@@ -137,7 +152,7 @@ class PairTopics:
             reread = f"its kept syncs grew from {self._runs_at_full} to {self._runs} runs since it was read in full"
         plan = plan_read(self._syncs_read, now, reread=reread)
         if not plan.full and not plan.empty:
-            assert self.numbering is not None and self.runs is not None
+            assert self.numbering is not None and (self.runs is not None or self.held_runs is not None)
             say(f"{self.pair}: {plan.describe(now.topic)}")
             reread = self._fold_in_syncs(spark, settings, now, plan, say)
             if reread is not None:
@@ -189,30 +204,66 @@ class PairTopics:
                 )
             runs = sync_runs.current_runs(records, tangled)
             self._keep_runs(runs.localCheckpoint(eager=True))
+            self.held_runs = to_arrow(self.runs).cast(sync_fold.RUNS_SCHEMA) if self._holds(self._runs) else None
         finally:
             release(records)
         self._runs_at_full = self._runs
         self.changes.all()
 
+    def _holds(self, rows: int) -> bool:
+        return self.hold and rows <= HELD_MAX_ROWS
+
     def _fold_in_syncs(
         self, spark: SparkSession, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan, say: Progress
     ) -> str | None:
         """Fold the records past the kept snapshot into the kept runs; or why the topic must be read in full."""
-        assert self.runs is not None
+        if self.held_runs is not None and _records_in(plan) <= DRIVER_READ_MAX_OFFSETS:
+            return self._fold_in_syncs_on_driver(spark, settings, now, plan, say)
         records = self._decoded_syncs(spark, settings, now, plan).cache()
         try:
             facts = sync_runs.partition_facts(sync_runs.sorted_records(records, 1)).collect()
             if sync_runs.tangled(facts):
                 return "a tombstone or a contradicting sync arrived: the current mappings are found again"
-            candidates = self.runs.unionByName(sync_runs.new_syncs_as_runs(records))
+            candidates = self.empty_runs(spark).unionByName(sync_runs.new_syncs_as_runs(records))
             if sync_runs.disagreeing_runs(candidates).limit(1).count():
                 return "new offset syncs contradict the kept ones: the current mappings are found again"
             self.changes.partitions.update(self._take_facts(facts))
             self._keep_runs(sync_runs.merge_runs(candidates).localCheckpoint(eager=True))
+            self.held_runs = to_arrow(self.runs).cast(sync_fold.RUNS_SCHEMA) if self._holds(self._runs) else None
         finally:
             release(records)
         say(f"{self.pair}: {self._runs} run(s) of offset syncs kept")
         return None
+
+    def _fold_in_syncs_on_driver(
+        self, spark: SparkSession, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan, say: Progress
+    ) -> str | None:
+        """``_fold_in_syncs`` on the driver, into the held runs: a live cycle's few new records, read through
+        librdkafka and folded in Arrow (``inspector.rules.sync_fold``), with no Spark job."""
+        assert self.held_runs is not None and self.numbering is not None
+        raw = read_on_driver(settings, now.topic, plan.ranges, cluster_pair=self.pair)
+        found, malformed = sync_fold.records_of(
+            decoding.decode_offset_syncs_table(raw), self.numbering.table(self.pair)
+        )
+        folded = sync_fold.fold(self.held_runs, found, malformed)
+        if folded.runs is None:
+            return folded.reason
+        key_of = {n: tp for tp, n in self.numbering.parts.items()}
+        for part, newest in folded.newest.items():
+            self.newest[key_of[part]] = NewestSync(
+                newest.upstream is not None, newest.upstream, newest.downstream, newest.timestamp
+            )
+        self._syncs_malformed.update(folded.malformed)
+        self.changes.partitions.update(key_of[part] for part in folded.newest)
+        self._set_held_runs(spark, folded.runs)
+        say(f"{self.pair}: {self._runs} run(s) of offset syncs kept")
+        return None
+
+    def _set_held_runs(self, spark: SparkSession, runs: pa.Table) -> None:
+        """Hold ``runs``; their frame is made again when a Spark job next needs it."""
+        if self.runs is not None:
+            release(self.runs)
+        self.runs, self.held_runs, self._runs = None, runs, runs.num_rows
 
     def _take_facts(self, facts: Sequence[Row]) -> set[TP]:
         """Keep each partition's newest sync and the malformed counts of ``facts``; the partitions they were of."""
@@ -241,7 +292,7 @@ class PairTopics:
     def _drop_syncs(self) -> None:
         if self.runs is not None:
             release(self.runs)
-        self.runs, self.numbering, self._syncs_read = None, None, None
+        self.runs, self.numbering, self._syncs_read, self.held_runs = None, None, None, None
         self.newest = {}
         self._syncs_malformed = Counter()
         self._runs = self._runs_at_full = 0
@@ -258,12 +309,24 @@ class PairTopics:
             if self.checkpoints is not None:
                 release(self.checkpoints)
             self.checkpoints, self._checkpoints_read, self._checkpoints_malformed = None, None, Counter()
+            self.held_checkpoints = None
             self.changes.all()
             return None
         plan = plan_read(self._checkpoints_read, now)
-        if plan.empty and self.checkpoints is not None:
+        kept = self.checkpoints is not None or self.held_checkpoints is not None
+        if plan.empty and kept:
             self._checkpoints_read = now
             return None
+        if (
+            kept
+            and not plan.full
+            and self.held_checkpoints is not None
+            and _records_in(plan) <= DRIVER_READ_MAX_OFFSETS
+        ):
+            self._fold_in_checkpoints_on_driver(settings, now, plan)
+            return None
+        if self.held_checkpoints is not None and self.checkpoints is None:
+            self.checkpoints = self._held_checkpoints_frame(spark)
         raw = read_ranges(
             spark,
             settings,
@@ -287,20 +350,58 @@ class PairTopics:
             previous, self.checkpoints = self.checkpoints, live.localCheckpoint(eager=True)
             if previous is not None:
                 release(previous)
+            self.held_checkpoints = None
+            if self.hold:
+                held = to_arrow(self.checkpoints)
+                self.held_checkpoints = held if held.num_rows <= HELD_MAX_ROWS else None
         finally:
             release(decoded)
         self._checkpoints_read = now
         return plan.reason if plan.full else None
 
+    def _fold_in_checkpoints_on_driver(self, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan) -> None:
+        """The records past the kept snapshot folded into the held live checkpoints: a live cycle's few new
+        records, read through librdkafka and folded in Arrow (``inspector.rules.checkpoint_fold``)."""
+        assert self.held_checkpoints is not None
+        raw = read_on_driver(settings, now.topic, plan.ranges, cluster_pair=self.pair)
+        folded = checkpoint_fold.fold_checkpoints(self.held_checkpoints, decoding.decode_checkpoints_table(raw))
+        self.changes.groups.update(folded.groups)
+        self._checkpoints_malformed.update(folded.malformed)
+        if self.checkpoints is not None:
+            release(self.checkpoints)
+        self.checkpoints, self.held_checkpoints = None, folded.live
+        self._checkpoints_read = now
+
+    def _held_checkpoints_frame(self, spark: SparkSession) -> DataFrame:
+        assert self.held_checkpoints is not None
+        return frame_from_arrow(spark, self.held_checkpoints, schemas.CHECKPOINTS_SCHEMA)
+
     def empty_checkpoints(self, spark: SparkSession) -> DataFrame:
+        if self.checkpoints is None and self.held_checkpoints is not None:
+            self.checkpoints = self._held_checkpoints_frame(spark)
         return (
             self.checkpoints if self.checkpoints is not None else spark.createDataFrame([], schemas.CHECKPOINTS_SCHEMA)
         )
 
     def empty_runs(self, spark: SparkSession) -> DataFrame:
+        if self.runs is None and self.held_runs is not None:
+            self.runs = frame_from_arrow(spark, self.held_runs, RUNS_SCHEMA)
         if self.runs is not None:
             return self.runs
         return spark.createDataFrame([], RUNS_SCHEMA)
+
+    def held_state(self, partitions: Iterable[TP]) -> tuple[pa.Table, pa.Table, pa.Table] | None:
+        """The numbering, runs and live checkpoints as the driver holds them (an unreadable topic holds none:
+        empty); None when Spark holds either. ``partitions`` number the rows when no syncs were read."""
+        runs, checkpoints = self.held_runs, self.held_checkpoints
+        if runs is None and self.runs is None and self.numbering is None:
+            runs = sync_fold.RUNS_SCHEMA.empty_table()
+        if checkpoints is None and self.checkpoints is None and self._checkpoints_read is None:
+            checkpoints = schemas.arrow_schema(schemas.CHECKPOINTS_SCHEMA).empty_table()
+        if runs is None or checkpoints is None:
+            return None
+        numbering = self.numbering or Numbering.of(partitions)
+        return numbering.table(self.pair), runs, checkpoints
 
     def malformed(self) -> tuple[Mapping[str, int], Mapping[str, int]]:
         """The malformed records skipped, per reason, in the kept offset syncs and checkpoints."""
@@ -322,7 +423,8 @@ class PairTopics:
         """The kept syncs as a file holds them (a Spark job collects the runs); None when there are none, or
         the topic's snapshot lacks the ids that key a file."""
         key = state_key(SYNCS, self.pair, self._syncs_read)
-        if key is None or self.runs is None or self.numbering is None or self._syncs_read is None:
+        held = self.held_runs is not None
+        if key is None or (self.runs is None and not held) or self.numbering is None or self._syncs_read is None:
             return None
         extra = {
             "numbering": [[t, p, n] for (t, p), n in sorted(self.numbering.parts.items())],
@@ -334,7 +436,8 @@ class PairTopics:
             "runs_at_full": self._runs_at_full,
         }
         read = self._syncs_read
-        return SavedState(key, str(read.topic_id), dict(read.bounds), to_arrow(self.runs), extra)
+        runs = self.held_runs if self.held_runs is not None else to_arrow(self.runs)  # type: ignore[arg-type]
+        return SavedState(key, str(read.topic_id), dict(read.bounds), runs, extra)
 
     def restore_syncs(self, spark: SparkSession, saved: SavedState, now: TopicSnapshot) -> None:
         """Keep ``saved`` as if this session had read it; ``refresh_syncs`` then reads only past it (or the
@@ -350,17 +453,20 @@ class PairTopics:
         self._runs_at_full = int(extra["runs_at_full"])
         self.runs = frame_from_arrow(spark, saved.table, RUNS_SCHEMA).localCheckpoint(eager=False)
         self._runs = saved.table.num_rows
+        self.held_runs = saved.table.cast(sync_fold.RUNS_SCHEMA) if self._holds(self._runs) else None
         self._syncs_read = TopicSnapshot(now.cluster, now.topic, saved.topic_id, saved.bounds, now.cluster_id)
         self.changes.all()
 
     def saved_checkpoints(self) -> SavedState | None:
         """The kept live checkpoints as a file holds them (a Spark job collects them); None as for syncs."""
         key = state_key(CHECKPOINTS, self.pair, self._checkpoints_read)
-        if key is None or self.checkpoints is None or self._checkpoints_read is None:
+        held = self.held_checkpoints
+        if key is None or (self.checkpoints is None and held is None) or self._checkpoints_read is None:
             return None
         read = self._checkpoints_read
         extra = {"malformed": dict(self._checkpoints_malformed)}
-        return SavedState(key, str(read.topic_id), dict(read.bounds), to_arrow(self.checkpoints), extra)
+        table = held if held is not None else to_arrow(self.checkpoints)  # type: ignore[arg-type]
+        return SavedState(key, str(read.topic_id), dict(read.bounds), table, extra)
 
     def restore_checkpoints(self, spark: SparkSession, saved: SavedState, now: TopicSnapshot) -> None:
         """Keep ``saved`` as if this session had read it (``refresh_checkpoints`` reads past it)."""
@@ -368,6 +474,7 @@ class PairTopics:
             release(self.checkpoints)
         table = saved.table
         self.checkpoints = frame_from_arrow(spark, table, schemas.CHECKPOINTS_SCHEMA).localCheckpoint(eager=False)
+        self.held_checkpoints = table if self._holds(table.num_rows) else None
         self._checkpoints_malformed = Counter({str(r): int(n) for r, n in saved.extra["malformed"].items()})
         self._checkpoints_read = TopicSnapshot(now.cluster, now.topic, saved.topic_id, saved.bounds, now.cluster_id)
         self.changes.all()

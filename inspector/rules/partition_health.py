@@ -117,7 +117,7 @@ def partition_health(
         "records_lost_to_retention": lost,
         "source_reset": reset,
         **{c: col[c] for c in _SYNC_COLUMNS},
-        "offset_sync_age_seconds": _age_seconds(col["newest_sync_timestamp"], as_of),
+        "offset_sync_age_seconds": age_seconds_column(col["newest_sync_timestamp"], as_of),
         "status": status,
         "is_ok": pc.is_in(status, value_set=pa.array(sorted(s.value for s in OK_PARTITION_STATUSES))),
         "message": case(
@@ -152,7 +152,8 @@ def age_seconds_of(timestamp_micros: int | None, as_of: dt.datetime) -> float | 
     return float(max(micros(as_of) - timestamp_micros, 0)) / 1e6
 
 
-def _age_seconds(timestamps: pa.Array, as_of: dt.datetime) -> pa.Array:
+def age_seconds_column(timestamps: pa.Array | pa.ChunkedArray, as_of: dt.datetime) -> pa.Array:
+    """Seconds from each timestamp to ``as_of``, at least 0; null without a timestamp (``age_seconds_of``)."""
     written = np.asarray(pc.cast(timestamps, pa.int64()).fill_null(0), np.int64)
     ages = np.maximum(micros(as_of) - written, 0).astype(np.float64) / 1e6
     return pa.array(ages, pa.float64(), mask=np.asarray(pc.is_null(timestamps), bool))

@@ -35,6 +35,7 @@ from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.core.kafka.codecs import encode_offset_sync_key
 from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
+from mm2ctl.inspector.kept import driver_rows
 from mm2ctl.inspector.reads import kafka_read
 from mm2ctl.lab import control as lab_core
 from mm2ctl.lab.control import LabFlow, LabInfo
@@ -345,11 +346,26 @@ def _inspect_process(setup: Setup, tmp_path: Path, run: str, *more: str) -> Insp
     return InspectRun(done.stderr + done.stdout, sorted(kept, key=lambda r: json.dumps(r, sort_keys=True, default=str)))
 
 
-def test_a_live_run_classifies_again_only_the_groups_that_changed(spark: Any, setup: Setup) -> None:
+def _jobs(spark: Any) -> int:
+    """The Spark jobs this session has run, as Spark's own status listener recorded them."""
+    return int(spark._jsparkSession.sparkContext().statusStore().jobsList(None).size())
+
+
+@pytest.fixture(params=["driver", "spark"])
+def classified_on(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Where a live run classifies a few changed groups: on the driver (its runs and checkpoints held there),
+    or, with the driver's limit at 0, in Spark."""
+    if request.param == "spark":
+        monkeypatch.setattr(driver_rows, "DRIVER_MAX_ROWS", 0)
+    return str(request.param)
+
+
+def test_a_live_run_classifies_again_only_the_groups_that_changed(spark: Any, setup: Setup, classified_on: str) -> None:
     """When one group commits on the source, and then when its offsets move on the target, the live session's
-    next run classifies that group's rows and keeps the other groups': Spark's own row counts of the
-    source group offsets it scanned (every group's in the first run), of the live checkpoints it joined, and of
-    the kept rows it read back. Its rows equal a cold run's."""
+    next run classifies that group's rows and keeps the other groups'. On the driver, the run starts no Spark
+    job at all (Spark's status listener counts none). In Spark: its own row counts of the source group offsets it
+    scanned (every group's in the first run), of the live checkpoints it joined, and of the kept rows it read
+    back. Either way its rows equal a cold run's."""
     from mm2ctl.inspector.transforms.classify import fresh_checkpoint_age
 
     # Every checkpoint is past the age that proves MM2 is keeping up (MM2 is stopped), so the clock changes no
@@ -357,8 +373,8 @@ def test_a_live_run_classifies_again_only_the_groups_that_changed(spark: Any, se
     time.sleep(fresh_checkpoint_age(setup.pair).total_seconds())
     group = f"iso-{setup.name}-g0"
     moves = [
-        (setup.pair.source, (setup.topic, 0), 120, "source_offset"),
-        (setup.pair.target, (setup.pair.remote_topic(setup.topic), 1), 7, "target_offset"),
+        (setup.pair.source, (setup.topic, 0), 120 + len(classified_on), "source_offset"),
+        (setup.pair.target, (setup.pair.remote_topic(setup.topic), 1), 7 + len(classified_on), "target_offset"),
     ]
     inspector = _inspector(spark, setup, live=True)
     try:
@@ -368,17 +384,31 @@ def test_a_live_run_classifies_again_only_the_groups_that_changed(spark: Any, se
         for cluster, tp, offset, column in moves:
             admin = KafkaAdmin.connect(setup.kafka(cluster), name=cluster)
             admin.alter_group_offsets({group: {tp: offset}})
-            mark = _last_execution(spark)
-            warm = _rows(inspector)
-            assert _node_rows(spark, mark, _scanned_group_offsets) == [PARTITIONS], group
-            picked = _node_rows(spark, mark, _joined("LeftSemi"))  # its checkpoints, its kept rows
-            assert picked and set(picked) == {PARTITIONS}, (group, picked)
-            assert sum(_node_rows(spark, mark, _joined("LeftAnti"))) == 2 * PARTITIONS, group  # the rows kept
-            assert warm == _one_run(spark, setup, cache=False)
+            mark, jobs = _last_execution(spark), _jobs(spark)
+            result = inspector.run()
+            ran = _jobs(spark) - jobs
+            try:
+                warm = _table(result) + [dict(note=n.message, topic=n.topic) for n in result.notes]
+            finally:
+                result.close()
+            if classified_on == "driver":
+                assert ran == 0, (group, ran)
+            else:
+                assert ran > 0
+                assert _node_rows(spark, mark, _scanned_group_offsets) == [PARTITIONS], group
+                picked = _node_rows(spark, mark, _joined("LeftSemi"))  # its checkpoints, its kept rows
+                assert picked and set(picked) == {PARTITIONS}, (group, picked)
+                assert sum(_node_rows(spark, mark, _joined("LeftAnti"))) == 2 * PARTITIONS, group  # the rows kept
+            cold = _one_run(spark, setup, cache=False)
+            assert sorted(warm, key=_key) == sorted(cold, key=_key)
             moved = [r for r in warm if r.get("group") == group and r.get("partition") == tp[1]]
             assert [r[column] for r in moved] == [offset], moved
     finally:
         inspector.close()
+
+
+def _key(row: dict[str, Any]) -> str:
+    return json.dumps(row, sort_keys=True, default=str)
 
 
 def _scanned_group_offsets(name: str, desc: str) -> bool:
