@@ -1,12 +1,15 @@
 """Byte-exact codecs for MM2's internal records (docs/design.md, "Record formats").
 
 MM2 writes these with Kafka Connect's Struct serialization: fields back to back with no framing; INT16,
-INT32 and INT64 are big-endian and signed; a STRING is an INT16 length then UTF-8 bytes. The Spark job
-decodes the same layout with SQL expressions (``inspector.transforms.decode``); these Python codecs are the reference
-it is tested against, and what the lab, the benchmark and the remediations use to read and write records.
+INT32 and INT64 are big-endian and signed; a STRING is an INT16 length then UTF-8 bytes. These codecs read and
+write one record at a time, for the lab, the benchmark, the planners and the remediations. A table of records
+is decoded by ``inspector.rules.decoding`` (vectorized over Arrow buffers; what Spark runs), which gives the
+same fields and the same reasons: ``tests/unit/test_rules_decoding.py`` holds the two equal, record for record.
 
 Decoders raise ``RecordDecodeError`` (never ``struct.error`` or ``UnicodeDecodeError``) so callers can count
-a malformed record and go on.
+a malformed record and go on. Its ``reason`` is one of ``MALFORMED_REASONS`` (or ``NULL_VALUE``, which a table
+decode calls a tombstone). A record with several faults reports the one a reader meets first, where a string's
+UTF-8 is checked once the field after it has been read: the order the table decode checks in.
 """
 
 from __future__ import annotations
@@ -20,8 +23,36 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 
 
+NULL_KEY = "null key"
+KEY_TRUNCATED = "key truncated"
+KEY_TRAILING = "key has trailing bytes"
+VALUE_TRUNCATED = "value truncated"
+VALUE_TRAILING = "value has trailing bytes"
+NEGATIVE_STRING_LENGTH = "negative string length"
+INVALID_UTF8 = "string is not UTF-8"
+UNKNOWN_CHECKPOINT_VERSION = "unknown checkpoint version"
+#: A record without a value: the decoders of whole records refuse it; a table decode calls it a tombstone.
+NULL_VALUE = "null value"
+
+#: Every reason a malformed MM2 record is given, in ``inspector.rules.decoding``'s order.
+MALFORMED_REASONS = (
+    NULL_KEY,
+    KEY_TRUNCATED,
+    KEY_TRAILING,
+    VALUE_TRUNCATED,
+    VALUE_TRAILING,
+    NEGATIVE_STRING_LENGTH,
+    INVALID_UTF8,
+    UNKNOWN_CHECKPOINT_VERSION,
+)
+
+
 class RecordDecodeError(ValueError):
-    """A record's bytes do not match the expected layout."""
+    """A record's bytes do not match the expected layout; ``reason`` names the fault without the detail."""
+
+    def __init__(self, message: str, *, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason if reason is not None else message
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,18 +81,23 @@ class Heartbeat:
 
 
 class BytesReader:
-    """Big-endian fields read in order from one record's bytes; running past the end is a ``RecordDecodeError``."""
+    """Big-endian fields read in order from one record's bytes (its ``part``: key, value or record); running past
+    the end is a ``RecordDecodeError``."""
 
-    __slots__ = ("_buf", "_pos")
+    __slots__ = ("_buf", "_part", "_pos")
 
-    def __init__(self, buf: bytes) -> None:
+    def __init__(self, buf: bytes, part: str = "record") -> None:
         self._buf = buf
+        self._part = part
         self._pos = 0
 
     def take(self, n: int) -> bytes:
         end = self._pos + n
         if n < 0 or end > len(self._buf):
-            raise RecordDecodeError(f"record truncated: need {n} bytes at {self._pos}, have {len(self._buf)}")
+            raise RecordDecodeError(
+                f"{self._part} truncated: need {n} bytes at {self._pos}, have {len(self._buf)}",
+                reason=f"{self._part} truncated",
+            )
         chunk = self._buf[self._pos : end]
         self._pos = end
         return chunk
@@ -79,17 +115,32 @@ class BytesReader:
         return int(_I64.unpack(self.take(8))[0])
 
     def string(self) -> str:
-        length = self.i16()
-        if length < 0:
-            raise RecordDecodeError(f"negative string length {length}")
-        try:
-            return self.take(length).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise RecordDecodeError(f"string is not UTF-8: {exc}") from exc
+        return utf8(self.string_bytes())
+
+    def string_bytes(self) -> bytes:
+        """A STRING's bytes, not yet checked for UTF-8."""
+        return self.take(string_length(self.i16()))
 
     def done(self) -> None:
         if self._pos != len(self._buf):
-            raise RecordDecodeError(f"{len(self._buf) - self._pos} trailing bytes")
+            raise RecordDecodeError(
+                f"{len(self._buf) - self._pos} trailing bytes", reason=f"{self._part} has trailing bytes"
+            )
+
+
+def string_length(length: int) -> int:
+    """A STRING's INT16 length, refused when negative."""
+    if length < 0:
+        raise RecordDecodeError(f"negative string length {length}", reason=NEGATIVE_STRING_LENGTH)
+    return length
+
+
+def utf8(raw: bytes) -> str:
+    """A STRING's bytes as text."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordDecodeError(f"string is not UTF-8: {exc}", reason=INVALID_UTF8) from exc
 
 
 def _string(value: str) -> bytes:
@@ -99,10 +150,16 @@ def _string(value: str) -> bytes:
     return _I16.pack(len(raw)) + raw
 
 
-def _need(data: bytes | None, what: str) -> bytes:
+def _key(data: bytes | None, what: str) -> BytesReader:
     if data is None:
-        raise RecordDecodeError(f"{what} is null")
-    return data
+        raise RecordDecodeError(f"{what} key is null", reason=NULL_KEY)
+    return BytesReader(data, "key")
+
+
+def _value(data: bytes | None, what: str) -> BytesReader:
+    if data is None:
+        raise RecordDecodeError(f"{what} value is null", reason=NULL_VALUE)
+    return BytesReader(data, "value")
 
 
 # --- OffsetSync: topic mm2-offset-syncs.<alias>.internal ---------------------------------------------
@@ -125,15 +182,17 @@ def encode_offset_sync(sync: OffsetSync) -> tuple[bytes, bytes]:
 
 def decode_offset_sync_key(key: bytes | None) -> tuple[str, int]:
     """The source (topic, partition) an offset-sync record is about; a tombstone has only this."""
-    k = BytesReader(_need(key, "offset-sync key"))
-    topic, partition = k.string(), k.i32()
+    k = _key(key, "offset-sync")
+    raw_topic = k.string_bytes()
+    partition = k.i32()
+    topic = utf8(raw_topic)
     k.done()
     return topic, partition
 
 
 def decode_offset_sync(key: bytes | None, value: bytes | None) -> OffsetSync:
     topic, partition = decode_offset_sync_key(key)
-    v = BytesReader(_need(value, "offset-sync value"))
+    v = _value(value, "offset-sync")
     upstream, downstream = v.i64(), v.i64()
     v.done()
     return OffsetSync(topic, partition, upstream, downstream)
@@ -161,18 +220,23 @@ def encode_checkpoint(cp: Checkpoint) -> tuple[bytes, bytes]:
 
 def decode_checkpoint_key(key: bytes | None) -> tuple[str, str, int]:
     """The (group, target topic, partition) a checkpoint record is about; a tombstone has only this."""
-    k = BytesReader(_need(key, "checkpoint key"))
-    group, topic, partition = k.string(), k.string(), k.i32()
+    k = _key(key, "checkpoint")
+    raw_group = k.string_bytes()
+    topic_length = k.i16()
+    group = utf8(raw_group)
+    raw_topic = k.take(string_length(topic_length))
+    partition = k.i32()
+    topic = utf8(raw_topic)
     k.done()
     return group, topic, partition
 
 
 def decode_checkpoint(key: bytes | None, value: bytes | None) -> Checkpoint:
     group, topic, partition = decode_checkpoint_key(key)
-    v = BytesReader(_need(value, "checkpoint value"))
+    v = _value(value, "checkpoint")
     version = v.i16()
     if version != CHECKPOINT_VERSION:
-        raise RecordDecodeError(f"unknown checkpoint version {version}")
+        raise RecordDecodeError(f"unknown checkpoint version {version}", reason=UNKNOWN_CHECKPOINT_VERSION)
     upstream, downstream, metadata = v.i64(), v.i64(), v.string()
     v.done()
     return Checkpoint(group, topic, partition, upstream, downstream, metadata)
@@ -191,10 +255,10 @@ def encode_heartbeat(hb: Heartbeat) -> tuple[bytes, bytes]:
 
 
 def decode_heartbeat(key: bytes | None, value: bytes | None) -> Heartbeat:
-    k = BytesReader(_need(key, "heartbeat key"))
+    k = _key(key, "heartbeat")
     source, target = k.string(), k.string()
     k.done()
-    v = BytesReader(_need(value, "heartbeat value"))
+    v = _value(value, "heartbeat")
     v.i16()  # version: MM2 has only ever written 0; tolerate others, as MM2's own reader does
     ts = v.i64()
     v.done()

@@ -1,7 +1,10 @@
-"""Run a rule written as an Arrow function over a frame, one call per partition of rows clustered by a key.
+"""Run a rule written as an Arrow function over a frame: row by row (``by_batch``), or one call per partition of
+rows clustered by a key (``by_key``).
 
-A rule of ``inspector.rules`` takes an Arrow table and returns one; it needs all the rows of each key it sees
-(a group's other partitions, say). ``by_key`` clusters the frame by the key and hands the rule each Spark
+A rule of ``inspector.rules`` takes an Arrow table and returns one. A rule that looks at each row alone (a
+record's decode) runs over each Arrow batch Spark hands ``mapInArrow`` as it comes: no shuffle, and a
+partition is never held whole. A rule that needs all the rows of each key it sees (a group's other partitions,
+say) runs through ``by_key``, which clusters the frame by the key and hands the rule each Spark
 partition whole, through ``mapInArrow``: one Python call per partition rather than per key, on every admitted
 Spark release and through Spark Connect. Where the frame is already clustered by that key (the embedded
 session joins on it), Spark drops the repartition and no row moves.
@@ -44,6 +47,23 @@ def partition_runner(rule: Rule) -> Callable[[Iterable[pa.RecordBatch]], Iterabl
         yield from out.to_batches()
 
     return run
+
+
+def batch_runner(rule: Rule) -> Callable[[Iterable[pa.RecordBatch]], Iterable[pa.RecordBatch]]:
+    """The ``mapInArrow`` function that applies ``rule`` to each batch on its own."""
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            if batch.num_rows:
+                yield from rule(pa.Table.from_batches([batch])).to_batches()
+
+    return run
+
+
+def by_batch(frame: DataFrame, rule: Rule, schema: StructType) -> DataFrame:
+    """``rule`` over ``frame``, a batch of rows at a time where they lie; output rows of ``schema``."""
+    ship_by_value(sys.modules[__name__])
+    return frame.mapInArrow(batch_runner(rule), schema)
 
 
 def by_key(frame: DataFrame, keys: Sequence[str], rule: Rule, schema: StructType) -> DataFrame:

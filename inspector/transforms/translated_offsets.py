@@ -2,103 +2,69 @@
 
 The rule is ``core.translation.rule``'s, and the runs hold exactly the syncs of the current mapping: for a
 committed source offset ``c``, the newest sync with ``upstream <= c`` gives ``downstream`` when ``upstream ==
-c``, else ``downstream + 1``; no such sync leaves the row untranslatable (null). The run with the greatest
-start at or below ``c`` holds that sync: the one at ``c`` when ``c`` falls inside it, else its last.
+c``, else ``downstream + 1``; no such sync leaves the row untranslatable (null). It is written once, as an
+Arrow function (``inspector.rules.translation``), which Spark runs here and a process holding the rows runs
+as it is.
 
-How it scales: an as-of join done as one sort and one window pass. The group-offset rows (the probes) and the
-runs are unioned, shuffled once by source partition and sorted by position, and a running ``last(run)`` hands
-each probe the run at or below it, in O((groups + runs) log) per partition. A range join (``_u0 <= c``) would
-pair every group offset with every run of its partition. A probe carries its group-offset row as one struct,
-so the sort rows stay narrow; the partition's key comes back from the broadcast numbering.
+How it scales: the group-offset rows (the probes, numbered by the broadcast numbering) and the runs are
+unioned and shuffled once by source partition; each Spark partition then goes to the rule in one Python call,
+which merges its probes into its sorted runs, in O((groups + runs) log) per partition. A range join
+(``_u0 <= c``) would pair every group offset with every run of its partition.
 """
 
 from __future__ import annotations
 
+import functools
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType, StructType
 
 from mm2ctl.core.translation.methods import EXACT_METHODS
-from mm2ctl.inspector.transforms.sql_text import Statement, quoted
+from mm2ctl.inspector.rules import columns, translation
+from mm2ctl.inspector.rules.translation import IS_RUN, PART, RUN_COLUMNS
+from mm2ctl.inspector.schemas import TRANSLATION_FIELDS
+from mm2ctl.inspector.spark.arrow_rules import by_key, ship_by_value
 
 PAIR = "cluster_pair"
 SYNC_KEY = [PAIR, "topic", "partition"]
-#: ``translation_method`` of the rule's two answers (``plans.payloads.TranslationMethod``'s values).
-METHOD_SYNC_EXACT, METHOD_SYNC_NEXT = "offset_sync_exact", "offset_sync_next"
 
 
 def translate(group_offsets: DataFrame, runs: DataFrame, numbers: DataFrame) -> DataFrame:
     """Append the rule's translation of ``committed_offset`` to every row of ``group_offsets``.
 
     ``numbers`` (``cluster_pair``, ``topic``, ``partition``, ``_part``; small, broadcast) numbers every
-    partition of ``group_offsets``, as ``runs`` are numbered. Appended per row: ``translated_offset``,
-    ``translation_method``, the sync used (``sync_upstream``/``sync_downstream``), the partition's oldest and
-    latest sync (``oldest_sync_*``, ``latest_sync_*``) and the sync records of its mapping (``sync_count``).
-    ``group_offsets`` needs (cluster_pair, topic, partition, committed_offset) and keeps all its columns.
+    partition of ``group_offsets``, as ``runs`` are numbered; a row of a partition it does not number is left
+    out. Appended per row: ``translated_offset``, ``translation_method``, the sync used
+    (``sync_upstream``/``sync_downstream``), the partition's oldest and latest sync (``oldest_sync_*``,
+    ``latest_sync_*``) and the sync records of its mapping (``sync_count``). ``group_offsets`` needs
+    (cluster_pair, topic, partition, committed_offset) and keeps all its columns.
     """
-    carried = [c for c in group_offsets.columns if c not in SYNC_KEY]
-    out = ", ".join(
-        f"k.{quoted(c)}" if c in SYNC_KEY else f"_probe.{quoted(c)} AS {quoted(c)}" for c in group_offsets.columns
-    )
-    q = Statement()
-    text = f"""
-    WITH numbering AS (SELECT cluster_pair, topic, `partition`, _part FROM {{numbers}}),
-    probes AS (
-      SELECT /*+ BROADCAST(n) */ n._part, g.committed_offset AS _u0, CAST(NULL AS BIGINT) AS _d0,
-        CAST(NULL AS BIGINT) AS _n, named_struct({", ".join(f"'{c}', g.{quoted(c)}" for c in carried)}) AS _probe
-      FROM {{group_offsets}} g
-      JOIN numbering n ON g.cluster_pair = n.cluster_pair AND g.topic = n.topic AND g.`partition` = n.`partition`
-    ),
-    rows AS (
-      SELECT _part, _u0, _d0, _n, CAST(NULL AS {_struct_type(group_offsets, carried)}) AS _probe FROM {{runs}}
-      UNION ALL SELECT * FROM probes
-    ),
-    -- At one position a run sorts before a probe (a probe has no _n): the sync at c translates c.
-    marked AS (
-      SELECT _part, _n, _probe,
-        last(CASE WHEN _n IS NOT NULL THEN _u0 END, true) OVER w AS _ru0,
-        last(CASE WHEN _n IS NOT NULL THEN _d0 END, true) OVER w AS _rd0,
-        last(_n, true) OVER w AS _rn
-      FROM rows
-      WINDOW w AS (PARTITION BY _part ORDER BY _u0 ASC NULLS FIRST, _n ASC NULLS LAST
-                   ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-    ),
-    used AS (
-      SELECT *, _probe.committed_offset AS _c, try_subtract(_probe.committed_offset, _ru0) < _rn AS _inside
-      FROM marked WHERE _n IS NULL
-    ),
-    answered AS (
-      SELECT *,
-        CASE WHEN _inside THEN _c ELSE _ru0 + (_rn - 1) END AS _up,
-        CASE WHEN _inside THEN try_add(_rd0, try_subtract(_c, _ru0)) ELSE _rd0 + (_rn - 1) END AS _down
-      FROM used
-    ),
-    facts AS (
-      SELECT _part, min(_u0) AS oldest_sync_upstream, min(_d0) AS oldest_sync_downstream,
-        max(_u0 + (_n - 1)) AS latest_sync_upstream, max(_d0 + (_n - 1)) AS latest_sync_downstream,
-        sum(_records) AS sync_count
-      FROM {{runs}} GROUP BY _part
-    )
-    SELECT /*+ BROADCAST(k, f) */ {out},
-      CASE WHEN _c IS NOT NULL AND _ru0 IS NOT NULL THEN
-        CASE WHEN _inside THEN _down ELSE try_add(_down, 1) END END AS translated_offset,
-      CASE WHEN _c IS NOT NULL AND _ru0 IS NOT NULL THEN
-        CASE WHEN _inside THEN {q.value(METHOD_SYNC_EXACT)} ELSE
-          CASE WHEN try_add(_down, 1) IS NOT NULL THEN {q.value(METHOD_SYNC_NEXT)} END END END AS translation_method,
-      CASE WHEN _c IS NOT NULL AND _ru0 IS NOT NULL THEN _up END AS sync_upstream,
-      CASE WHEN _c IS NOT NULL AND _ru0 IS NOT NULL THEN _down END AS sync_downstream,
-      f.latest_sync_upstream, f.latest_sync_downstream, f.oldest_sync_upstream, f.oldest_sync_downstream,
-      coalesce(f.sync_count, CAST(0 AS BIGINT)) AS sync_count
-    FROM answered a
-    JOIN numbering k ON a._part = k._part
-    LEFT JOIN facts f ON a._part = f._part
-    """
-    return q.run(group_offsets.sparkSession, text, group_offsets=group_offsets, runs=runs, numbers=numbers)
+    carried = group_offsets.columns
+    rule = functools.partial(translation.translate_union, columns=carried)
+    ship_by_value(translation, columns)
+    schema = StructType([*group_offsets.schema.fields, *TRANSLATION_FIELDS])
+    return by_key(_probes_and_runs(group_offsets, runs, numbers), [PART], rule, schema)
 
 
-def _struct_type(frame: DataFrame, columns: list[str]) -> str:
-    """The SQL type of ``named_struct`` over ``columns`` of ``frame``."""
-    fields = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
-    return "STRUCT<" + ", ".join(f"{quoted(c)}: {fields[c]}" for c in columns) + ">"
+def _probes_and_runs(group_offsets: DataFrame, runs: DataFrame, numbers: DataFrame) -> DataFrame:
+    """One frame of ``translation.translate_union``'s rows: each numbered group offset with its ``_part``, and
+    each run, told apart by ``IS_RUN``."""
+    types = {f.name: f.dataType for f in group_offsets.schema.fields}
+    run_types = {f.name: f.dataType for f in runs.schema.fields}
+    numbering = F.broadcast(numbers.select(*SYNC_KEY, PART))
+    probes = group_offsets.join(numbering, on=SYNC_KEY, how="inner").select(
+        *[F.col(c) for c in group_offsets.columns],
+        F.col(PART),
+        *[F.lit(None).cast(run_types[c]).alias(c) for c in RUN_COLUMNS if c != PART],
+        F.lit(False).cast(BooleanType()).alias(IS_RUN),
+    )
+    run_rows = runs.select(
+        *[F.lit(None).cast(types[c]).alias(c) for c in group_offsets.columns],
+        *[F.col(c) for c in RUN_COLUMNS],
+        F.lit(True).cast(BooleanType()).alias(IS_RUN),
+    )
+    return probes.unionByName(run_rows)
 
 
 def inexact(translated: DataFrame) -> DataFrame:
