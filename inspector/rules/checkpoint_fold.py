@@ -35,9 +35,7 @@ def fold_checkpoints(kept: pa.Table, decoded: pa.Table) -> FoldedCheckpoints:
     malformed = Counter(r for r in reasons.to_pylist() if r is not None)
     good = decoded.filter(pc.is_null(reasons))
     groups = set(pc.unique(good.column("group")).to_pylist())
-    order = good.sort_by(
-        [(c, "ascending") for c in KEY] + [("record_offset", "ascending"), ("record_partition", "ascending")]
-    )
+    order = good.sort_by([(c, "ascending") for c in [*KEY, "record_offset", "record_partition"]])
     keys = [order.column(c).to_pylist() for c in KEY]
     rows = list(zip(*keys, strict=True))
     last = [i for i in range(len(rows)) if i + 1 == len(rows) or rows[i + 1] != rows[i]]
@@ -45,4 +43,5 @@ def fold_checkpoints(kept: pa.Table, decoded: pa.Table) -> FoldedCheckpoints:
     touched = newest.select(KEY)
     unchanged = kept.join(touched, KEY, join_type="left anti") if touched.num_rows else kept
     live = newest.filter(pc.invert(newest.column("is_tombstone"))).select(kept.column_names).cast(kept.schema)
-    return FoldedCheckpoints(pa.concat_tables([unchanged.select(kept.column_names), live]), groups, malformed)
+    unchanged = unchanged.select(kept.column_names).cast(kept.schema)
+    return FoldedCheckpoints(pa.concat_tables([unchanged, live]), groups, malformed)

@@ -65,17 +65,9 @@ def records_of(decoded: pa.Table, numbering: pa.Table) -> tuple[dict[int, list[R
     good = decoded.filter(
         pc.and_(pc.is_null(decoded.column("malformed_reason")), pc.equal(decoded.column("record_partition"), 0))
     )
-    keyed = good.select(
-        [
-            "cluster_pair",
-            "topic",
-            "partition",
-            "upstream_offset",
-            "downstream_offset",
-            "record_offset",
-            "record_timestamp",
-        ]
-    ).join(numbering.select(["cluster_pair", "topic", "partition", PART]), ["cluster_pair", "topic", "partition"])
+    key = ["cluster_pair", "topic", "partition"]
+    wanted = [*key, "upstream_offset", "downstream_offset", "record_offset", "record_timestamp"]
+    keyed = good.select(wanted).join(numbering.select([*key, PART]), key, join_type="inner")
     found: dict[int, list[Record]] = defaultdict(list)
     columns = [keyed.column(c).to_pylist() for c in (PART, "upstream_offset", "downstream_offset", "record_offset")]
     times = keyed.column("record_timestamp").to_pylist()

@@ -67,7 +67,13 @@ def frame_from_arrow(spark: SparkSession, table: pa.Table, schema: StructType) -
     the schema's Arrow types and sent to the JVM the way Spark 4 does it (``_create_from_arrow_table``):
     the same Arrow stream, read by the same ``PythonSQLUtils.toDataFrame``. A Spark Connect session takes
     a table on every release.
+
+    The table's empty batches are left out first: pyspark's Arrow path stops reading at an empty batch, so a
+    table concatenated from parts, one of them empty, would lose every row after it.
     """
+    import pyarrow as pa
+
+    table = pa.Table.from_batches([b for b in table.to_batches() if b.num_rows], schema=table.schema)
     if spark_major() >= 4:
         return spark.createDataFrame(table, schema)
     if not hasattr(spark, "_jsparkSession"):

@@ -176,3 +176,15 @@ def test_every_accumulator_server_of_this_release_logs_a_cut_connection(spark: A
     assert servers
     for server in servers:
         assert server.handle_error is not socketserver.BaseServer.handle_error, server.__name__
+
+
+def test_a_table_with_an_empty_part_keeps_every_row(spark: Any) -> None:
+    """A table concatenated from parts, one of them empty: pyspark's Arrow path alone stops at the empty
+    batch; the frame holds every row."""
+    parts = [
+        pa.table({"offset": pa.array(range(10 * i, 10 * i + (0 if i == 1 else 10)), pa.int64())}) for i in range(3)
+    ]
+    table = pa.concat_tables(parts)
+    schema = StructType([StructField("offset", LongType())])
+    rows = compat.frame_from_arrow(spark, table, schema).collect()
+    assert sorted(r.offset for r in rows) == [*range(10), *range(20, 30)]
