@@ -33,8 +33,9 @@ from mm2ctl.core.progress import Progress
 from mm2ctl.inspector import schemas
 from mm2ctl.inspector.kept.changed_groups import TopicChanges
 from mm2ctl.inspector.kept.topic_cache import CHECKPOINTS, SYNCS, SavedState, StateKey
+from mm2ctl.inspector.reads import kafka_read
 from mm2ctl.inspector.reads.internal_topics import ReadPlan, TopicSnapshot, plan_read
-from mm2ctl.inspector.reads.kafka_read import DRIVER_READ_MAX_OFFSETS, read_on_driver, read_ranges
+from mm2ctl.inspector.reads.kafka_read import read_ranges
 from mm2ctl.inspector.rules import checkpoint_fold, decoding, sync_fold
 from mm2ctl.inspector.spark.compat import frame_from_arrow, to_arrow
 from mm2ctl.inspector.spark.frames import release
@@ -217,7 +218,7 @@ class PairTopics:
         self, spark: SparkSession, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan, say: Progress
     ) -> str | None:
         """Fold the records past the kept snapshot into the kept runs; or why the topic must be read in full."""
-        if self.held_runs is not None and _records_in(plan) <= DRIVER_READ_MAX_OFFSETS:
+        if self.held_runs is not None and _records_in(plan) <= kafka_read.DRIVER_READ_MAX_OFFSETS:
             return self._fold_in_syncs_on_driver(spark, settings, now, plan, say)
         records = self._decoded_syncs(spark, settings, now, plan).cache()
         try:
@@ -241,7 +242,7 @@ class PairTopics:
         """``_fold_in_syncs`` on the driver, into the held runs: a live cycle's few new records, read through
         librdkafka and folded in Arrow (``inspector.rules.sync_fold``), with no Spark job."""
         assert self.held_runs is not None and self.numbering is not None
-        raw = read_on_driver(settings, now.topic, plan.ranges, cluster_pair=self.pair)
+        raw = kafka_read.read_on_driver(settings, now.topic, plan.ranges, cluster_pair=self.pair)
         found, malformed = sync_fold.records_of(
             decoding.decode_offset_syncs_table(raw), self.numbering.table(self.pair)
         )
@@ -321,7 +322,7 @@ class PairTopics:
             kept
             and not plan.full
             and self.held_checkpoints is not None
-            and _records_in(plan) <= DRIVER_READ_MAX_OFFSETS
+            and _records_in(plan) <= kafka_read.DRIVER_READ_MAX_OFFSETS
         ):
             self._fold_in_checkpoints_on_driver(settings, now, plan)
             return None
@@ -363,7 +364,7 @@ class PairTopics:
         """The records past the kept snapshot folded into the held live checkpoints: a live cycle's few new
         records, read through librdkafka and folded in Arrow (``inspector.rules.checkpoint_fold``)."""
         assert self.held_checkpoints is not None
-        raw = read_on_driver(settings, now.topic, plan.ranges, cluster_pair=self.pair)
+        raw = kafka_read.read_on_driver(settings, now.topic, plan.ranges, cluster_pair=self.pair)
         folded = checkpoint_fold.fold_checkpoints(self.held_checkpoints, decoding.decode_checkpoints_table(raw))
         self.changes.groups.update(folded.groups)
         self._checkpoints_malformed.update(folded.malformed)
