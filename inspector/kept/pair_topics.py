@@ -205,11 +205,18 @@ class PairTopics:
                 )
             runs = sync_runs.current_runs(records, tangled)
             self._keep_runs(runs.localCheckpoint(eager=True))
-            self.held_runs = to_arrow(self.runs).cast(sync_fold.RUNS_SCHEMA) if self._holds(self._runs) else None
+            self._hold_runs()
         finally:
             release(records)
         self._runs_at_full = self._runs
         self.changes.all()
+
+    def _hold_runs(self) -> None:
+        """Hold the runs just kept on the driver too, while small (one Spark job collects them)."""
+        runs = self.runs
+        self.held_runs = (
+            to_arrow(runs).cast(sync_fold.RUNS_SCHEMA) if runs is not None and self._holds(self._runs) else None
+        )
 
     def _holds(self, rows: int) -> bool:
         return self.hold and rows <= HELD_MAX_ROWS
@@ -230,7 +237,7 @@ class PairTopics:
                 return "new offset syncs contradict the kept ones: the current mappings are found again"
             self.changes.partitions.update(self._take_facts(facts))
             self._keep_runs(sync_runs.merge_runs(candidates).localCheckpoint(eager=True))
-            self.held_runs = to_arrow(self.runs).cast(sync_fold.RUNS_SCHEMA) if self._holds(self._runs) else None
+            self._hold_runs()
         finally:
             release(records)
         say(f"{self.pair}: {self._runs} run(s) of offset syncs kept")

@@ -113,12 +113,18 @@ def merged(runs: Sequence[Run]) -> list[Run]:
     return [(u, d, n, r) for u, d, n, r in out]
 
 
+def _as_run(record: Record) -> Run:
+    """A sync record as a run of one sync."""
+    assert record.upstream is not None and record.downstream is not None
+    return (record.upstream, record.downstream, 1, 1)
+
+
 def _tangled(records: Sequence[Record]) -> bool:
     """Whether a partition's new records hold more than one mapping: a tombstone, or syncs that disagree."""
     if any(r.upstream is None for r in records):
         return True
-    syncs = sorted((r.upstream, r.offset, r.downstream) for r in records)  # type: ignore[type-var]
-    return _chain_breaks((u, d, 1, 1) for u, _, d in syncs)  # type: ignore[misc]
+    in_order = sorted(records, key=lambda r: (r.upstream or 0, r.offset))  # no tombstone here
+    return _chain_breaks(_as_run(r) for r in in_order)
 
 
 def fold(runs: pa.Table, records: dict[int, list[Record]], malformed: Counter[str]) -> Folded:
@@ -134,7 +140,7 @@ def fold(runs: pa.Table, records: dict[int, list[Record]], malformed: Counter[st
         kept[part].append((u0, d0, n, recs))
     rows: list[tuple[int, Run]] = []
     for part, rs in records.items():
-        candidates = sorted(kept[part] + [(r.upstream, r.downstream, 1, 1) for r in rs])  # type: ignore[misc]
+        candidates = sorted(kept[part] + [_as_run(r) for r in rs])
         if _chain_breaks(candidates):
             return Folded(None, CONTRADICTS, newest, malformed)
         rows += [(part, run) for run in merged(candidates)]
