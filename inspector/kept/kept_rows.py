@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -65,9 +64,10 @@ class KeptRows:
     replaced: frozenset[str]
     inputs: ClassifyInputs
     figures: Figures
-    #: The rows of the groups classified again on the driver since (``inspector.kept.driver_rows``): they
-    #: replace those groups' rows in the base and the overlay.
+    #: The rows of the groups classified again on the driver since (``inspector.kept.driver_rows``), and those
+    #: groups (some may have no row left): they replace those groups' rows in the base and the overlay.
     held: pa.Table | None = None
+    held_groups: frozenset[str] = frozenset()
 
     @classmethod
     def classified(cls, rows: DataFrame, inputs: ClassifyInputs, as_of: dt.datetime) -> KeptRows:
@@ -87,7 +87,9 @@ class KeptRows:
         kept = {group: figures for group, figures in self.figures.items() if group not in groups}
         fresh = figures_of(overlay.join(keys, GROUP_KEY, "left_semi"), as_of)
         held = None if self.held is None else driver_rows.group_rows(self.held, groups)
-        return KeptRows(self.base, overlay, self.replaced | groups, inputs, {**kept, **fresh}, held)
+        return KeptRows(
+            self.base, overlay, self.replaced | groups, inputs, {**kept, **fresh}, held, self.held_groups - groups
+        )
 
     def again_on_driver(self, groups: set[str], rows: pa.Table, inputs: ClassifyInputs, as_of: dt.datetime) -> KeptRows:
         """These rows with ``groups`` classified again on the driver as ``rows`` (``driver_rows.HELD_ROWS_SCHEMA``):
@@ -95,7 +97,8 @@ class KeptRows:
         held = rows if self.held is None else pa.concat_tables([driver_rows.group_rows(self.held, groups), rows])
         kept = {group: figures for group, figures in self.figures.items() if group not in groups}
         fresh = driver_rows.figures(rows, as_of)
-        return KeptRows(self.base, self.overlay, self.replaced | groups, inputs, {**kept, **fresh}, held)
+        held_groups = self.held_groups | groups
+        return KeptRows(self.base, self.overlay, self.replaced | groups, inputs, {**kept, **fresh}, held, held_groups)
 
     def with_inputs(self, inputs: ClassifyInputs) -> KeptRows:
         return dataclasses.replace(self, inputs=inputs)
@@ -106,11 +109,10 @@ class KeptRows:
             return self.base
         spark = self.base.sparkSession
         rows = self.base.join(group_keys(spark, pair, self.replaced), GROUP_KEY, "left_anti")
-        held_groups = set() if self.held is None else set(pc.unique(self.held.column("group")).to_pylist())
         if self.overlay is not None:
             overlay = self.overlay
-            if held_groups:
-                overlay = overlay.join(group_keys(spark, pair, held_groups), GROUP_KEY, "left_anti")
+            if self.held_groups:
+                overlay = overlay.join(group_keys(spark, pair, self.held_groups), GROUP_KEY, "left_anti")
             rows = rows.unionByName(overlay)
         if self.held is not None:
             rows = rows.unionByName(frame_from_arrow(spark, self.held, driver_rows.HELD_ROWS_SCHEMA))

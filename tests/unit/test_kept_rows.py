@@ -89,3 +89,36 @@ def test_a_group_kept_synced_by_a_fresh_checkpoint_is_stale_once_it_is_not(spark
         assert kept.stale(NOW + dt.timedelta(minutes=5), age) == {"g1"}
     finally:
         kept.release_unshared(None)
+
+
+def _table(spark: Any, *rows: tuple[str, int, str, dt.datetime | None]) -> pa.Table:
+    """``_rows``' rows as the driver holds them."""
+    return pa.Table.from_pylist([r.asDict() for r in _rows(spark, *rows).collect()], schema=to_arrow_schema(CLASSIFIED))
+
+
+@pytest.mark.spark
+def test_groups_classified_on_the_driver_replace_theirs_wherever_they_were(spark: Any) -> None:
+    """Rows classified again on the driver replace a group's rows in the base and in Spark's overlay, and
+    Spark's rows replace the driver's, in any order; each carries its figures."""
+    later = NOW + dt.timedelta(minutes=1)
+    base = KeptRows.classified(
+        _rows(spark, ("g1", 0, "synced", None), ("g2", 0, "synced", None), ("g3", 0, "synced", None)), NO_INPUTS, NOW
+    )
+    one = base.again_on_driver({"g1"}, _table(spark, ("g1", 0, "stale_sync", None)), NO_INPUTS, later)
+    assert _seen(one) == [("g1", 0, "stale_sync"), ("g2", 0, "synced"), ("g3", 0, "synced")]
+    assert [(f["status"], f["partitions"]) for f in one.figures["g1"]] == [("stale_sync", 1)]
+    assert one.figures["g2"] is base.figures["g2"]
+
+    two = one.again(PAIR, {"g1", "g2"}, _rows(spark, ("g1", 0, "not_synced", None), ("g2", 0, "target_ahead", None)),
+                    NO_INPUTS, later)  # fmt: skip
+    one.release_unshared(two)
+    assert _seen(two) == [("g1", 0, "not_synced"), ("g2", 0, "target_ahead"), ("g3", 0, "synced")]
+
+    three = two.again_on_driver({"g2"}, _table(spark, ("g2", 0, "synced", None), ("g2", 1, "synced", None)),
+                                NO_INPUTS, later)  # fmt: skip
+    assert _seen(three) == [("g1", 0, "not_synced"), ("g2", 0, "synced"), ("g2", 1, "synced"), ("g3", 0, "synced")]
+    assert [(f["status"], f["partitions"]) for f in three.figures["g2"]] == [("synced", 2)]
+    four = three.again_on_driver({"g3", "g1"}, _table(spark, ("g3", 0, "stale_sync", None)), NO_INPUTS, later)
+    assert _seen(four) == [("g2", 0, "synced"), ("g2", 1, "synced"), ("g3", 0, "stale_sync")]
+    assert sorted(four.figures) == ["g2", "g3"]
+    four.release_unshared(None)
