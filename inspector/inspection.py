@@ -333,7 +333,11 @@ class Inspector:
             else:
                 now = before.with_inputs(inputs)
         else:
-            now = KeptRows.classified(self._classified(read, inputs, progress, cached), inputs, as_of)
+            held = self._held(read, inputs) if before is not None else None  # a first run is Spark's
+            if held is not None:
+                now = KeptRows.on_driver(self.spark, held, inputs, as_of)
+            else:
+                now = KeptRows.classified(self._classified(read, inputs, progress, cached), inputs, as_of)
         topics.changes.clear()
         self._rows[pair] = now
         if before is not None:

@@ -75,6 +75,14 @@ class KeptRows:
         base = rows.localCheckpoint(eager=True)
         return cls(base, None, frozenset(), inputs, figures_of(base, as_of))
 
+    @classmethod
+    def on_driver(cls, spark: SparkSession, rows: pa.Table, inputs: ClassifyInputs, as_of: dt.datetime) -> KeptRows:
+        """Every group's ``rows``, freshly classified on the driver (``driver_rows.HELD_ROWS_SCHEMA``): held there,
+        over an empty base."""
+        empty = frame_from_arrow(spark, rows.schema.empty_table(), driver_rows.HELD_ROWS_SCHEMA)
+        groups = frozenset(str(g) for g in set(rows.column("group").to_pylist()))
+        return cls(empty, None, frozenset(), inputs, driver_rows.figures(rows, as_of), rows, groups)
+
     def again(
         self, pair: str, groups: set[str], rows: DataFrame, inputs: ClassifyInputs, as_of: dt.datetime
     ) -> KeptRows:

@@ -406,6 +406,20 @@ def test_a_live_run_classifies_again_only_the_groups_that_changed(spark: Any, se
             assert sorted(warm, key=_key) == sorted(cold, key=_key)
             moved = [r for r in warm if r.get("group") == group and r.get("partition") == tp[1]]
             assert [r[column] for r in moved] == [offset], moved
+        # New records on every source partition change every group's rows: all of them are classified again,
+        # on the driver too while they are few.
+        latest = {r["partition"]: r["source_latest"] for r in warm if r.get("group") == group}
+        setup.produce(2 * PARTITIONS, 10_000)
+        last_job = max(_job_ids(spark), default=-1)
+        result = inspector.run()
+        ran = len({j for j in _job_ids(spark) if j > last_job})
+        try:
+            warm = _table(result)
+        finally:
+            result.close()
+        assert (ran == 0) == (classified_on == "driver"), ran
+        assert sorted(warm, key=_key) == sorted(_one_run(spark, setup, cache=False), key=_key)
+        assert {r["partition"]: r["source_latest"] - 2 for r in warm if r.get("group") == group} == latest
     finally:
         inspector.close()
 

@@ -122,3 +122,20 @@ def test_groups_classified_on_the_driver_replace_theirs_wherever_they_were(spark
     assert _seen(four) == [("g2", 0, "synced"), ("g2", 1, "synced"), ("g3", 0, "stale_sync")]
     assert sorted(four.figures) == ["g2", "g3"]
     four.release_unshared(None)
+
+
+@pytest.mark.spark
+def test_every_group_classified_on_the_driver_is_held_there_over_an_empty_base(spark: Any) -> None:
+    held = _persisted(spark)
+    later = NOW + dt.timedelta(minutes=1)
+    whole = KeptRows.on_driver(spark, _table(spark, ("g1", 0, "synced", None), ("g2", 0, "stale_sync", None)),
+                               NO_INPUTS, NOW)  # fmt: skip
+    assert _persisted(spark) == held  # nothing in Spark
+    assert _seen(whole) == [("g1", 0, "synced"), ("g2", 0, "stale_sync")]
+    assert {g: [f["status"] for f in fs] for g, fs in whole.figures.items()} == {"g1": ["synced"], "g2": ["stale_sync"]}
+    spark_again = whole.again(PAIR, {"g2"}, _rows(spark, ("g2", 0, "synced", None)), NO_INPUTS, later)
+    assert _seen(spark_again) == [("g1", 0, "synced"), ("g2", 0, "synced")]
+    driver_again = spark_again.again_on_driver({"g1"}, _table(spark, ("g1", 0, "not_synced", None)), NO_INPUTS, later)
+    assert _seen(driver_again) == [("g1", 0, "not_synced"), ("g2", 0, "synced")]
+    driver_again.release_unshared(None)
+    assert _persisted(spark) == held
