@@ -176,7 +176,8 @@ class Reasons:
     @property
     def clean(self) -> np.ndarray:
         """Rows with no fault so far."""
-        return self.code == 0
+        clean: np.ndarray = self.code == 0
+        return clean
 
     def check(self, reason: str, failed: np.ndarray) -> None:
         """Give ``reason`` to the rows that fail (``failed``) among those with no fault yet."""
