@@ -177,6 +177,15 @@ def test_an_empty_table_gives_an_empty_table_of_the_decoded_schema() -> None:
     assert checkpoints.schema.names[1:4] == ["group", "topic", "partition"]
 
 
+def test_a_column_of_nulls_is_read_as_null_keys_and_tombstones() -> None:
+    table = pa.table(
+        {"key": pa.nulls(2), "value": pa.nulls(2), "partition": pa.array([0, 0], pa.int32())}
+    ).append_column("offset", pa.array([0, 1], pa.int64()))
+    table = table.append_column("timestamp", pa.array([TS, TS], pa.timestamp("us", "UTC")))
+    rows = decoding.decode_offset_syncs_table(table).to_pylist()
+    assert [(r["malformed_reason"], r["is_tombstone"]) for r in rows] == [(decoding.NULL_KEY, False)] * 2
+
+
 def _some_checkpoints(n: int) -> list[Pair]:
     pairs: list[Pair] = []
     for i in range(n):
