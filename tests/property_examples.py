@@ -12,15 +12,23 @@ from hypothesis import strategies as st
 Example = TypeVar("Example")
 
 
-def drawn(strategy: st.SearchStrategy[Example]) -> list[Example]:
-    """The examples hypothesis draws from ``strategy`` under the running profile, as many as it asks for."""
+def drawn(strategy: st.SearchStrategy[Example], at_least: int = 0) -> list[Example]:
+    """The examples hypothesis draws from ``strategy`` under the running profile, as many as it asks for (and
+    ``at_least`` that many)."""
     examples: list[Example] = []
+    wanted = max(settings.default.max_examples, at_least)
 
-    @settings(database=None, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+    @settings(
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.generate],
+        max_examples=wanted,
+    )
     @given(strategy)
     def draw(example: Example) -> None:
         examples.append(example)
 
     draw()
-    assert len(examples) >= settings.default.max_examples, (len(examples), settings.default.max_examples)
+    assert len(examples) >= wanted, (len(examples), wanted)
     return examples

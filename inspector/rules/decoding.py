@@ -97,7 +97,9 @@ class Bytes:
 
 
 def column_bytes(column: pa.Array) -> Bytes:
-    """The buffers of a binary or large binary array, without copying its offsets."""
+    """The buffers of a binary or large binary array (any other, a column of nulls say, cast to binary first)."""
+    if not (pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type)):
+        column = column.cast(pa.binary())
     n = len(column)
     width = np.int64 if pa.types.is_large_binary(column.type) else np.int32
     validity, offsets_buffer, data_buffer = column.buffers()
@@ -176,7 +178,8 @@ class Reasons:
     @property
     def clean(self) -> np.ndarray:
         """Rows with no fault so far."""
-        return self.code == 0
+        clean: np.ndarray = self.code == 0
+        return clean
 
     def check(self, reason: str, failed: np.ndarray) -> None:
         """Give ``reason`` to the rows that fail (``failed``) among those with no fault yet."""

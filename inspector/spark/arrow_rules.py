@@ -27,6 +27,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
 Rule = Callable[[pa.Table], pa.Table]
+#: What ``mapInArrow`` calls with a partition's batches.
+Runner = Callable[[Iterable[pa.RecordBatch]], Iterable[pa.RecordBatch]]
 
 
 def ship_by_value(*modules: ModuleType) -> None:
@@ -36,7 +38,7 @@ def ship_by_value(*modules: ModuleType) -> None:
         cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]
 
 
-def partition_runner(rule: Rule) -> Callable[[Iterable[pa.RecordBatch]], Iterable[pa.RecordBatch]]:
+def partition_runner(rule: Rule) -> Runner:
     """The ``mapInArrow`` function that applies ``rule`` to a partition's batches as one table."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -49,7 +51,7 @@ def partition_runner(rule: Rule) -> Callable[[Iterable[pa.RecordBatch]], Iterabl
     return run
 
 
-def batch_runner(rule: Rule) -> Callable[[Iterable[pa.RecordBatch]], Iterable[pa.RecordBatch]]:
+def batch_runner(rule: Rule) -> Runner:
     """The ``mapInArrow`` function that applies ``rule`` to each batch on its own."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -6,7 +6,6 @@ function, a method), or by the release where nothing public tells.
 
 | helper | Spark 4.0+ | Spark 3.5 |
 |---|---|---|
-| ``is_valid_utf8`` | ``F.is_valid_utf8`` | the string's bytes decoded as UTF-8 give the same string back |
 | ``frame_from_arrow`` | ``createDataFrame(pyarrow.Table)`` | the same Arrow batches sent to the JVM as 4.0 does |
 | ``to_arrow`` | ``DataFrame.toArrow`` | ``_collect_as_arrow`` batches cast to the frame's schema |
 | ``error_condition`` | ``PySparkException.getCondition`` | ``getErrorClass`` (4.0 renamed it) |
@@ -33,18 +32,6 @@ def spark_major() -> int:
     import pyspark
 
     return int(pyspark.__version__.split(".", 1)[0])
-
-
-def is_valid_utf8(column: Column) -> Column:
-    """Whether a string column's bytes are valid UTF-8 (null for null), as Spark 4's ``is_valid_utf8``.
-
-    A binary cast to string keeps its bytes as they are. On 3.5, ``decode`` reads those bytes as UTF-8 and
-    replaces every malformed sequence with U+FFFD, so the decoded string equals the original exactly when
-    there was none (a well-formed U+FFFD decodes to itself).
-    """
-    if hasattr(F, "is_valid_utf8"):
-        return F.is_valid_utf8(column)
-    return F.decode(column.cast("binary"), "UTF-8") == column
 
 
 def array_position(array: Column, value: Column) -> Column:
@@ -162,4 +149,4 @@ def error_condition(error: PySparkException) -> str | None:
     return condition
 
 
-__all__ = ["array_position", "error_condition", "frame_from_arrow", "is_valid_utf8", "spark_major", "to_arrow"]
+__all__ = ["array_position", "error_condition", "frame_from_arrow", "spark_major", "to_arrow"]

@@ -12,9 +12,10 @@ from typing import Any
 import pyarrow as pa
 from pyspark import cloudpickle
 
-from mm2ctl.inspector.rules import columns, row_status
-from mm2ctl.inspector.schemas import JOINED_SCHEMA, arrow_schema
-from mm2ctl.inspector.spark.arrow_rules import partition_runner, ship_by_value
+from mm2ctl.core.kafka import codecs
+from mm2ctl.inspector.rules import columns, decoding, row_status
+from mm2ctl.inspector.schemas import JOINED_SCHEMA, KAFKA_RECORD_SCHEMA, arrow_schema
+from mm2ctl.inspector.spark.arrow_rules import Runner, batch_runner, partition_runner, ship_by_value
 from mm2ctl.inspector.transforms import classify
 
 #: Run in a fresh interpreter in which importing mm2ctl fails: unpickle the runner from stdin, run it over the
@@ -59,6 +60,19 @@ def _rows() -> list[dict[str, Any]]:
     ]
 
 
+def _run_without_mm2ctl(run: Runner, table: pa.Table) -> pa.Table:
+    """``run`` unpickled and run over ``table`` in a fresh interpreter that cannot import mm2ctl."""
+    ship_by_value(sys.modules[partition_runner.__module__])
+    pickled = cloudpickle.dumps(run)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    stdin = len(pickled).to_bytes(8, "big") + pickled + sink.getvalue().to_pybytes()
+    done = subprocess.run([sys.executable, "-c", _WORKER], input=stdin, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    return pa.ipc.open_stream(done.stdout).read_all()
+
+
 def test_a_rule_runs_where_mm2ctl_is_not_installed() -> None:
     table = pa.Table.from_pylist(
         [{n: r.get(n) for n in JOINED_SCHEMA.names} for r in _rows()], schema=arrow_schema(JOINED_SCHEMA)
@@ -66,14 +80,24 @@ def test_a_rule_runs_where_mm2ctl_is_not_installed() -> None:
     settings = classify.settings(sync_group_offsets_enabled=True)
     rule = functools.partial(row_status.classify_rows, settings=settings, vocabulary=classify.vocabulary())
     ship_by_value(row_status, columns)
-    ship_by_value(sys.modules[partition_runner.__module__])
-    pickled = cloudpickle.dumps(partition_runner(rule))
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    stdin = len(pickled).to_bytes(8, "big") + pickled + sink.getvalue().to_pybytes()
-    done = subprocess.run([sys.executable, "-c", _WORKER], input=stdin, capture_output=True, timeout=120)
-    assert done.returncode == 0, done.stderr.decode()[-2000:]
-    remote = pa.ipc.open_stream(done.stdout).read_all()
+    remote = _run_without_mm2ctl(partition_runner(rule), table)
     assert remote.to_pylist() == rule(table).to_pylist()
     assert [r["status"] for r in remote.to_pylist()] == ["synced", "not_synced", "not_checkpointed"]
+
+
+def test_the_record_decode_runs_where_mm2ctl_is_not_installed() -> None:
+    records = [
+        codecs.encode_offset_sync(codecs.OffsetSync("orders", 3, 1000, 998)),
+        (codecs.encode_offset_sync_key("zé", 1), None),
+        (b"\x00\x02\xc3\x28\x00\x00\x00\x01", b"\x00" * 16),
+        (None, b""),
+    ]
+    ts = dt.datetime(2024, 6, 1, tzinfo=dt.UTC)
+    rows = [("a->b", k, v, "internal", 0, i, ts, 0) for i, (k, v) in enumerate(records)]
+    table = pa.Table.from_pylist(
+        [dict(zip(KAFKA_RECORD_SCHEMA.names, r, strict=True)) for r in rows], schema=arrow_schema(KAFKA_RECORD_SCHEMA)
+    )
+    ship_by_value(decoding)
+    remote = _run_without_mm2ctl(batch_runner(decoding.decode_offset_syncs_table), table)
+    assert remote.to_pylist() == decoding.decode_offset_syncs_table(table).to_pylist()
+    assert [r["malformed_reason"] for r in remote.to_pylist()] == [None, None, decoding.INVALID_UTF8, decoding.NULL_KEY]

@@ -1,5 +1,5 @@
-"""The SQL decoders against the byte layouts (docs/design.md, "Record formats") and the Python reference
-codecs."""
+"""Spark's decoders (``inspector.transforms.decode``: the Arrow decode run through ``mapInArrow``) against the byte
+layouts (docs/design.md, "Record formats") and the Python codecs."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The Spark 3.5 paths of ``inspector.spark.compat`` give what the Spark 4 APIs give.
 
 Every fallback is exercised on whichever pyspark is installed (its internals exist on 4.x too), against a
-reference that does not go through it: Python's own UTF-8 decoder, the rows put in, and on 4.x the Spark 4
-API itself.
+reference that does not go through it: the rows put in, and on 4.x the Spark 4 API itself.
 """
 
 from __future__ import annotations
@@ -12,14 +11,12 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from hypothesis import strategies as st
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import BinaryType, BooleanType, LongType, StringType, StructField, StructType, TimestampType
 
 from mm2ctl.inspector.spark import compat
-from tests.property_examples import drawn
 
 pytestmark = pytest.mark.spark
 
@@ -47,46 +44,6 @@ for _row in ROWS:
 def _native_and_fallback(owner: object, name: str) -> list[bool]:
     """The runs to make: the installed API when it has ``name``, and always the fallback without it."""
     return [True, False] if hasattr(owner, name) else [False]
-
-
-def _valid(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-SAMPLES = [
-    b"orders",
-    "zürich-€-😀".encode(),
-    "\ufffd".encode(),  # a well-formed replacement character is valid
-    b"\xc0\x80",  # overlong NUL (Java's modified UTF-8)
-    b"\xed\xa0\x80",  # a surrogate
-    b"\xe2\x82",  # truncated
-    b"\xff",
-    b"\xf4\x90\x80\x80",  # above U+10FFFF
-    b"",
-]
-
-
-def _utf8_flags(spark: Any, samples: list[bytes | None]) -> list[bool | None]:
-    table = pa.table({"i": list(range(len(samples))), "b": pa.array(samples, pa.binary())})
-    schema = StructType([StructField("i", LongType()), StructField("b", BinaryType())])
-    frame = compat.frame_from_arrow(spark, table, schema)
-    checked = frame.select("i", compat.is_valid_utf8(F.col("b").cast("string")).alias("v"))
-    return [r.v for r in sorted(checked.collect(), key=lambda r: r.i)]
-
-
-def test_is_valid_utf8_agrees_with_pythons_decoder(spark: Any) -> None:
-    # Only the installed release's path: Spark 4's ``decode`` raises on malformed bytes, where 3.5's replaces
-    # them, so the 3.5 expression is checked on 3.5 (the release matrix runs this module there).
-    assert _utf8_flags(spark, [*SAMPLES, None]) == [_valid(s) for s in SAMPLES] + [None]
-
-
-def test_is_valid_utf8_on_random_bytes(spark: Any) -> None:
-    samples = [s for example in drawn(st.lists(st.binary(max_size=8), min_size=1, max_size=40)) for s in example]
-    assert _utf8_flags(spark, samples) == [_valid(s) for s in samples]
 
 
 def _table(rows: list[dict[str, Any]]) -> pa.Table:
