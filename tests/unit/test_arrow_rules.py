@@ -7,12 +7,13 @@ import datetime as dt
 import functools
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 from pyspark import cloudpickle
 
-from mm2ctl.inspector.rules import columns, row_status
+from mm2ctl.inspector.rules import columns, row_status, translation
 from mm2ctl.inspector.schemas import JOINED_SCHEMA, arrow_schema
 from mm2ctl.inspector.spark.arrow_rules import partition_runner, ship_by_value
 from mm2ctl.inspector.transforms import classify
@@ -59,13 +60,8 @@ def _rows() -> list[dict[str, Any]]:
     ]
 
 
-def test_a_rule_runs_where_mm2ctl_is_not_installed() -> None:
-    table = pa.Table.from_pylist(
-        [{n: r.get(n) for n in JOINED_SCHEMA.names} for r in _rows()], schema=arrow_schema(JOINED_SCHEMA)
-    )
-    settings = classify.settings(sync_group_offsets_enabled=True)
-    rule = functools.partial(row_status.classify_rows, settings=settings, vocabulary=classify.vocabulary())
-    ship_by_value(row_status, columns)
+def _run_without_mm2ctl(rule: Callable[[pa.Table], pa.Table], table: pa.Table) -> pa.Table:
+    """``rule``'s ``partition_runner`` pickled here and run over ``table`` in an interpreter without mm2ctl."""
     ship_by_value(sys.modules[partition_runner.__module__])
     pickled = cloudpickle.dumps(partition_runner(rule))
     sink = pa.BufferOutputStream()
@@ -74,6 +70,38 @@ def test_a_rule_runs_where_mm2ctl_is_not_installed() -> None:
     stdin = len(pickled).to_bytes(8, "big") + pickled + sink.getvalue().to_pybytes()
     done = subprocess.run([sys.executable, "-c", _WORKER], input=stdin, capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
-    remote = pa.ipc.open_stream(done.stdout).read_all()
+    return pa.ipc.open_stream(done.stdout).read_all()
+
+
+def test_a_rule_runs_where_mm2ctl_is_not_installed() -> None:
+    table = pa.Table.from_pylist(
+        [{n: r.get(n) for n in JOINED_SCHEMA.names} for r in _rows()], schema=arrow_schema(JOINED_SCHEMA)
+    )
+    settings = classify.settings(sync_group_offsets_enabled=True)
+    rule = functools.partial(row_status.classify_rows, settings=settings, vocabulary=classify.vocabulary())
+    ship_by_value(row_status, columns)
+    remote = _run_without_mm2ctl(rule, table)
     assert remote.to_pylist() == rule(table).to_pylist()
     assert [r["status"] for r in remote.to_pylist()] == ["synced", "not_synced", "not_checkpointed"]
+
+
+def test_the_translation_rule_runs_where_mm2ctl_is_not_installed() -> None:
+    carried = ["group", "committed_offset"]
+    probes = [{"group": g, "committed_offset": c, "_part": 1, "_run": False} for g, c in (("a", 5), ("b", 9))]
+    runs = [{"_part": 1, "_u0": 5, "_d0": 7, "_n": 2, "_records": 2, "_run": True}]
+    table = pa.Table.from_pylist(
+        [*probes, *runs],
+        schema=pa.schema(
+            [("group", pa.string()), ("committed_offset", pa.int64()), ("_part", pa.int32())]
+            + [(c, pa.int64()) for c in ("_u0", "_d0", "_n", "_records")]
+            + [("_run", pa.bool_())]
+        ),
+    )
+    rule = functools.partial(translation.translate_union, columns=carried)
+    ship_by_value(translation, columns)
+    remote = _run_without_mm2ctl(rule, table)
+    assert remote.to_pylist() == rule(table).to_pylist()
+    assert [(r["group"], r["translated_offset"], r["translation_method"]) for r in remote.to_pylist()] == [
+        ("a", 7, "offset_sync_exact"),
+        ("b", 9, "offset_sync_next"),
+    ]
