@@ -219,6 +219,10 @@ SPARK_EXAMPLE = st.tuples(
 )
 
 
+#: An example every run checks: a run ending at Long.MAX downstream, an offset inside it and one past it.
+AT_LONG_MAX = ([([(1, LONG_MAX - 2, 3, 3)], [3, 10, None])], [5])
+
+
 def _spark_inputs(examples: list[Any]) -> tuple[pa.Table, pa.Table, pa.Table]:
     """All the examples as one group-offsets table, one numbering and one runs table: a topic per example."""
     partitions = [(f"t{e}", p) for e, (parts, _) in enumerate(examples) for p in range(len(parts))]
@@ -239,7 +243,7 @@ def test_property_spark_translate_gives_the_rows_translated_in_process(spark: An
     """Spark's ``translate`` (the rule shipped to its Python workers, the rows shuffled by source partition)
     and ``translate_numbered`` in this process give the same rows, on runs near 0 and near Long.MAX, null
     offsets, partitions without runs and partitions the numbering does not know."""
-    offsets, runs, numbers = _spark_inputs(drawn(SPARK_EXAMPLE, max_examples=300))
+    offsets, runs, numbers = _spark_inputs([*drawn(SPARK_EXAMPLE, max_examples=300), AT_LONG_MAX])
     frames = (
         frame_from_arrow(spark, offsets, SOURCE_GROUP_OFFSETS_SCHEMA),
         frame_from_arrow(spark, runs, RUNS_SCHEMA),
