@@ -1,5 +1,5 @@
-"""Translating group offsets through their partitions' runs of offset syncs: the conservative rule, as one
-function over Arrow tables.
+"""Translating group offsets through their partitions' runs of offset syncs: the conservative rule of
+``core.translation`` (``core.translation.rule.conservative``), as one function over Arrow tables.
 
 The runs are ``inspector.transforms.sync_runs``': per source partition (``_part``), the syncs ``_u0 + i ->
 _d0 + i`` for ``0 <= i < _n``, disjoint and increasing on both sides, ``_records`` sync records in all. For a
@@ -51,7 +51,7 @@ TRANSLATION_COLUMNS = pa.schema(
 )
 
 
-class _Runs:
+class _SortedRuns:
     """A table of runs as numpy columns, sorted by (``_part``, ``_u0``, ``_n``); a run missing any of its
     positions is left out, a null ``_records`` counts none."""
 
@@ -75,7 +75,7 @@ def translate_rows(group_offsets: pa.Table, parts: pa.Array | pa.ChunkedArray, r
 
     Output: ``group_offsets``' columns, in order, then ``TRANSLATION_COLUMNS``: the translation, the sync it
     used, and the partition's latest and oldest syncs and sync records (null, and 0 records, without runs)."""
-    sorted_runs = _Runs(runs)
+    sorted_runs = _SortedRuns(runs)
     part = np.asarray(_whole(parts), np.int64)
     committed = _whole(group_offsets[COMMITTED]).cast(pa.int64())
     answer = _answers(part, committed, sorted_runs)
@@ -116,7 +116,7 @@ def _whole(x: pa.Array | pa.ChunkedArray) -> pa.Array:
     return x.combine_chunks() if isinstance(x, pa.ChunkedArray) else x
 
 
-def _run_at_or_below(part: np.ndarray, at: np.ndarray, runs: _Runs) -> np.ndarray:
+def _run_at_or_below(part: np.ndarray, at: np.ndarray, runs: _SortedRuns) -> np.ndarray:
     """For each (``part``, ``at``), the index in ``runs`` of its partition's run with the greatest start at or
     below ``at``, or -1: one merge of the probes into the sorted runs, a run sorting before a probe at its start."""
     m, k = len(runs), len(part)
@@ -137,7 +137,7 @@ def _run_at_or_below(part: np.ndarray, at: np.ndarray, runs: _Runs) -> np.ndarra
     return np.where(ours, found, -1)
 
 
-def _answers(part: np.ndarray, committed: pa.Array, runs: _Runs) -> dict[str, pa.Array]:
+def _answers(part: np.ndarray, committed: pa.Array, runs: _SortedRuns) -> dict[str, pa.Array]:
     """The rule's translation of each committed offset, and the sync it used."""
     k = len(part)
     valid = np.asarray(pc.is_valid(committed), bool)
@@ -173,7 +173,7 @@ def _answers(part: np.ndarray, committed: pa.Array, runs: _Runs) -> dict[str, pa
     }
 
 
-def _partition_facts(part: np.ndarray, runs: _Runs) -> dict[str, pa.Array]:
+def _partition_facts(part: np.ndarray, runs: _SortedRuns) -> dict[str, pa.Array]:
     """Each row's partition's latest and oldest sync and its sync records (``sync_count``, 0 without runs)."""
     k = len(part)
     names = ("latest_sync_upstream", "latest_sync_downstream", "oldest_sync_upstream", "oldest_sync_downstream")

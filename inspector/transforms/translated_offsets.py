@@ -39,28 +39,34 @@ def translate(group_offsets: DataFrame, runs: DataFrame, numbers: DataFrame) -> 
     (``sync_upstream``/``sync_downstream``), the partition's oldest and latest sync (``oldest_sync_*``,
     ``latest_sync_*``) and the sync records of its mapping (``sync_count``). ``group_offsets`` needs
     (cluster_pair, topic, partition, committed_offset) and keeps all its columns.
+
+    A row travels to the rule without its partition's key, which the numbering gives back afterwards (a
+    broadcast lookup by ``_part``): the rows to and from Python stay narrow.
     """
-    carried = group_offsets.columns
-    rule = functools.partial(translation.translate_union, columns=carried)
+    carried = [c for c in group_offsets.columns if c not in SYNC_KEY]
+    rule = functools.partial(translation.translate_union, columns=[*carried, PART])
     ship_by_value(translation, columns)
-    schema = StructType([*group_offsets.schema.fields, *TRANSLATION_FIELDS])
-    return by_key(_probes_and_runs(group_offsets, runs, numbers), [PART], rule, schema)
+    fields = {f.name: f for f in [*group_offsets.schema.fields, *numbers.schema.fields]}
+    schema = StructType([*(fields[c] for c in carried), fields[PART], *TRANSLATION_FIELDS])
+    translated = by_key(_probes_and_runs(group_offsets, carried, runs, numbers), [PART], rule, schema)
+    keyed = translated.join(F.broadcast(numbers.select(*SYNC_KEY, PART)), on=PART, how="inner")
+    return keyed.select(*group_offsets.columns, *[f.name for f in TRANSLATION_FIELDS])
 
 
-def _probes_and_runs(group_offsets: DataFrame, runs: DataFrame, numbers: DataFrame) -> DataFrame:
-    """One frame of ``translation.translate_union``'s rows: each numbered group offset with its ``_part``, and
-    each run, told apart by ``IS_RUN``."""
+def _probes_and_runs(group_offsets: DataFrame, carried: list[str], runs: DataFrame, numbers: DataFrame) -> DataFrame:
+    """One frame of ``translation.translate_union``'s rows: each numbered group offset (its ``carried`` columns
+    and ``_part``), and each run, told apart by ``IS_RUN``."""
     types = {f.name: f.dataType for f in group_offsets.schema.fields}
     run_types = {f.name: f.dataType for f in runs.schema.fields}
     numbering = F.broadcast(numbers.select(*SYNC_KEY, PART))
     probes = group_offsets.join(numbering, on=SYNC_KEY, how="inner").select(
-        *[F.col(c) for c in group_offsets.columns],
+        *[F.col(c) for c in carried],
         F.col(PART),
         *[F.lit(None).cast(run_types[c]).alias(c) for c in RUN_COLUMNS if c != PART],
         F.lit(False).cast(BooleanType()).alias(IS_RUN),
     )
     run_rows = runs.select(
-        *[F.lit(None).cast(types[c]).alias(c) for c in group_offsets.columns],
+        *[F.lit(None).cast(types[c]).alias(c) for c in carried],
         *[F.col(c) for c in RUN_COLUMNS],
         F.lit(True).cast(BooleanType()).alias(IS_RUN),
     )

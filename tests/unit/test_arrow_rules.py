@@ -13,7 +13,7 @@ import pyarrow as pa
 from pyspark import cloudpickle
 
 from mm2ctl.core.kafka import codecs
-from mm2ctl.inspector.rules import columns, decoding, row_status
+from mm2ctl.inspector.rules import columns, decoding, row_status, translation
 from mm2ctl.inspector.schemas import JOINED_SCHEMA, KAFKA_RECORD_SCHEMA, arrow_schema
 from mm2ctl.inspector.spark.arrow_rules import Runner, batch_runner, partition_runner, ship_by_value
 from mm2ctl.inspector.transforms import classify
@@ -101,3 +101,25 @@ def test_the_record_decode_runs_where_mm2ctl_is_not_installed() -> None:
     remote = _run_without_mm2ctl(batch_runner(decoding.decode_offset_syncs_table), table)
     assert remote.to_pylist() == decoding.decode_offset_syncs_table(table).to_pylist()
     assert [r["malformed_reason"] for r in remote.to_pylist()] == [None, None, decoding.INVALID_UTF8, decoding.NULL_KEY]
+
+
+def test_the_translation_rule_runs_where_mm2ctl_is_not_installed() -> None:
+    carried = ["group", "committed_offset"]
+    probes = [{"group": g, "committed_offset": c, "_part": 1, "_run": False} for g, c in (("a", 5), ("b", 9))]
+    runs = [{"_part": 1, "_u0": 5, "_d0": 7, "_n": 2, "_records": 2, "_run": True}]
+    table = pa.Table.from_pylist(
+        [*probes, *runs],
+        schema=pa.schema(
+            [("group", pa.string()), ("committed_offset", pa.int64()), ("_part", pa.int32())]
+            + [(c, pa.int64()) for c in ("_u0", "_d0", "_n", "_records")]
+            + [("_run", pa.bool_())]
+        ),
+    )
+    rule = functools.partial(translation.translate_union, columns=carried)
+    ship_by_value(translation, columns)
+    remote = _run_without_mm2ctl(partition_runner(rule), table)
+    assert remote.to_pylist() == rule(table).to_pylist()
+    assert [(r["group"], r["translated_offset"], r["translation_method"]) for r in remote.to_pylist()] == [
+        ("a", 7, "offset_sync_exact"),
+        ("b", 9, "offset_sync_next"),
+    ]

@@ -17,7 +17,9 @@ import mm2ctl
 PACKAGE = Path(mm2ctl.__file__).parent
 
 #: Module names two layers share on purpose: name -> the two modules (each docstring names the other).
-SAME_CONCEPT: dict[str, tuple[str, ...]] = {}
+SAME_CONCEPT: dict[str, tuple[str, ...]] = {
+    "translation": ("mm2ctl.core.translation", "mm2ctl.inspector.rules.translation"),
+}
 
 
 def _module(path: Path) -> str:
