@@ -60,3 +60,12 @@ def spark() -> Iterator[object]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True)
+def _two_shuffle_partitions(request: pytest.FixtureRequest) -> None:
+    """Each test that uses the shared session starts with its two shuffle partitions: an inspection an earlier
+    test ran sizes them to its own rows (one, for a small lab), and with one Spark plans a shuffle as a single
+    partition, which a test of a plan's exchanges would not recognise."""
+    if "spark" in request.fixturenames:
+        request.getfixturevalue("spark").conf.set("spark.sql.shuffle.partitions", "2")
