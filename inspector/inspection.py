@@ -422,13 +422,7 @@ class Inspector:
         if self.options.exact:
             translated = self._with_exact(read, translated, progress, cached)
         joined = classify.join_target_state(translated, target_group_offsets=target_offsets, checkpoints=checkpoints)
-        admin = classify.AdminFacts.of(
-            source_partitions=inputs.source_partitions,
-            target_partitions=inputs.target_partitions,
-            mm2_positions=inputs.mm2_positions,
-            source_groups=inputs.source_groups,
-            target_groups=inputs.target_groups,
-        )
+        admin = inputs.admin_facts()
         classified = classify.classify(
             joined,
             admin=admin,

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mm2ctl.core.kafka.admin import TP
+from mm2ctl.inspector.transforms import classify
 
 #: A run classifies everything again once this share of the groups changed: merging the kept rows with the
 #: new ones then costs more than it saves.
@@ -69,6 +70,16 @@ class ClassifyInputs:
     source_groups: pa.Table
     target_groups: pa.Table
     mm2_positions: pa.Table
+
+    def admin_facts(self) -> classify.AdminFacts:
+        """The admin state the rows are looked up in (``inspector.transforms.classify.AdminFacts``)."""
+        return classify.AdminFacts.of(
+            source_partitions=self.source_partitions,
+            target_partitions=self.target_partitions,
+            mm2_positions=self.mm2_positions,
+            source_groups=self.source_groups,
+            target_groups=self.target_groups,
+        )
 
     def groups(self) -> set[str]:
         """The groups with a row."""

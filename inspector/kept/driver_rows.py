@@ -84,13 +84,7 @@ def classified(
     with_remote = admin_facts.with_remote_topics(inputs.group_offsets, inputs.source_partitions)
     translated = translation.translate_numbered(with_remote, runs, numbering)
     joined = join_target_state(translated, inputs.target_group_offsets, checkpoints)
-    admin = classify.AdminFacts.of(
-        source_partitions=inputs.source_partitions,
-        target_partitions=inputs.target_partitions,
-        mm2_positions=inputs.mm2_positions,
-        source_groups=inputs.source_groups,
-        target_groups=inputs.target_groups,
-    )
+    admin = inputs.admin_facts()
     settings = classify.settings(
         sync_group_offsets_enabled=pair.sync_group_offsets_enabled,
         offset_lag_max=pair.offset_lag_max,
