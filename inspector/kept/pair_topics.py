@@ -431,8 +431,10 @@ class PairTopics:
         """The kept syncs as a file holds them (a Spark job collects the runs); None when there are none, or
         the topic's snapshot lacks the ids that key a file."""
         key = state_key(SYNCS, self.pair, self._syncs_read)
-        held = self.held_runs is not None
-        if key is None or (self.runs is None and not held) or self.numbering is None or self._syncs_read is None:
+        if key is None or self.numbering is None or self._syncs_read is None:
+            return None
+        runs = _held_or_collected(self.held_runs, self.runs)
+        if runs is None:
             return None
         extra = {
             "numbering": [[t, p, n] for (t, p), n in sorted(self.numbering.parts.items())],
@@ -444,7 +446,6 @@ class PairTopics:
             "runs_at_full": self._runs_at_full,
         }
         read = self._syncs_read
-        runs = self.held_runs if self.held_runs is not None else to_arrow(self.runs)  # type: ignore[arg-type]
         return SavedState(key, str(read.topic_id), dict(read.bounds), runs, extra)
 
     def restore_syncs(self, spark: SparkSession, saved: SavedState, now: TopicSnapshot) -> None:
@@ -468,12 +469,13 @@ class PairTopics:
     def saved_checkpoints(self) -> SavedState | None:
         """The kept live checkpoints as a file holds them (a Spark job collects them); None as for syncs."""
         key = state_key(CHECKPOINTS, self.pair, self._checkpoints_read)
-        held = self.held_checkpoints
-        if key is None or (self.checkpoints is None and held is None) or self._checkpoints_read is None:
+        if key is None or self._checkpoints_read is None:
+            return None
+        table = _held_or_collected(self.held_checkpoints, self.checkpoints)
+        if table is None:
             return None
         read = self._checkpoints_read
         extra = {"malformed": dict(self._checkpoints_malformed)}
-        table = held if held is not None else to_arrow(self.checkpoints)  # type: ignore[arg-type]
         return SavedState(key, str(read.topic_id), dict(read.bounds), table, extra)
 
     def restore_checkpoints(self, spark: SparkSession, saved: SavedState, now: TopicSnapshot) -> None:
@@ -491,6 +493,13 @@ class PairTopics:
         """Drop everything kept (the session may go on without this pair)."""
         self._drop_syncs()
         self.refresh_checkpoints(None, {}, None)  # type: ignore[arg-type]
+
+
+def _held_or_collected(held: pa.Table | None, frame: DataFrame | None) -> pa.Table | None:
+    """What the driver holds, else the kept frame collected (a Spark job), else None."""
+    if held is not None:
+        return held
+    return None if frame is None else to_arrow(frame)
 
 
 def state_key(kind: str, pair: str, snapshot: TopicSnapshot | None) -> StateKey | None:
