@@ -34,6 +34,7 @@ from mm2ctl.inspector.driver_sizing import (
     driver_java_options_for,
     driver_memory_for,
     live_driver_environment,
+    live_python_memory,
     probe,
 )
 from mm2ctl.inspector.inspection import InspectOptions, Inspector, Preflight, preflight
@@ -132,6 +133,8 @@ def open_inspection(
     early = all_local(options.spark_checkpoints)
     queries = read_queries(options.spark_checkpoints) if early else ()
     listings = GroupListings() if live else None  # a live session's Java client, kept from its first read on
+    if live:
+        live_python_memory()  # before the session allocates what it keeps
     try:
         conf, state = _sized(
             config, checked, options, place, live=live, connect=connect, queries=queries, listings=listings

@@ -1,11 +1,28 @@
-"""The driver JVM's compilers and collector, chosen from the size of the inspection."""
+"""The driver JVM's compilers, collector and heap, and the live Python driver's allocator, chosen from the size
+of the inspection."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
+
+import pyarrow as pa
+import pytest
 
 from mm2ctl.core.config.mm2_config import load_mm2_config
-from mm2ctl.inspector.driver_sizing import SMALL_GROUPS, SMALL_TOPIC_RECORDS, Probe, probe
+from mm2ctl.inspector.driver_sizing import (
+    SMALL_GROUP_PARTITIONS,
+    SMALL_GROUPS,
+    SMALL_TOPIC_RECORDS,
+    Probe,
+    driver_java_options_for,
+    driver_memory_for,
+    live_python_memory,
+    probe,
+)
+from mm2ctl.inspector.reads.internal_topics import TopicSnapshot
+from mm2ctl.inspector.reads.run_reads import ClusterState
 
 
 def test_a_small_inspection_compiles_with_c1_only_on_the_serial_collector() -> None:
@@ -36,3 +53,37 @@ def test_a_live_driver_gets_two_malloc_arenas_unless_the_user_chose() -> None:
     chosen = {"MALLOC_ARENA_MAX": "8"}
     live_driver_environment(chosen)
     assert chosen == {"MALLOC_ARENA_MAX": "8"}
+
+
+def _state(group_partitions: int, sync_records: int) -> ClusterState:
+    """A cluster state with only what sizing reads: each pair's group partitions and its topics' spans."""
+    syncs = TopicSnapshot("a", "mm2-offset-syncs.b.internal", None, {0: (0, sync_records)})
+    checkpoints = TopicSnapshot("b", "a.checkpoints.internal", None, {0: (0, 10)})
+    state = SimpleNamespace(group_partitions=group_partitions)
+    pair = SimpleNamespace(state=state, syncs=syncs, checkpoints=checkpoints)
+    return cast(ClusterState, SimpleNamespace(pairs=[pair]))
+
+
+def test_a_small_live_session_s_heap_starts_small_and_gives_back_what_it_frees() -> None:
+    options = driver_java_options_for(_state(5_000, 50_000)).split()
+    assert options[:2] == ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+    assert {"-Xms32m", "-XX:MinHeapFreeRatio=10", "-XX:MaxHeapFreeRatio=25"} <= set(options)
+    assert driver_memory_for(_state(5_000, 50_000)) == f"{512 + (5_000 * 1_500 + 50_010 * 120) // 2**20}m"
+
+
+def test_a_large_live_session_keeps_the_throughput_collector_and_its_heap() -> None:
+    assert driver_java_options_for(_state(SMALL_GROUP_PARTITIONS + 1, 10)) == "-XX:+UseParallelGC"
+    assert driver_java_options_for(_state(10, SMALL_TOPIC_RECORDS + 1)) == "-XX:+UseParallelGC"
+
+
+def test_a_live_python_driver_takes_arrow_memory_from_the_system_allocator(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = pa.default_memory_pool()
+    try:
+        monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", "mimalloc")
+        live_python_memory()
+        assert pa.default_memory_pool().backend_name == before.backend_name  # the environment's choice stands
+        monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL")
+        live_python_memory()
+        assert pa.default_memory_pool().backend_name == "system"
+    finally:
+        pa.set_memory_pool(before)
