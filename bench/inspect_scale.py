@@ -51,8 +51,7 @@ from mm2ctl.core.config.mm2_config import MM2Config, PairConfig, load_mm2_config
 from mm2ctl.core.kafka.admin import KafkaAdmin
 from mm2ctl.core.kafka.codecs import encode_checkpoint_key, encode_checkpoint_value, encode_offset_sync_key
 from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
-from mm2ctl.inspector.kept.pair_topics import tasks_for
-from mm2ctl.inspector.reads.kafka_read import read_topic
+from mm2ctl.inspector.reads.kafka_read import read_topic, tasks_for
 from mm2ctl.inspector.reads.pair_admin import collect_pair_state
 from mm2ctl.inspector.selection import Selection
 from mm2ctl.inspector.spark.session import build_session

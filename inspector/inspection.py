@@ -41,11 +41,12 @@ from mm2ctl.inspector import exact, schemas
 from mm2ctl.inspector.kept import driver_rows
 from mm2ctl.inspector.kept.changed_groups import ClassifyInputs, changed_groups, worth_merging
 from mm2ctl.inspector.kept.kept_rows import KeptRows, group_keys
-from mm2ctl.inspector.kept.pair_topics import Numbering, PairTopics, tasks_for
+from mm2ctl.inspector.kept.pair_topics import Numbering, PairTopics
 from mm2ctl.inspector.kept.saved_topics import SavedTopics
 from mm2ctl.inspector.output.inspection_result import ORDER, PARTITION_ORDER, InspectionResult, TopicNote, summarize
 from mm2ctl.inspector.reads import flow_notes
 from mm2ctl.inspector.reads.internal_topics import TopicSnapshot, Unreadable
+from mm2ctl.inspector.reads.kafka_read import tasks_for
 from mm2ctl.inspector.reads.pair_admin import reach_clusters
 from mm2ctl.inspector.reads.run_reads import ClusterState, PairRead, read_cluster_state, select_pairs
 from mm2ctl.inspector.reads.spark_query_rows import read_queries

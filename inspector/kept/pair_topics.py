@@ -5,7 +5,7 @@ state (``inspector.reads.internal_topics``), and decodes it into the frames the 
 
 * the offset syncs into each source partition's current mapping, as runs of syncs (``inspector.transforms.sync_runs``),
   with each partition's newest record (replication health's ``newest_sync_*``) and the malformed records;
-* the checkpoints into the live checkpoint of each key (``inspector.transforms.live_checkpoints``).
+* the checkpoints into the live checkpoint of each key (``inspector.kept.kept_checkpoints``).
 
 A live session keeps these frames (Spark's local checkpoints: materialized once, with no lineage back to the
 reads, so a long-lived session's plans do not grow) and each later run reads only the records past the
@@ -19,7 +19,6 @@ found (the topic's cleaner may have compacted what the session still keeps).
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,17 +31,16 @@ from mm2ctl.core.kafka.admin import TP
 from mm2ctl.core.progress import Progress
 from mm2ctl.inspector import schemas
 from mm2ctl.inspector.kept.changed_groups import TopicChanges
-from mm2ctl.inspector.kept.topic_cache import CHECKPOINTS, SYNCS, SavedState, StateKey
+from mm2ctl.inspector.kept.kept_checkpoints import HELD_MAX_ROWS, KeptCheckpoints, held_or_collected, records_in
+from mm2ctl.inspector.kept.topic_cache import SYNCS, SavedState, state_key
 from mm2ctl.inspector.reads import kafka_read
 from mm2ctl.inspector.reads.internal_topics import ReadPlan, TopicSnapshot, plan_read
-from mm2ctl.inspector.reads.kafka_read import read_ranges
-from mm2ctl.inspector.rules import checkpoint_fold, decoding, sync_fold
+from mm2ctl.inspector.reads.kafka_read import read_ranges, tasks_for
+from mm2ctl.inspector.rules import decoding, sync_fold
 from mm2ctl.inspector.spark.compat import frame_from_arrow, to_arrow
 from mm2ctl.inspector.spark.frames import release
-from mm2ctl.inspector.transforms import decode, live_checkpoints, sync_runs
+from mm2ctl.inspector.transforms import decode, sync_runs
 
-#: Records per Spark task of a full read, and the same rows per shuffle partition of the records' sort.
-RECORDS_PER_TASK = 500_000
 #: Kept runs may grow to this many times what the last full read found (plus ``RUNS_SLACK``) before the topic
 #: is read in full again.
 RUNS_GROWTH = 2
@@ -52,19 +50,6 @@ RUNS_SCHEMA = StructType(
     [StructField(sync_runs.PART, IntegerType())]
     + [StructField(c, LongType()) for c in (sync_runs.U0, sync_runs.D0, sync_runs.N, sync_runs.RECORDS)]
 )
-#: A live session holds a pair's runs and live checkpoints on its driver, as Arrow, while each has at most this
-#: many rows: a cycle's few new records then fold in there, and its changed groups classify there, with no
-#: Spark job (``inspector.kept.driver_rows``).
-HELD_MAX_ROWS = 250_000
-
-
-def _records_in(plan: ReadPlan) -> int:
-    return sum(end - start for start, end in plan.ranges.values())
-
-
-def tasks_for(records: int, *, per_task: int = RECORDS_PER_TASK) -> int:
-    """Spark tasks for ``records`` rows: one per ``per_task``, at most four per core, at least one."""
-    return max(1, min(4 * (os.cpu_count() or 2), -(-records // per_task)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,21 +98,26 @@ class PairTopics:
         #: ``sync_runs.RUN_COLUMNS``, a local checkpoint; None before the first read or when unreadable.
         self.runs: DataFrame | None = None
         self.newest: dict[TP, NewestSync] = {}
-        self.checkpoints: DataFrame | None = None  # schemas.CHECKPOINTS_SCHEMA, a local checkpoint
         self._syncs_read: TopicSnapshot | None = None
-        self._checkpoints_read: TopicSnapshot | None = None
         self._syncs_malformed: Counter[str] = Counter()
-        self._checkpoints_malformed: Counter[str] = Counter()
         self._runs_at_full = 0
         self._runs = 0
         #: What changed since the session's rows were last classified (``inspector.kept.changed_groups``).
         self.changes = TopicChanges()
-        #: Whether to hold the runs and live checkpoints on the driver (a live session's), while small.
-        self.hold = False
-        #: The runs (``sync_fold.RUNS_SCHEMA``) and live checkpoints (``schemas.CHECKPOINTS_SCHEMA``) held on the
-        #: driver; when one is held, its frame above is made from it, and only when a Spark job needs it.
+        self._hold = False
+        #: The runs (``sync_fold.RUNS_SCHEMA``) held on the driver; when held, the frame above is made from them,
+        #: and only when a Spark job needs it.
         self.held_runs: pa.Table | None = None
-        self.held_checkpoints: pa.Table | None = None
+        self.live_checkpoints = KeptCheckpoints(pair, self.changes)
+
+    @property
+    def hold(self) -> bool:
+        """Whether to hold the runs and live checkpoints on the driver (a live session's), while small."""
+        return self._hold
+
+    @hold.setter
+    def hold(self, value: bool) -> None:
+        self._hold = self.live_checkpoints.hold = value
 
     # --- offset syncs ---
 
@@ -225,7 +215,7 @@ class PairTopics:
         self, spark: SparkSession, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan, say: Progress
     ) -> str | None:
         """Fold the records past the kept snapshot into the kept runs; or why the topic must be read in full."""
-        if self.held_runs is not None and _records_in(plan) <= kafka_read.DRIVER_READ_MAX_OFFSETS:
+        if self.held_runs is not None and records_in(plan) <= kafka_read.DRIVER_READ_MAX_OFFSETS:
             return self._fold_in_syncs_on_driver(spark, settings, now, plan, say)
         records = self._decoded_syncs(spark, settings, now, plan).cache()
         try:
@@ -306,90 +296,16 @@ class PairTopics:
         self._runs = self._runs_at_full = 0
         self.changes.all()
 
-    # --- checkpoints ---
+    # --- checkpoints (``inspector.kept.kept_checkpoints``) ---
 
     def refresh_checkpoints(
         self, spark: SparkSession, settings: Mapping[str, str], now: TopicSnapshot | None
     ) -> str | None:
-        """Bring the kept live checkpoints to ``now`` (None: unreadable, none kept); why it was read in full
-        again, if it was."""
-        if now is None:
-            if self.checkpoints is not None:
-                release(self.checkpoints)
-            self.checkpoints, self._checkpoints_read, self._checkpoints_malformed = None, None, Counter()
-            self.held_checkpoints = None
-            self.changes.all()
-            return None
-        plan = plan_read(self._checkpoints_read, now)
-        kept = self.checkpoints is not None or self.held_checkpoints is not None
-        if plan.empty and kept:
-            self._checkpoints_read = now
-            return None
-        if (
-            kept
-            and not plan.full
-            and self.held_checkpoints is not None
-            and _records_in(plan) <= kafka_read.DRIVER_READ_MAX_OFFSETS
-        ):
-            self._fold_in_checkpoints_on_driver(settings, now, plan)
-            return None
-        if self.held_checkpoints is not None and self.checkpoints is None:
-            self.checkpoints = self._held_checkpoints_frame(spark)
-        raw = read_ranges(
-            spark,
-            settings,
-            now.topic,
-            plan.ranges,
-            cluster_pair=self.pair,
-            min_partitions=tasks_for(sum(e - s for s, e in plan.ranges.values())),
-        )
-        decoded = decode.decode_checkpoints(raw).cache()
-        try:
-            facts = live_checkpoints.read_facts(decoded).collect()
-            if plan.full or self.checkpoints is None:
-                self._checkpoints_malformed = Counter()
-                live = live_checkpoints.live_checkpoints(decoded)
-                self.changes.all()
-            else:
-                live = live_checkpoints.merged_checkpoints(self.checkpoints, decoded)
-                self.changes.groups.update(g for r in facts if r["malformed_reason"] is None for g in r["groups"])
-            malformed = [r for r in facts if r["malformed_reason"] is not None]
-            self._checkpoints_malformed.update({r["malformed_reason"]: r["records"] for r in malformed})
-            previous, self.checkpoints = self.checkpoints, live.localCheckpoint(eager=True)
-            if previous is not None:
-                release(previous)
-            self.held_checkpoints = None
-            if self.hold:
-                held = to_arrow(self.checkpoints)
-                self.held_checkpoints = held if held.num_rows <= HELD_MAX_ROWS else None
-        finally:
-            release(decoded)
-        self._checkpoints_read = now
-        return plan.reason if plan.full else None
-
-    def _fold_in_checkpoints_on_driver(self, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan) -> None:
-        """The records past the kept snapshot folded into the held live checkpoints: a live cycle's few new
-        records, read through librdkafka and folded in Arrow (``inspector.rules.checkpoint_fold``)."""
-        assert self.held_checkpoints is not None
-        raw = kafka_read.read_on_driver(settings, now.topic, plan.ranges, cluster_pair=self.pair)
-        folded = checkpoint_fold.fold_checkpoints(self.held_checkpoints, decoding.decode_checkpoints_table(raw))
-        self.changes.groups.update(folded.groups)
-        self._checkpoints_malformed.update(folded.malformed)
-        if self.checkpoints is not None:
-            release(self.checkpoints)
-        self.checkpoints, self.held_checkpoints = None, folded.live
-        self._checkpoints_read = now
-
-    def _held_checkpoints_frame(self, spark: SparkSession) -> DataFrame:
-        assert self.held_checkpoints is not None
-        return frame_from_arrow(spark, self.held_checkpoints, schemas.CHECKPOINTS_SCHEMA)
+        """``KeptCheckpoints.refresh``."""
+        return self.live_checkpoints.refresh(spark, settings, now)
 
     def empty_checkpoints(self, spark: SparkSession) -> DataFrame:
-        if self.checkpoints is None and self.held_checkpoints is not None:
-            self.checkpoints = self._held_checkpoints_frame(spark)
-        return (
-            self.checkpoints if self.checkpoints is not None else spark.createDataFrame([], schemas.CHECKPOINTS_SCHEMA)
-        )
+        return self.live_checkpoints.frame_or_empty(spark)
 
     def empty_runs(self, spark: SparkSession) -> DataFrame:
         if self.runs is None and self.held_runs is not None:
@@ -401,11 +317,9 @@ class PairTopics:
     def held_state(self, partitions: Iterable[TP]) -> tuple[pa.Table, pa.Table, pa.Table] | None:
         """The numbering, runs and live checkpoints as the driver holds them (an unreadable topic holds none:
         empty); None when Spark holds either. ``partitions`` number the rows when no syncs were read."""
-        runs, checkpoints = self.held_runs, self.held_checkpoints
+        runs, checkpoints = self.held_runs, self.live_checkpoints.held_or_empty()
         if runs is None and self.runs is None and self.numbering is None:
             runs = sync_fold.RUNS_SCHEMA.empty_table()
-        if checkpoints is None and self.checkpoints is None and self._checkpoints_read is None:
-            checkpoints = schemas.arrow_schema(schemas.CHECKPOINTS_SCHEMA).empty_table()
         if runs is None or checkpoints is None:
             return None
         numbering = self.numbering or Numbering.of(partitions)
@@ -413,7 +327,7 @@ class PairTopics:
 
     def malformed(self) -> tuple[Mapping[str, int], Mapping[str, int]]:
         """The malformed records skipped, per reason, in the kept offset syncs and checkpoints."""
-        return dict(self._syncs_malformed), dict(self._checkpoints_malformed)
+        return dict(self._syncs_malformed), self.live_checkpoints.malformed
 
     # --- saved between processes (``inspector.kept.topic_cache``) ---
 
@@ -425,7 +339,7 @@ class PairTopics:
     @property
     def checkpoints_read(self) -> TopicSnapshot | None:
         """The snapshot the kept checkpoints were read up to."""
-        return self._checkpoints_read
+        return self.live_checkpoints.read
 
     def saved_syncs(self) -> SavedState | None:
         """The kept syncs as a file holds them (a Spark job collects the runs); None when there are none, or
@@ -433,7 +347,7 @@ class PairTopics:
         key = state_key(SYNCS, self.pair, self._syncs_read)
         if key is None or self.numbering is None or self._syncs_read is None:
             return None
-        runs = _held_or_collected(self.held_runs, self.runs)
+        runs = held_or_collected(self.held_runs, self.runs)
         if runs is None:
             return None
         extra = {
@@ -467,43 +381,12 @@ class PairTopics:
         self.changes.all()
 
     def saved_checkpoints(self) -> SavedState | None:
-        """The kept live checkpoints as a file holds them (a Spark job collects them); None as for syncs."""
-        key = state_key(CHECKPOINTS, self.pair, self._checkpoints_read)
-        if key is None or self._checkpoints_read is None:
-            return None
-        table = _held_or_collected(self.held_checkpoints, self.checkpoints)
-        if table is None:
-            return None
-        read = self._checkpoints_read
-        extra = {"malformed": dict(self._checkpoints_malformed)}
-        return SavedState(key, str(read.topic_id), dict(read.bounds), table, extra)
+        return self.live_checkpoints.saved()
 
     def restore_checkpoints(self, spark: SparkSession, saved: SavedState, now: TopicSnapshot) -> None:
-        """Keep ``saved`` as if this session had read it (``refresh_checkpoints`` reads past it)."""
-        if self.checkpoints is not None:
-            release(self.checkpoints)
-        table = saved.table
-        self.checkpoints = frame_from_arrow(spark, table, schemas.CHECKPOINTS_SCHEMA).localCheckpoint(eager=False)
-        self.held_checkpoints = table if self._holds(table.num_rows) else None
-        self._checkpoints_malformed = Counter({str(r): int(n) for r, n in saved.extra["malformed"].items()})
-        self._checkpoints_read = TopicSnapshot(now.cluster, now.topic, saved.topic_id, saved.bounds, now.cluster_id)
-        self.changes.all()
+        self.live_checkpoints.restore(spark, saved, now)
 
     def release(self) -> None:
         """Drop everything kept (the session may go on without this pair)."""
         self._drop_syncs()
-        self.refresh_checkpoints(None, {}, None)  # type: ignore[arg-type]
-
-
-def _held_or_collected(held: pa.Table | None, frame: DataFrame | None) -> pa.Table | None:
-    """What the driver holds, else the kept frame collected (a Spark job), else None."""
-    if held is not None:
-        return held
-    return None if frame is None else to_arrow(frame)
-
-
-def state_key(kind: str, pair: str, snapshot: TopicSnapshot | None) -> StateKey | None:
-    """The file a pair's decoding of an internal topic is saved in; None without the ids that key it."""
-    if snapshot is None or snapshot.cluster_id is None or snapshot.topic_id is None:
-        return None
-    return StateKey(kind, pair, snapshot.cluster_id, snapshot.topic)
+        self.live_checkpoints.drop()

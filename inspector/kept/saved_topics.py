@@ -15,8 +15,8 @@ from concurrent.futures import Executor, Future
 from pyspark.sql import SparkSession
 
 from mm2ctl.inspector.kept import topic_cache
-from mm2ctl.inspector.kept.pair_topics import PairTopics, state_key
-from mm2ctl.inspector.kept.topic_cache import CHECKPOINTS, SYNCS, SavedState, Unusable
+from mm2ctl.inspector.kept.pair_topics import PairTopics
+from mm2ctl.inspector.kept.topic_cache import CHECKPOINTS, SYNCS, SavedState, Unusable, state_key
 from mm2ctl.inspector.output.inspection_result import TopicNote
 from mm2ctl.inspector.reads.internal_topics import TopicSnapshot
 

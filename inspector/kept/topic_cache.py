@@ -33,10 +33,13 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
+
+if TYPE_CHECKING:
+    from mm2ctl.inspector.reads.internal_topics import TopicSnapshot
 
 from mm2ctl.core.atomic_file import replaced
 from mm2ctl.core.java.maven import cache_root
@@ -188,3 +191,10 @@ def _version() -> str:
     from mm2ctl import __version__
 
     return str(__version__)
+
+
+def state_key(kind: str, pair: str, snapshot: TopicSnapshot | None) -> StateKey | None:
+    """The file a pair's decoding of an internal topic is saved in; None without the ids that key it."""
+    if snapshot is None or snapshot.cluster_id is None or snapshot.topic_id is None:
+        return None
+    return StateKey(kind, pair, snapshot.cluster_id, snapshot.topic)

@@ -23,6 +23,7 @@ records are skipped, as ``read_committed`` has the source skip them.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
@@ -38,11 +39,18 @@ from mm2ctl.inspector.spark.compat import frame_from_arrow
 #: through librdkafka rather than by Spark's Kafka source: 50,000 offset syncs or checkpoints are a few MiB,
 #: read in well under a second on one consumer.
 DRIVER_READ_MAX_OFFSETS = 50_000
+#: Records per Spark task of a full read, and the same rows per shuffle partition of the records' sort.
+RECORDS_PER_TASK = 500_000
 
 #: Java client settings Spark's Kafka source may be given (``kafka.``-prefixed); everything else a client
 #: config holds (deserializers, group ids, offsets reset) is Spark's to set and it refuses them.
 _PASSED_PREFIXES = ("security.", "ssl.", "sasl.")
 _PASSED_KEYS = frozenset({"bootstrap.servers", "client.dns.lookup", "request.timeout.ms", "client.id"})
+
+
+def tasks_for(records: int, *, per_task: int = RECORDS_PER_TASK) -> int:
+    """Spark tasks for ``records`` rows: one per ``per_task``, at most four per core, at least one."""
+    return max(1, min(4 * (os.cpu_count() or 2), -(-records // per_task)))
 
 
 def kafka_options(java_client_settings: Mapping[str, str]) -> dict[str, str]:

@@ -1,0 +1,186 @@
+"""What an inspection keeps of one pair's checkpoints topic between runs: the live checkpoint of each key.
+
+A run reads the topic once, up to its snapshot (``inspector.reads.internal_topics``), and keeps the newest
+record of each (group, topic, partition) (``inspector.transforms.live_checkpoints``) as a Spark local
+checkpoint. A live session holds them on its driver too, as Arrow, while small (``held``): a later run's few new
+records are then read through librdkafka and folded in there (``inspector.rules.checkpoint_fold``), with no
+Spark job. Larger deltas are folded in Spark; a topic that changed under the session is read in full again.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from mm2ctl.inspector import schemas
+from mm2ctl.inspector.kept.changed_groups import TopicChanges
+from mm2ctl.inspector.kept.topic_cache import CHECKPOINTS, SavedState, state_key
+from mm2ctl.inspector.reads import kafka_read
+from mm2ctl.inspector.reads.internal_topics import ReadPlan, TopicSnapshot, plan_read
+from mm2ctl.inspector.reads.kafka_read import read_ranges, tasks_for
+from mm2ctl.inspector.rules import checkpoint_fold, decoding
+from mm2ctl.inspector.spark.compat import frame_from_arrow, to_arrow
+from mm2ctl.inspector.spark.frames import release
+from mm2ctl.inspector.transforms import decode, live_checkpoints
+
+#: A live session holds a pair's runs and live checkpoints on its driver, as Arrow, while each has at most this
+#: many rows: a cycle's few new records then fold in there, and its changed groups classify there, with no
+#: Spark job (``inspector.kept.driver_rows``).
+HELD_MAX_ROWS = 250_000
+
+
+def records_in(plan: ReadPlan) -> int:
+    """The offsets ``plan`` reads."""
+    return sum(end - start for start, end in plan.ranges.values())
+
+
+def held_or_collected(held: pa.Table | None, frame: DataFrame | None) -> pa.Table | None:
+    """What the driver holds, else the kept frame collected (a Spark job), else None."""
+    if held is not None:
+        return held
+    return None if frame is None else to_arrow(frame)
+
+
+class KeptCheckpoints:
+    """One pair's live checkpoints, kept between the runs of a session (module docstring). ``changes`` is the
+    pair's record of what changed since its rows were last classified, shared with its offset syncs."""
+
+    def __init__(self, pair: str, changes: TopicChanges) -> None:
+        self.pair = pair
+        self.changes = changes
+        #: ``schemas.CHECKPOINTS_SCHEMA``, a local checkpoint; None when held only, unread or unreadable.
+        self.frame: DataFrame | None = None
+        #: The same rows held on the driver (a live session's, while small); the frame is made from them only
+        #: when a Spark job needs it.
+        self.held: pa.Table | None = None
+        #: Whether to hold them on the driver.
+        self.hold = False
+        self._read: TopicSnapshot | None = None
+        self._malformed: Counter[str] = Counter()
+
+    @property
+    def read(self) -> TopicSnapshot | None:
+        """The snapshot the kept checkpoints were read up to."""
+        return self._read
+
+    @property
+    def malformed(self) -> Mapping[str, int]:
+        """The malformed records skipped, per reason."""
+        return dict(self._malformed)
+
+    def refresh(self, spark: SparkSession, settings: Mapping[str, str], now: TopicSnapshot | None) -> str | None:
+        """Bring the kept live checkpoints to ``now`` (None: unreadable, none kept); why it was read in full
+        again, if it was."""
+        if now is None:
+            self.drop()
+            return None
+        plan = plan_read(self._read, now)
+        kept = self.frame is not None or self.held is not None
+        if plan.empty and kept:
+            self._read = now
+            return None
+        if kept and not plan.full and self.held is not None and records_in(plan) <= kafka_read.DRIVER_READ_MAX_OFFSETS:
+            self._fold_on_driver(settings, now, plan)
+            return None
+        self._fold_in_spark(spark, settings, now, plan)
+        self._read = now
+        return plan.reason if plan.full else None
+
+    def _fold_in_spark(
+        self, spark: SparkSession, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan
+    ) -> None:
+        """Read ``plan``'s records with Spark and fold them into the kept frame (or keep them, read in full)."""
+        if self.held is not None and self.frame is None:
+            self.frame = self._held_frame(spark)
+        raw = read_ranges(
+            spark,
+            settings,
+            now.topic,
+            plan.ranges,
+            cluster_pair=self.pair,
+            min_partitions=tasks_for(records_in(plan)),
+        )
+        decoded = decode.decode_checkpoints(raw).cache()
+        try:
+            facts = live_checkpoints.read_facts(decoded).collect()
+            if plan.full or self.frame is None:
+                self._malformed = Counter()
+                live = live_checkpoints.live_checkpoints(decoded)
+                self.changes.all()
+            else:
+                live = live_checkpoints.merged_checkpoints(self.frame, decoded)
+                self.changes.groups.update(g for r in facts if r["malformed_reason"] is None for g in r["groups"])
+            malformed = [r for r in facts if r["malformed_reason"] is not None]
+            self._malformed.update({r["malformed_reason"]: r["records"] for r in malformed})
+            previous, self.frame = self.frame, live.localCheckpoint(eager=True)
+            if previous is not None:
+                release(previous)
+            self.held = None
+            if self.hold:
+                held = to_arrow(self.frame)
+                self.held = held if held.num_rows <= HELD_MAX_ROWS else None
+        finally:
+            release(decoded)
+
+    def _fold_on_driver(self, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan) -> None:
+        """The records past the kept snapshot folded into the held live checkpoints: a live cycle's few new
+        records, read through librdkafka and folded in Arrow (``inspector.rules.checkpoint_fold``)."""
+        assert self.held is not None
+        raw = kafka_read.read_on_driver(settings, now.topic, plan.ranges, cluster_pair=self.pair)
+        folded = checkpoint_fold.fold_checkpoints(self.held, decoding.decode_checkpoints_table(raw))
+        self.changes.groups.update(folded.groups)
+        self._malformed.update(folded.malformed)
+        if self.frame is not None:
+            release(self.frame)
+        self.frame, self.held = None, folded.live
+        self._read = now
+
+    def _held_frame(self, spark: SparkSession) -> DataFrame:
+        assert self.held is not None
+        return frame_from_arrow(spark, self.held, schemas.CHECKPOINTS_SCHEMA)
+
+    def frame_or_empty(self, spark: SparkSession) -> DataFrame:
+        """The kept live checkpoints as a frame (made from the held ones if need be), or an empty one."""
+        if self.frame is None and self.held is not None:
+            self.frame = self._held_frame(spark)
+        return self.frame if self.frame is not None else spark.createDataFrame([], schemas.CHECKPOINTS_SCHEMA)
+
+    def held_or_empty(self) -> pa.Table | None:
+        """The live checkpoints as the driver holds them (empty when the topic was never read); None when Spark
+        holds them."""
+        if self.held is None and self.frame is None and self._read is None:
+            return schemas.arrow_schema(schemas.CHECKPOINTS_SCHEMA).empty_table()
+        return self.held
+
+    def saved(self) -> SavedState | None:
+        """The kept live checkpoints as a file holds them (a Spark job collects them unless held); None when
+        there are none, or the topic's snapshot lacks the ids that key a file."""
+        key = state_key(CHECKPOINTS, self.pair, self._read)
+        if key is None or self._read is None:
+            return None
+        table = held_or_collected(self.held, self.frame)
+        if table is None:
+            return None
+        read = self._read
+        return SavedState(key, str(read.topic_id), dict(read.bounds), table, {"malformed": dict(self._malformed)})
+
+    def restore(self, spark: SparkSession, saved: SavedState, now: TopicSnapshot) -> None:
+        """Keep ``saved`` as if this session had read it (``refresh`` reads past it)."""
+        if self.frame is not None:
+            release(self.frame)
+        table = saved.table
+        self.frame = frame_from_arrow(spark, table, schemas.CHECKPOINTS_SCHEMA).localCheckpoint(eager=False)
+        self.held = table if self.hold and table.num_rows <= HELD_MAX_ROWS else None
+        self._malformed = Counter({str(r): int(n) for r, n in saved.extra["malformed"].items()})
+        self._read = TopicSnapshot(now.cluster, now.topic, saved.topic_id, saved.bounds, now.cluster_id)
+        self.changes.all()
+
+    def drop(self) -> None:
+        """Keep nothing (the topic cannot be read, or the session goes on without this pair)."""
+        if self.frame is not None:
+            release(self.frame)
+        self.frame, self.held, self._read, self._malformed = None, None, None, Counter()
+        self.changes.all()
