@@ -16,7 +16,7 @@ A small live session holds its state on the Python driver and runs no Spark job 
 therefore starts small and gives back what a collection leaves free beyond a quarter (``_SHRINKING_HEAP``);
 the JVM's default starts it at a 64th of the machine's memory, all of it soon touched. The Python driver of a
 live session allocates Arrow memory from the system allocator (``live_python_memory``): Arrow's default,
-mimalloc, keeps the pages a run freed, some 75 MiB after a few runs at 5,000 group partitions.
+mimalloc, keeps the pages a run freed: 30 to 75 MiB more after a few runs at 5,000 group partitions.
 """
 
 from __future__ import annotations
