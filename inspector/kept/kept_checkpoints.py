@@ -32,11 +32,6 @@ from mm2ctl.inspector.transforms import decode, live_checkpoints
 HELD_MAX_ROWS = 250_000
 
 
-def records_in(plan: ReadPlan) -> int:
-    """The offsets ``plan`` reads."""
-    return sum(end - start for start, end in plan.ranges.values())
-
-
 def held_or_collected(held: pa.Table | None, frame: DataFrame | None) -> pa.Table | None:
     """What the driver holds, else the kept frame collected (a Spark job), else None."""
     if held is not None:
@@ -82,7 +77,7 @@ class KeptCheckpoints:
         if plan.empty and kept:
             self._read = now
             return None
-        if kept and not plan.full and self.held is not None and records_in(plan) <= kafka_read.DRIVER_READ_MAX_OFFSETS:
+        if kept and not plan.full and self.held is not None and plan.offsets <= kafka_read.DRIVER_READ_MAX_OFFSETS:
             self._fold_on_driver(settings, now, plan)
             return None
         self._fold_in_spark(spark, settings, now, plan)
@@ -101,7 +96,7 @@ class KeptCheckpoints:
             now.topic,
             plan.ranges,
             cluster_pair=self.pair,
-            min_partitions=tasks_for(records_in(plan)),
+            min_partitions=tasks_for(plan.offsets),
         )
         decoded = decode.decode_checkpoints(raw).cache()
         try:

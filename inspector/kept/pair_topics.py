@@ -31,7 +31,7 @@ from mm2ctl.core.kafka.admin import TP
 from mm2ctl.core.progress import Progress
 from mm2ctl.inspector import schemas
 from mm2ctl.inspector.kept.changed_groups import TopicChanges
-from mm2ctl.inspector.kept.kept_checkpoints import HELD_MAX_ROWS, KeptCheckpoints, held_or_collected, records_in
+from mm2ctl.inspector.kept.kept_checkpoints import HELD_MAX_ROWS, KeptCheckpoints, held_or_collected
 from mm2ctl.inspector.kept.topic_cache import SYNCS, SavedState, state_key
 from mm2ctl.inspector.reads import kafka_read
 from mm2ctl.inspector.reads.internal_topics import ReadPlan, TopicSnapshot, plan_read
@@ -165,7 +165,7 @@ class PairTopics:
             now.topic,
             plan.ranges,
             cluster_pair=self.pair,
-            min_partitions=tasks_for(sum(e - s for s, e in plan.ranges.values())),
+            min_partitions=tasks_for(plan.offsets),
         )
         known = frame_from_arrow(spark, self.numbering.table(self.pair), schemas.PARTITION_NUMBERS_SCHEMA)
         return sync_runs.records(decode.decode_offset_syncs(raw, known=known))
@@ -215,7 +215,7 @@ class PairTopics:
         self, spark: SparkSession, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan, say: Progress
     ) -> str | None:
         """Fold the records past the kept snapshot into the kept runs; or why the topic must be read in full."""
-        if self.held_runs is not None and records_in(plan) <= kafka_read.DRIVER_READ_MAX_OFFSETS:
+        if self.held_runs is not None and plan.offsets <= kafka_read.DRIVER_READ_MAX_OFFSETS:
             return self._fold_in_syncs_on_driver(spark, settings, now, plan, say)
         records = self._decoded_syncs(spark, settings, now, plan).cache()
         try:

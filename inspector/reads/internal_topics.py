@@ -95,9 +95,14 @@ class ReadPlan:
     def empty(self) -> bool:
         return all(start >= end for start, end in self.ranges.values())
 
+    @property
+    def offsets(self) -> int:
+        """The offsets it reads (records, markers and gaps)."""
+        return sum(max(0, end - start) for start, end in self.ranges.values())
+
     def describe(self, topic: str) -> str:
         """One line for the run's progress: how many records of ``topic`` it reads, and from where."""
-        records = sum(max(0, end - start) for start, end in self.ranges.values())
+        records = self.offsets
         where = "in full" if self.full else "past the kept ones"
         spans = ", ".join(f"{p}: [{start}, {end})" for p, (start, end) in sorted(self.ranges.items())[:4])
         more = f", … {len(self.ranges) - 4} more partition(s)" if len(self.ranges) > 4 else ""
