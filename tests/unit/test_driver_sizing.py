@@ -67,7 +67,7 @@ def _state(group_partitions: int, sync_records: int) -> ClusterState:
 def test_a_small_live_session_s_heap_starts_small_and_gives_back_what_it_frees() -> None:
     options = driver_java_options_for(_state(5_000, 50_000)).split()
     assert options[:2] == ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
-    assert {"-Xms32m", "-XX:MinHeapFreeRatio=10", "-XX:MaxHeapFreeRatio=25"} <= set(options)
+    assert {"-Xms64m", "-XX:MaxHeapFreeRatio=40"} <= set(options)
     assert driver_memory_for(_state(5_000, 50_000)) == f"{512 + (5_000 * 1_500 + 50_010 * 120) // 2**20}m"
 
 
