@@ -16,9 +16,11 @@ A small live session holds its state on the Python driver and runs no Spark job 
 therefore starts small and gives back what a full collection leaves free beyond 40 % (``_SHRINKING_HEAP``); the
 JVM's default starts it at a 64th of the machine's memory, all of it soon touched. A heap kept tighter (at most
 25 % free, growing only below 10 % free) saved 10 MiB more and cost a second of full collections in the first
-run, where Spark's planning allocates most. The Python driver of a
-live session allocates Arrow memory from the system allocator (``live_python_memory``): Arrow's default,
-mimalloc, keeps the pages a run freed: 30 to 75 MiB more after a few runs at 5,000 group partitions.
+run, where Spark's planning allocates most.
+
+The Python driver of a live session allocates Arrow memory from the system allocator
+(``live_python_memory``): Arrow's default, mimalloc, keeps the pages a run freed, 30 to 75 MiB more after a few
+runs at 5,000 group partitions.
 """
 
 from __future__ import annotations

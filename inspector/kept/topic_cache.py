@@ -38,11 +38,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-if TYPE_CHECKING:
-    from mm2ctl.inspector.reads.internal_topics import TopicSnapshot
-
 from mm2ctl.core.atomic_file import replaced
 from mm2ctl.core.java.maven import cache_root
+
+if TYPE_CHECKING:
+    from mm2ctl.inspector.reads.internal_topics import TopicSnapshot
 
 #: Bumped whenever what a file holds changes meaning; a file of another format is read in full again.
 FORMAT = 1
