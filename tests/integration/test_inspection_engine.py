@@ -458,12 +458,14 @@ def _kept_blocks(spark: Any) -> int:
 
 @pytest.mark.extended
 def test_many_runs_keep_threads_and_cached_state_bounded(spark: Any, setup: Setup) -> None:
-    """Twelve runs in one live session while MM2 mirrors a trickle of new records: after each run, what the
-    session holds in Spark is its three kept frames (the offset syncs' runs, the live checkpoints and the
-    classified rows), and the driver JVM's thread count does not grow once the state is built."""
+    """Twelve runs in one live session while MM2 mirrors a trickle of new records. The first run keeps three
+    frames in Spark (the offset syncs' runs, the live checkpoints and the classified rows); from then on the
+    session holds the runs and checkpoints on the driver (``inspector.kept``), so Spark keeps only the first
+    run's rows (and each topic's frame until the driver first folds new records of it), and the live checkpoints
+    held there stay one per key. The driver JVM's thread count does not grow once the state is built."""
     inspector = _inspector(spark, setup, live=True)
     setup.resume_mirroring()
-    threads, kept = [], []
+    threads, kept, held_checkpoints = [], [], []
     held = _kept_blocks(spark)  # what other tests of the session left cached
     try:
         for run in range(12):
@@ -471,10 +473,16 @@ def test_many_runs_keep_threads_and_cached_state_bounded(spark: Any, setup: Setu
             inspector.run().close()
             threads.append(_jvm_threads(spark))
             kept.append(_kept_blocks(spark))
+            topics = inspector.kept(setup.pair.name)
+            assert topics.held_runs is not None and topics.live_checkpoints.held is not None, run
+            held_checkpoints.append(topics.live_checkpoints.held.num_rows)
     finally:
         setup.stop_mirroring()
         inspector.close()
-    assert kept == [held + 3] * len(kept), kept
+    # A kept frame is dropped once the driver folds its topic's new records, and never made again for Spark to
+    # keep; the first run's rows stay.
+    assert kept[0] == held + 3 and kept == sorted(kept, reverse=True) and kept[-1] >= held + 1, kept
+    assert held_checkpoints == [held_checkpoints[0]] * len(held_checkpoints), held_checkpoints
     assert max(threads[6:]) <= max(threads[:6]) + 2, threads
     assert _kept_blocks(spark) == held  # close released them
 
