@@ -20,7 +20,7 @@ from mm2ctl.inspector.kept.changed_groups import TopicChanges
 from mm2ctl.inspector.kept.topic_cache import CHECKPOINTS, SavedState, state_key
 from mm2ctl.inspector.reads import kafka_read
 from mm2ctl.inspector.reads.internal_topics import ReadPlan, TopicSnapshot, plan_read
-from mm2ctl.inspector.reads.kafka_read import read_ranges, tasks_for
+from mm2ctl.inspector.reads.kafka_read import read_ranges
 from mm2ctl.inspector.rules import checkpoint_fold, decoding
 from mm2ctl.inspector.spark.compat import frame_from_arrow, to_arrow
 from mm2ctl.inspector.spark.frames import release
@@ -90,14 +90,7 @@ class KeptCheckpoints:
         """Read ``plan``'s records with Spark and fold them into the kept frame (or keep them, read in full)."""
         if self.held is not None and self.frame is None:
             self.frame = self._held_frame(spark)
-        raw = read_ranges(
-            spark,
-            settings,
-            now.topic,
-            plan.ranges,
-            cluster_pair=self.pair,
-            min_partitions=tasks_for(plan.offsets),
-        )
+        raw = read_ranges(spark, settings, now.topic, plan.ranges, cluster_pair=self.pair)
         decoded = decode.decode_checkpoints(raw).cache()
         try:
             facts = live_checkpoints.read_facts(decoded).collect()

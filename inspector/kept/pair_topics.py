@@ -159,14 +159,7 @@ class PairTopics:
         self, spark: SparkSession, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan
     ) -> DataFrame:
         assert self.numbering is not None
-        raw = read_ranges(
-            spark,
-            settings,
-            now.topic,
-            plan.ranges,
-            cluster_pair=self.pair,
-            min_partitions=tasks_for(plan.offsets),
-        )
+        raw = read_ranges(spark, settings, now.topic, plan.ranges, cluster_pair=self.pair)
         known = frame_from_arrow(spark, self.numbering.table(self.pair), schemas.PARTITION_NUMBERS_SCHEMA)
         return sync_runs.records(decode.decode_offset_syncs(raw, known=known))
 

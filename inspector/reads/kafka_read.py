@@ -91,15 +91,19 @@ def read_ranges(
     ranges: Mapping[int, tuple[int, int]],
     *,
     cluster_pair: str,
-    min_partitions: int,
+    min_partitions: int | None = None,
 ) -> DataFrame:
     """The records of ``topic`` in each partition's ``[start, end)`` of ``ranges`` (a run's snapshot, or what
     is past the previous one), shaped as ``schemas.KAFKA_RECORD_SCHEMA``. Partitions with nothing to read are
-    left out; with none left, no read at all."""
+    left out; with none left, no read at all. Spark reads it in ``min_partitions`` tasks at least (default:
+    ``tasks_for`` the offsets)."""
     wanted = {p: r for p, r in sorted(ranges.items()) if r[0] < r[1]}
     if not wanted:
         return empty_records(spark)
-    if sum(end - start for start, end in wanted.values()) <= DRIVER_READ_MAX_OFFSETS:
+    offsets = sum(end - start for start, end in wanted.values())
+    if min_partitions is None:
+        min_partitions = tasks_for(offsets)
+    if offsets <= DRIVER_READ_MAX_OFFSETS:
         table = read_on_driver(java_client_settings, topic, wanted, cluster_pair=cluster_pair)
         return frame_from_arrow(spark, table, KAFKA_RECORD_SCHEMA)
     raw = (
