@@ -26,6 +26,7 @@ from mm2ctl.cli.options import (
     ConnectPassword,
     ConnectUrls,
     ConnectUser,
+    Engine,
     FromConnect,
     Groups,
     InspectPairs,
@@ -73,6 +74,7 @@ def exporter(
     spark_master: SparkMaster = None,
     spark_conf: SparkConf = None,
     remote: SparkRemote = None,
+    engine: Engine = None,
 ) -> None:
     """Serve MM2's replication health as Prometheus metrics, inspecting every --interval.
 
@@ -89,7 +91,7 @@ def exporter(
     from mm2ctl.inspector.selection import Selection
 
     address = Listen.parse(listen)
-    place = SparkPlace.of(spark_master, parse_spark_conf(spark_conf), remote)
+    place = SparkPlace.of(spark_master, parse_spark_conf(spark_conf), remote, engine)
     connect = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
     config = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).resolve(connect)
     options = InspectOptions(

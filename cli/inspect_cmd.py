@@ -25,6 +25,7 @@ from mm2ctl.cli.options import (
     ConnectPassword,
     ConnectUrls,
     ConnectUser,
+    Engine,
     Exact,
     FromConnect,
     Groups,
@@ -106,6 +107,7 @@ def inspect(
     spark_master: SparkMaster = None,
     spark_conf: SparkConf = None,
     remote: SparkRemote = None,
+    engine: Engine = None,
     exact: Exact = False,
     no_cache: NoCache = False,
     spark_checkpoint: SparkCheckpoints = None,
@@ -149,7 +151,7 @@ def inspect(
         raise ConfigError(f"--format {fmt.value} writes {what}: give it with --output PATH")
     if watch is not None and fmt is not Format.table:
         raise ConfigError("--watch prints the table again and again: it takes no --format other than table")
-    place = SparkPlace.of(spark_master, parse_spark_conf(spark_conf), remote)
+    place = SparkPlace.of(spark_master, parse_spark_conf(spark_conf), remote, engine)
     connect = ConnectOptions.of(connect_url, connect_user, connect_password, connect_ca, connect_cert, connect_key)
     config = SetupOptions.of(mm2_config, from_connect, secrets, policy_naming).resolve(connect)
     options = InspectOptions(
@@ -285,7 +287,9 @@ def _watch(inspector: Inspector, seconds: float, *, quiet: bool, options: Inspec
     def on_interrupt(_signum: int, _frame: FrameType | None) -> None:
         if not stopping.is_set():
             stopping.set()
-            threading.Thread(target=cancel_jobs, args=(inspector.spark,), name="mm2ctl-cancel", daemon=True).start()
+            spark = inspector.started_spark
+            if spark is not None:
+                threading.Thread(target=cancel_jobs, args=(spark,), name="mm2ctl-cancel", daemon=True).start()
 
     previous = signal.signal(signal.SIGINT, on_interrupt)
     try:

@@ -22,6 +22,7 @@ from mm2ctl.cli.options import (
     ConnectPassword,
     ConnectUrls,
     ConnectUser,
+    Engine,
     Exact,
     FromConnect,
     Groups,
@@ -94,6 +95,7 @@ def report(
     spark_master: SparkMaster = None,
     spark_conf: SparkConf = None,
     remote: SparkRemote = None,
+    engine: Engine = None,
     quiet: Quiet = False,
     as_json: JsonOutput = False,
 ) -> None:
@@ -125,7 +127,7 @@ def report(
     if saved:
         inspection_only = {"--pair": pair, "--groups": groups, "--topics": topics, "--active-only": active_only,
                            "--exact": exact, "--spark-master": spark_master, "--spark-conf": conf,
-                           "--remote": remote}  # fmt: skip
+                           "--remote": remote, "--engine": engine}  # fmt: skip
         given = [name for name, value in inspection_only.items() if value]
         if given:
             raise ConfigError(f"{', '.join(given)} only apply when report runs the inspection, not to saved rows")
@@ -140,7 +142,7 @@ def report(
             from mm2ctl.inspector.opening import SparkPlace  # Spark: only when the inspection runs
 
             assert config is not None
-            place = SparkPlace.of(spark_master, conf, remote)
+            place = SparkPlace.of(spark_master, conf, remote, engine)
             tables = _run_inspection(config, options, place, connect, from_connect, say)
         say("drawing the report")
         page = render(

@@ -33,7 +33,9 @@ import pyarrow as pa
 
 from mm2ctl.core.config.mm2_config import MM2Config, PairConfig
 from mm2ctl.core.kafka.admin import KafkaAdmin
+from mm2ctl.inspector.kept.driver_rows import DRIVER_MAX_ROWS
 from mm2ctl.inspector.reads.internal_topics import TopicSnapshot
+from mm2ctl.inspector.reads.kafka_read import DRIVER_ENGINE_MAX_OFFSETS
 from mm2ctl.inspector.reads.run_reads import ClusterState
 
 #: The driver heap a live session starts from, and what each kept or cached item adds to it.
@@ -114,6 +116,16 @@ class Probe:
         for their partitions)."""
         small = self.groups <= SMALL_GROUPS and self.topic_records <= SMALL_TOPIC_RECORDS
         return _SMALL if small else _THROUGHPUT
+
+
+def fits_on_driver(sizes: ClusterState | Probe) -> bool:
+    """Whether an inspection of this size runs on the driver with no Spark session (the ``auto`` engine): its
+    group partitions classify on the driver (``DRIVER_MAX_ROWS``; a probe's groups stand in for them), and its
+    internal topics are read and folded there (``DRIVER_ENGINE_MAX_OFFSETS``)."""
+    if isinstance(sizes, Probe):
+        return sizes.groups <= SMALL_GROUPS and sizes.topic_records <= DRIVER_ENGINE_MAX_OFFSETS
+    rows, records = _state_sizes(sizes)
+    return rows <= DRIVER_MAX_ROWS and records <= DRIVER_ENGINE_MAX_OFFSETS
 
 
 def probe(config: MM2Config, pairs: Sequence[PairConfig], *, timeout_s: float = 15.0) -> Probe:

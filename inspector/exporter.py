@@ -146,7 +146,9 @@ class Exporter:
         """End the loop: cancel the Spark jobs in flight and wait up to ``timeout_s`` for the thread.
         True when it ended in time. Spark's JVM may be gone already (a signal to the whole process group)."""
         self._stop.set()
-        cancel_jobs(self.inspector.spark)
+        spark = self.inspector.started_spark
+        if spark is not None:
+            cancel_jobs(spark)
         if self._thread is None:
             return True
         self._thread.join(timeout_s)

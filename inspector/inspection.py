@@ -56,6 +56,7 @@ from mm2ctl.inspector.rules.partition_health import partition_health
 from mm2ctl.inspector.selection import InspectOptions
 from mm2ctl.inspector.spark.compat import frame_from_arrow, to_arrow
 from mm2ctl.inspector.spark.frames import release
+from mm2ctl.inspector.spark.lazy_session import LazySession, SparkSource
 from mm2ctl.inspector.spark.task_progress import counting_tasks
 from mm2ctl.inspector.transforms import classify, replication_health, summary
 from mm2ctl.inspector.transforms.sql_text import literal
@@ -90,6 +91,19 @@ def _with_error(table: pa.Table, error: str) -> pa.Table:
     return table.set_column(table.schema.get_field_index("error"), "error", errors)
 
 
+def _write_rows(frame: DataFrame, fmt: str, path: str) -> None:
+    """The group-partition rows of ``frame`` written by Spark to the directory ``path`` as ``fmt``."""
+    from mm2ctl.inspector.output.row_files import parquet_writer_options
+
+    writer = frame.select(*schemas.GROUP_ROWS_SCHEMA.fieldNames()).write.mode("overwrite")
+    if fmt == "parquet":
+        writer.options(**parquet_writer_options()).parquet(path)
+    elif fmt == "csv":
+        writer.option("header", "true").option("quoteAll", "true").csv(path)
+    else:
+        writer.json(path)
+
+
 class SparkRows:
     """``result.RowSet`` over a run's cached rows."""
 
@@ -101,24 +115,37 @@ class SparkRows:
         return table.sort_by([(c, "ascending", "at_start") for c in ORDER])
 
     def write(self, fmt: str, path: str) -> None:
-        from mm2ctl.inspector.output.row_files import parquet_writer_options
+        _write_rows(self._frame, fmt, path)
 
-        writer = self._frame.select(*schemas.GROUP_ROWS_SCHEMA.fieldNames()).write.mode("overwrite")
-        if fmt == "parquet":
-            writer.options(**parquet_writer_options()).parquet(path)
-        elif fmt == "csv":
-            writer.option("header", "true").option("quoteAll", "true").csv(path)
-        else:
-            writer.json(path)
+
+class DriverRows:
+    """``result.RowSet`` over a run's rows classified on the driver (``driver_rows.FINAL_ROWS_SCHEMA``). Written
+    to files by Spark, started then, so that the files are the same whichever engine classified the rows."""
+
+    def __init__(self, table: pa.Table, spark: SparkSource) -> None:
+        self._table = table
+        self._spark = spark
+
+    def to_arrow(self) -> pa.Table:
+        table = self._table.select(schemas.GROUP_ROWS_SCHEMA.fieldNames())
+        return table.sort_by([(c, "ascending", "at_start") for c in ORDER])
+
+    def write(self, fmt: str, path: str) -> None:
+        _write_rows(frame_from_arrow(self._spark(), self._table, driver_rows.FINAL_ROWS_SCHEMA), fmt, path)
 
 
 class Inspector:
     """Runs the inspection of ``preflight``'s pairs in ``spark``: once (``inspect``), or every interval in one
-    live session that keeps the decoded internal topics between runs (the exporter, ``inspect --watch``)."""
+    live session that keeps the decoded internal topics between runs (the exporter, ``inspect --watch``).
+
+    On the driver engine (``on_driver``: small inputs, chosen by ``inspector.opening``) the internal topics are read
+    through librdkafka and every rule runs in-process over Arrow (``inspector.kept.driver_rows``); ``spark`` is
+    then a ``LazySession`` that starts Spark only if a run needs it (a topic whose history holds more than one
+    mapping, a change larger than the driver classifies, rows written to files)."""
 
     def __init__(
         self,
-        spark: SparkSession,
+        spark: SparkSession | LazySession,
         config: MM2Config,
         options: InspectOptions,
         checked: Preflight,
@@ -126,10 +153,13 @@ class Inspector:
         connect: ConnectClient | None = None,
         live: bool = False,
         listings: GroupListings | None = None,
+        on_driver: bool = False,
     ) -> None:
-        self.spark = spark
+        self._session = spark if isinstance(spark, LazySession) else LazySession(spark)
         #: A live session keeps each pair's classified rows and classifies again only the groups that changed.
         self.live = live
+        #: Whether small runs work on the driver, with no Spark session unless one is needed (class docstring).
+        self.on_driver = on_driver and not options.exact
         self.config = config
         self.options = options
         self.pairs = checked.pairs
@@ -146,11 +176,21 @@ class Inspector:
         self._saved = SavedTopics()
         self._rows: dict[str, KeptRows] = {}
 
+    @property
+    def spark(self) -> SparkSession:
+        """The Spark session, started now if it was not (``on_driver``)."""
+        return self._session.get()
+
+    @property
+    def started_spark(self) -> SparkSession | None:
+        """The Spark session if it was started (asking does not start it)."""
+        return self._session.started
+
     def rebind(self, spark: SparkSession) -> None:
         """Run on a new session from now on (a Spark Connect server restarted): what the old session kept went
         with it, so the next run starts from the saved files (``inspector.kept.saved_topics``), or reads the topics in
         full."""
-        self.spark = spark
+        self._session.replace(spark)
         self._kept = {name: self._pair_topics(name) for name in self._kept}
         self._rows = {}
 
@@ -159,6 +199,7 @@ class Inspector:
         that classifies only what changed (``inspector.kept.driver_rows``)."""
         topics = PairTopics(pair)
         topics.hold = self._incremental
+        topics.on_driver = self.on_driver
         return topics
 
     def kept(self, pair: str) -> PairTopics:
@@ -202,7 +243,7 @@ class Inspector:
         if self.options.size_shuffles:
             group_partitions = sum(p.state.group_partitions for p in state.pairs)
             partitions = tasks_for(group_partitions, per_task=ROWS_PER_SHUFFLE_PARTITION)
-            self.spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+            self._session.set("spark.sql.shuffle.partitions", str(partitions))
         notes: list[TopicNote] = []
         cached: list[DataFrame] = []
         for read in state.pairs:
@@ -214,10 +255,13 @@ class Inspector:
         )
         progress("classifying")
         try:
-            with counting_tasks(self.spark, progress, CLASSIFY_PHASE):
-                if self._incremental:
+            with self._counting_tasks(progress):
+                on_driver = self._driver_rows(state) if self.on_driver and not self._incremental else None
+                if on_driver is not None:
+                    rows, figures = on_driver
+                elif self._incremental:
                     parts = [self._live_rows(read, progress, cached) for read in state.pairs]
-                    rows = functools.reduce(DataFrame.unionByName, [frame for frame, _ in parts])
+                    rows = self._joined([rows for rows, _ in parts])
                     figures = [f for _, pair_figures in parts for f in pair_figures]
                 else:
                     rows, figures = self._all_rows(state, progress, cached)
@@ -236,9 +280,24 @@ class Inspector:
             partitions=partitions,
             positions=tuple(read.replication.position for read in state.pairs),
             notes=tuple(notes),
-            rows=SparkRows(rows),
+            rows=SparkRows(rows) if isinstance(rows, DataFrame) else DriverRows(rows, self._session.get),
             release=_releaser(cached),
         )
+
+    def _counting_tasks(self, progress: Progress) -> contextlib.AbstractContextManager[object]:
+        """Spark's tasks counted in ``progress`` while in the block, when Spark runs (``on_driver``: it may not)."""
+        spark = self.started_spark if self.on_driver else self.spark
+        return counting_tasks(spark, progress, CLASSIFY_PHASE) if spark is not None else contextlib.nullcontext()
+
+    def _joined(self, parts: Sequence[DataFrame | pa.Table]) -> DataFrame | pa.Table:
+        """The pairs' rows together: Arrow when the driver holds every pair's, else one frame."""
+        if all(isinstance(p, pa.Table) for p in parts):
+            return pa.concat_tables([p for p in parts if isinstance(p, pa.Table)])
+        frames = [
+            p if isinstance(p, DataFrame) else frame_from_arrow(self.spark, p, driver_rows.FINAL_ROWS_SCHEMA)
+            for p in parts
+        ]
+        return functools.reduce(DataFrame.unionByName, frames)
 
     def _refresh(self, read: PairRead, progress: Progress) -> list[TopicNote]:
         """Bring the pair's kept internal topics to this run's snapshots; what the run noticed about them."""
@@ -251,16 +310,18 @@ class Inspector:
         notes += [TopicNote(*n) for n in flow_notes.condition_notes(read.conditions)]
         if read.replication.waiting_note:  # the lag in seconds and the retention margins are null
             notes.append(TopicNote(pair.name, "(replicated topics)", pair.source, read.replication.waiting_note))
-        progress(f"{pair.name}: reading {pair.offset_syncs_topic} and {pair.checkpoints_topic} with Spark")
+        engine = "on the driver" if self.on_driver else "with Spark"
+        progress(f"{pair.name}: reading {pair.offset_syncs_topic} and {pair.checkpoints_topic} {engine}")
         checkpoints = read.checkpoints if isinstance(read.checkpoints, TopicSnapshot) else None
         syncs = read.syncs if isinstance(read.syncs, TopicSnapshot) else None
         if self.options.state_cache:
-            notes += self._saved.restore(self.spark, kept, syncs, checkpoints)
+            notes += self._saved.restore(self._session.get, kept, syncs, checkpoints)
         settings = self.config.client_settings(pair.target, pair.name)
-        checkpoints_read = self._beside.submit(kept.refresh_checkpoints, self.spark, settings, checkpoints)
+        spark = self._session.get
+        checkpoints_read = self._beside.submit(kept.refresh_checkpoints, spark, settings, checkpoints)
         try:
             settings = self.config.client_settings(pair.offset_syncs_cluster, pair.name)
-            reason = kept.refresh_syncs(self.spark, settings, syncs, read.source_partitions(), progress)
+            reason = kept.refresh_syncs(spark, settings, syncs, read.source_partitions(), progress)
         except BaseException:
             checkpoints_read.exception()  # waits for it: the syncs' error is the one raised
             raise
@@ -312,9 +373,10 @@ class Inspector:
 
     def _live_rows(
         self, read: PairRead, progress: Progress, cached: list[DataFrame]
-    ) -> tuple[DataFrame, list[dict[str, Any]]]:
+    ) -> tuple[DataFrame | pa.Table, list[dict[str, Any]]]:
         """The pair's rows and figures, from what the session kept of them (``inspector.kept.kept_rows``): only the
-        groups that changed since the last run are classified again (``inspector.kept.changed_groups``)."""
+        groups that changed since the last run are classified again (``inspector.kept.changed_groups``). Arrow
+        (``driver_rows.FINAL_ROWS_SCHEMA``) while the driver holds all the pair's rows, else a frame."""
         pair, topics, as_of = read.pair.name, self._kept[read.pair.name], read.state.read_at
         inputs, before = _classify_inputs(read), self._rows.get(pair)
         changed = changed_groups(before.inputs, inputs, topics.changes) if before is not None else None
@@ -334,17 +396,37 @@ class Inspector:
             else:
                 now = before.with_inputs(inputs)
         else:
-            held = self._held(read, inputs) if before is not None else None  # a first run is Spark's
+            # A first run is Spark's, unless on the driver engine.
+            held = self._held(read, inputs) if before is not None or self.on_driver else None
             if held is not None:
-                now = KeptRows.on_driver(self.spark, held, inputs, as_of)
+                now = KeptRows.on_driver(held, inputs, as_of)
             else:
                 now = KeptRows.classified(self._classified(read, inputs, progress, cached), inputs, as_of)
         topics.changes.clear()
         self._rows[pair] = now
         if before is not None:
             before.release_unshared(now)
-        rows = replication_health.with_group_checkpoint_age(now.rows(pair), as_of=as_of)
+        table = now.held_only()
+        if table is not None:
+            return driver_rows.final_rows(table, as_of), now.figures_at(as_of)
+        rows = replication_health.with_group_checkpoint_age(now.rows(self.spark, pair), as_of=as_of)
         return replication_health.without_checkpoint_lag(rows), now.figures_at(as_of)  # no --exact here
+
+    def _driver_rows(self, state: ClusterState) -> tuple[pa.Table, list[dict[str, Any]]] | None:
+        """A one-off run's rows and figures on the driver engine, every pair classified in-process (``_held``), with
+        ``--only-problems`` applied; None when some pair's are Spark's."""
+        tables: list[pa.Table] = []
+        figures: list[dict[str, Any]] = []
+        for read in state.pairs:
+            held = self._held(read, _classify_inputs(read))
+            if held is None:
+                return None
+            if self.options.only_problems:
+                held = held.filter(pc.invert(held.column("is_ok")))
+            as_of = read.state.read_at
+            tables.append(driver_rows.final_rows(held, as_of))
+            figures += [f for fs in driver_rows.figures(held, as_of).values() for f in fs]
+        return pa.concat_tables(tables), figures
 
     def _held(self, read: PairRead, inputs: ClassifyInputs) -> pa.Table | None:
         """``inputs``' rows classified on the driver (``inspector.kept.driver_rows``) when the pair's runs and

@@ -19,7 +19,7 @@ import datetime as dt
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.types import StructField, StructType, TimestampType
+from pyspark.sql.types import DoubleType, StructField, StructType, TimestampType
 
 from mm2ctl.core.config.mm2_config import PairConfig
 from mm2ctl.inspector import schemas
@@ -32,6 +32,15 @@ from mm2ctl.inspector.transforms.summary import rule as figures_rule
 #: The kept rows as classification gives them: its columns, then the group's newest checkpoint.
 HELD_ROWS_SCHEMA = StructType(
     [*classify.CLASSIFIED_ROWS_SCHEMA.fields, StructField(schemas.GROUP_NEWEST_CHECKPOINT, TimestampType())]
+)
+#: The rows as a run reports them (``final_rows``): the kept rows, the group's checkpoint age at the run's time,
+#: and the replay in time (null: read only by ``--exact``, which is Spark's).
+FINAL_ROWS_SCHEMA = StructType(
+    [
+        *HELD_ROWS_SCHEMA.fields,
+        StructField(schemas.GROUP_CHECKPOINT_AGE, DoubleType()),
+        StructField(schemas.CHECKPOINT_LAG, DoubleType()),
+    ]
 )
 #: The most group-partition rows a cycle classifies on the driver; more go to Spark.
 DRIVER_MAX_ROWS = 50_000
@@ -106,6 +115,15 @@ def figures(rows: pa.Table, as_of: dt.datetime) -> dict[str, tuple[dict[str, obj
     for figure in figures_rule()(aged).to_pylist():
         found.setdefault(str(figure["group"]), []).append(figure)
     return {group: tuple(fs) for group, fs in found.items()}
+
+
+def final_rows(rows: pa.Table, as_of: dt.datetime) -> pa.Table:
+    """``rows`` (``HELD_ROWS_SCHEMA``) as a run reports them (``FINAL_ROWS_SCHEMA``): what
+    ``replication_health.with_group_checkpoint_age`` and ``without_checkpoint_lag`` add in Spark."""
+    age = age_seconds_column(rows.column(schemas.GROUP_NEWEST_CHECKPOINT), as_of)
+    aged = rows.append_column(schemas.GROUP_CHECKPOINT_AGE, age)
+    lag = pa.nulls(rows.num_rows, pa.float64())
+    return aged.append_column(schemas.CHECKPOINT_LAG, lag).cast(schemas.arrow_schema(FINAL_ROWS_SCHEMA))
 
 
 def group_rows(rows: pa.Table, groups: set[str]) -> pa.Table:

@@ -5,6 +5,8 @@ record of each (group, topic, partition) (``inspector.transforms.live_checkpoint
 checkpoint. A live session holds them on its driver too, as Arrow, while small (``held``): a later run's few new
 records are then read through librdkafka and folded in there (``inspector.rules.checkpoint_fold``), with no
 Spark job. Larger deltas are folded in Spark; a topic that changed under the session is read in full again.
+An inspection on the driver engine (``on_driver``) reads a small topic's whole history on the driver too, and
+folds it into no checkpoints: it needs no Spark session.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from mm2ctl.inspector.reads.kafka_read import read_ranges
 from mm2ctl.inspector.rules import checkpoint_fold, decoding
 from mm2ctl.inspector.spark.compat import frame_from_arrow, to_arrow
 from mm2ctl.inspector.spark.frames import release
+from mm2ctl.inspector.spark.lazy_session import SparkSource
 from mm2ctl.inspector.transforms import decode, live_checkpoints
 
 #: A live session holds a pair's runs and live checkpoints on its driver, as Arrow, while each has at most this
@@ -53,6 +56,8 @@ class KeptCheckpoints:
         self.held: pa.Table | None = None
         #: Whether to hold them on the driver.
         self.hold = False
+        #: Whether a small topic's whole history is read and folded on the driver too (the driver engine).
+        self.on_driver = False
         self._read: TopicSnapshot | None = None
         self._malformed: Counter[str] = Counter()
 
@@ -66,9 +71,9 @@ class KeptCheckpoints:
         """The malformed records skipped, per reason."""
         return dict(self._malformed)
 
-    def refresh(self, spark: SparkSession, settings: Mapping[str, str], now: TopicSnapshot | None) -> str | None:
+    def refresh(self, spark: SparkSource, settings: Mapping[str, str], now: TopicSnapshot | None) -> str | None:
         """Bring the kept live checkpoints to ``now`` (None: unreadable, none kept); why it was read in full
-        again, if it was."""
+        again, if it was. ``spark`` is asked for a session only when the read needs one."""
         if now is None:
             self.drop()
             return None
@@ -77,10 +82,14 @@ class KeptCheckpoints:
         if plan.empty and kept:
             self._read = now
             return None
-        if kept and not plan.full and self.held is not None and plan.offsets <= kafka_read.DRIVER_READ_MAX_OFFSETS:
+        most = kafka_read.DRIVER_ENGINE_MAX_OFFSETS if self.on_driver else kafka_read.DRIVER_READ_MAX_OFFSETS
+        if kept and not plan.full and self.held is not None and plan.offsets <= most:
             self._fold_on_driver(settings, now, plan)
             return None
-        self._fold_in_spark(spark, settings, now, plan)
+        if self.on_driver and (plan.full or not kept) and plan.offsets <= most:
+            self._read_in_full_on_driver(settings, now, plan)
+            return plan.reason if plan.full else None
+        self._fold_in_spark(spark(), settings, now, plan)
         self._read = now
         return plan.reason if plan.full else None
 
@@ -126,6 +135,18 @@ class KeptCheckpoints:
         self.frame, self.held = None, folded.live
         self._read = now
 
+    def _read_in_full_on_driver(self, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan) -> None:
+        """The topic's whole history read through librdkafka and folded into no checkpoints: the live
+        checkpoints, held (the driver engine's, while small)."""
+        raw = kafka_read.read_on_driver(settings, now.topic, plan.ranges, cluster_pair=self.pair)
+        empty = schemas.arrow_schema(schemas.CHECKPOINTS_SCHEMA).empty_table()
+        folded = checkpoint_fold.fold_checkpoints(empty, decoding.decode_checkpoints_table(raw))
+        self._malformed = Counter(folded.malformed)
+        self.changes.all()
+        if self.frame is not None:
+            release(self.frame)
+        self.frame, self.held, self._read = None, folded.live, now
+
     def _held_frame(self, spark: SparkSession) -> DataFrame:
         assert self.held is not None
         return frame_from_arrow(spark, self.held, schemas.CHECKPOINTS_SCHEMA)
@@ -155,13 +176,15 @@ class KeptCheckpoints:
         read = self._read
         return SavedState(key, str(read.topic_id), dict(read.bounds), table, {"malformed": dict(self._malformed)})
 
-    def restore(self, spark: SparkSession, saved: SavedState, now: TopicSnapshot) -> None:
+    def restore(self, spark: SparkSource, saved: SavedState, now: TopicSnapshot) -> None:
         """Keep ``saved`` as if this session had read it (``refresh`` reads past it)."""
         if self.frame is not None:
             release(self.frame)
         table = saved.table
-        self.frame = frame_from_arrow(spark, table, schemas.CHECKPOINTS_SCHEMA).localCheckpoint(eager=False)
         self.held = table if self.hold and table.num_rows <= HELD_MAX_ROWS else None
+        self.frame = None  # made from the held rows when a Spark job needs them (``frame_or_empty``)
+        if self.held is None:
+            self.frame = frame_from_arrow(spark(), table, schemas.CHECKPOINTS_SCHEMA).localCheckpoint(eager=False)
         self._malformed = Counter({str(r): int(n) for r, n in saved.extra["malformed"].items()})
         self._read = TopicSnapshot(now.cluster, now.topic, saved.topic_id, saved.bounds, now.cluster_id)
         self.changes.all()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -59,7 +60,8 @@ class KeptRows:
     """A pair's classified rows as a live session keeps them (module docstring), and the inputs they were
     classified from."""
 
-    base: DataFrame
+    #: None when the first run classified every group on the driver (``on_driver``).
+    base: DataFrame | None
     overlay: DataFrame | None
     replaced: frozenset[str]
     inputs: ClassifyInputs
@@ -76,12 +78,11 @@ class KeptRows:
         return cls(base, None, frozenset(), inputs, figures_of(base, as_of))
 
     @classmethod
-    def on_driver(cls, spark: SparkSession, rows: pa.Table, inputs: ClassifyInputs, as_of: dt.datetime) -> KeptRows:
+    def on_driver(cls, rows: pa.Table, inputs: ClassifyInputs, as_of: dt.datetime) -> KeptRows:
         """Every group's ``rows``, freshly classified on the driver (``driver_rows.HELD_ROWS_SCHEMA``): held there,
-        over an empty base."""
-        empty = frame_from_arrow(spark, rows.schema.empty_table(), driver_rows.HELD_ROWS_SCHEMA)
+        with no base in Spark."""
         groups = frozenset(str(g) for g in set(rows.column("group").to_pylist()))
-        return cls(empty, None, frozenset(), inputs, driver_rows.figures(rows, as_of), rows, groups)
+        return cls(None, None, frozenset(), inputs, driver_rows.figures(rows, as_of), rows, groups)
 
     def again(
         self, pair: str, groups: set[str], rows: DataFrame, inputs: ClassifyInputs, as_of: dt.datetime
@@ -111,20 +112,26 @@ class KeptRows:
     def with_inputs(self, inputs: ClassifyInputs) -> KeptRows:
         return dataclasses.replace(self, inputs=inputs)
 
-    def rows(self, pair: str) -> DataFrame:
-        """Every group's rows (not materialized): the base's, less the replaced groups', and the overlay."""
-        if self.overlay is None and self.held is None:
+    def held_only(self) -> pa.Table | None:
+        """Every group's rows when the driver holds them all (``driver_rows.HELD_ROWS_SCHEMA``), else None."""
+        return self.held if self.base is None and self.overlay is None else None
+
+    def rows(self, spark: SparkSession, pair: str) -> DataFrame:
+        """Every group's rows (not materialized): the base's, less the replaced groups', the overlay, and the
+        rows held on the driver."""
+        if self.base is not None and self.overlay is None and self.held is None:
             return self.base
-        spark = self.base.sparkSession
-        rows = self.base.join(group_keys(spark, pair, self.replaced), GROUP_KEY, "left_anti")
+        parts = []
+        if self.base is not None:
+            parts.append(self.base.join(group_keys(spark, pair, self.replaced), GROUP_KEY, "left_anti"))
         if self.overlay is not None:
             overlay = self.overlay
             if self.held_groups:
                 overlay = overlay.join(group_keys(spark, pair, self.held_groups), GROUP_KEY, "left_anti")
-            rows = rows.unionByName(overlay)
+            parts.append(overlay)
         if self.held is not None:
-            rows = rows.unionByName(frame_from_arrow(spark, self.held, driver_rows.HELD_ROWS_SCHEMA))
-        return rows
+            parts.append(frame_from_arrow(spark, self.held, driver_rows.HELD_ROWS_SCHEMA))
+        return functools.reduce(DataFrame.unionByName, parts)
 
     def stale(self, as_of: dt.datetime, fresh_checkpoint_age: dt.timedelta) -> set[str]:
         """The groups with a row kept in by a checkpoint that is no longer fresh at ``as_of``
@@ -148,7 +155,7 @@ class KeptRows:
 
     def release_unshared(self, now: KeptRows | None) -> None:
         """Release what these rows hold that ``now`` (what replaced them, if anything) does not."""
-        if now is None or now.base is not self.base:
+        if self.base is not None and (now is None or now.base is not self.base):
             release(self.base)
         if self.overlay is not None and (now is None or now.overlay is not self.overlay):
             release(self.overlay)

@@ -39,6 +39,7 @@ from mm2ctl.inspector.reads.kafka_read import read_ranges, tasks_for
 from mm2ctl.inspector.rules import decoding, sync_fold
 from mm2ctl.inspector.spark.compat import frame_from_arrow, to_arrow
 from mm2ctl.inspector.spark.frames import release
+from mm2ctl.inspector.spark.lazy_session import SparkSource
 from mm2ctl.inspector.transforms import decode, sync_runs
 
 #: Kept runs may grow to this many times what the last full read found (plus ``RUNS_SLACK``) before the topic
@@ -79,6 +80,11 @@ class Numbering:
         )
 
 
+def _utc(moment: dt.datetime | None) -> dt.datetime | None:
+    """``moment`` in UTC. Spark gives timestamps back naive, in this process's local time; Arrow, in UTC."""
+    return None if moment is None else moment.astimezone(dt.timezone.utc)
+
+
 @dataclass(frozen=True, slots=True)
 class NewestSync:
     """A source partition's newest offset-sync record: a sync (``upstream -> downstream``), or a tombstone."""
@@ -111,6 +117,18 @@ class PairTopics:
         self.live_checkpoints = KeptCheckpoints(pair, self.changes)
 
     @property
+    def on_driver(self) -> bool:
+        """Whether a read of a topic's whole history is made and folded on the driver while small (an inspection on
+        the driver engine): then it needs no Spark session unless the history holds more than one mapping."""
+        return self.live_checkpoints.on_driver
+
+    @on_driver.setter
+    def on_driver(self, value: bool) -> None:
+        self.live_checkpoints.on_driver = value
+        if value:
+            self.hold = True
+
+    @property
     def hold(self) -> bool:
         """Whether to hold the runs and live checkpoints on the driver (a live session's), while small."""
         return self._hold
@@ -123,7 +141,7 @@ class PairTopics:
 
     def refresh_syncs(
         self,
-        spark: SparkSession,
+        spark: SparkSource,
         settings: Mapping[str, str],
         now: TopicSnapshot | None,
         partitions: Iterable[TP],
@@ -131,6 +149,7 @@ class PairTopics:
     ) -> str | None:
         """Bring the kept syncs to ``now`` (None: the topic cannot be read, so none are kept) for the source
         ``partitions`` the run inspects or replicates. Returns why the topic was read in full again, if it was.
+        ``spark`` is asked for a session only when the read needs one.
         """
         if now is None:
             self._drop_syncs()
@@ -151,7 +170,8 @@ class PairTopics:
         if plan.full:
             say(f"{self.pair}: {plan.describe(now.topic)}")
             known = wanted | set(self.numbering.parts if self.numbering is not None else ())
-            self._read_syncs_in_full(spark, settings, now, plan, known, say)
+            if not self._read_syncs_in_full_on_driver(settings, now, plan, known):
+                self._read_syncs_in_full(spark(), settings, now, plan, known, say)
         self._syncs_read = now
         return plan.reason if plan.full else None
 
@@ -194,6 +214,38 @@ class PairTopics:
         self._runs_at_full = self._runs
         self.changes.all()
 
+    def _read_syncs_in_full_on_driver(
+        self, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan, partitions: set[TP]
+    ) -> bool:
+        """``_read_syncs_in_full`` on the driver (the driver engine's, while small): the whole history read
+        through librdkafka and folded from no runs (``inspector.rules.sync_fold``). False when it is not made here:
+        too large, or a partition's history holds more than one mapping (Spark's full read keeps the current one).
+        """
+        if not self.on_driver or plan.offsets > kafka_read.DRIVER_ENGINE_MAX_OFFSETS:
+            return False
+        numbering = Numbering.of(partitions)
+        raw = kafka_read.read_on_driver(settings, now.topic, plan.ranges, cluster_pair=self.pair)
+        found, malformed = sync_fold.records_of(decoding.decode_offset_syncs_table(raw), numbering.table(self.pair))
+        folded = sync_fold.fold(sync_fold.RUNS_SCHEMA.empty_table(), found, malformed)
+        if folded.runs is None:
+            return False
+        self.numbering, self.newest, self._syncs_malformed = numbering, {}, Counter(folded.malformed)
+        self._take_newest(folded.newest)
+        self._set_held_runs(folded.runs)
+        self._runs_at_full = self._runs
+        self.changes.all()
+        return True
+
+    def _take_newest(self, newest: Mapping[int, sync_fold.Record]) -> set[TP]:
+        """Keep each numbered partition's newest record of ``newest``; the partitions they were of."""
+        assert self.numbering is not None
+        key_of = {n: tp for tp, n in self.numbering.parts.items()}
+        for part, record in newest.items():
+            self.newest[key_of[part]] = NewestSync(
+                record.upstream is not None, record.upstream, record.downstream, record.timestamp
+            )
+        return {key_of[part] for part in newest}
+
     def _hold_runs(self) -> None:
         """Hold the runs just kept on the driver too, while small (one Spark job collects them)."""
         runs = self.runs
@@ -205,17 +257,17 @@ class PairTopics:
         return self.hold and rows <= HELD_MAX_ROWS
 
     def _fold_in_syncs(
-        self, spark: SparkSession, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan, say: Progress
+        self, spark: SparkSource, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan, say: Progress
     ) -> str | None:
         """Fold the records past the kept snapshot into the kept runs; or why the topic must be read in full."""
-        if self.held_runs is not None and plan.offsets <= kafka_read.DRIVER_READ_MAX_OFFSETS:
-            return self._fold_in_syncs_on_driver(spark, settings, now, plan, say)
-        records = self._decoded_syncs(spark, settings, now, plan).cache()
+        if self.held_runs is not None and plan.offsets <= self._driver_fold_max_offsets:
+            return self._fold_in_syncs_on_driver(settings, now, plan, say)
+        records = self._decoded_syncs(spark(), settings, now, plan).cache()
         try:
             facts = sync_runs.partition_facts(sync_runs.sorted_records(records, 1)).collect()
             if sync_runs.tangled(facts):
                 return "a tombstone or a contradicting sync arrived: the current mappings are found again"
-            candidates = self.empty_runs(spark).unionByName(sync_runs.new_syncs_as_runs(records))
+            candidates = self.empty_runs(spark()).unionByName(sync_runs.new_syncs_as_runs(records))
             if sync_runs.disagreeing_runs(candidates).limit(1).count():
                 return "new offset syncs contradict the kept ones: the current mappings are found again"
             self.changes.partitions.update(self._take_facts(facts))
@@ -226,8 +278,13 @@ class PairTopics:
         say(f"{self.pair}: {self._runs} run(s) of offset syncs kept")
         return None
 
+    @property
+    def _driver_fold_max_offsets(self) -> int:
+        """The most offsets a later read folds on the driver: on the driver engine, what it reads in full there."""
+        return kafka_read.DRIVER_ENGINE_MAX_OFFSETS if self.on_driver else kafka_read.DRIVER_READ_MAX_OFFSETS
+
     def _fold_in_syncs_on_driver(
-        self, spark: SparkSession, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan, say: Progress
+        self, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan, say: Progress
     ) -> str | None:
         """``_fold_in_syncs`` on the driver, into the held runs: a live cycle's few new records, read through
         librdkafka and folded in Arrow (``inspector.rules.sync_fold``), with no Spark job."""
@@ -239,18 +296,13 @@ class PairTopics:
         folded = sync_fold.fold(self.held_runs, found, malformed)
         if folded.runs is None:
             return folded.reason
-        key_of = {n: tp for tp, n in self.numbering.parts.items()}
-        for part, newest in folded.newest.items():
-            self.newest[key_of[part]] = NewestSync(
-                newest.upstream is not None, newest.upstream, newest.downstream, newest.timestamp
-            )
+        self.changes.partitions.update(self._take_newest(folded.newest))
         self._syncs_malformed.update(folded.malformed)
-        self.changes.partitions.update(key_of[part] for part in folded.newest)
-        self._set_held_runs(spark, folded.runs)
+        self._set_held_runs(folded.runs)
         say(f"{self.pair}: {self._runs} run(s) of offset syncs kept")
         return None
 
-    def _set_held_runs(self, spark: SparkSession, runs: pa.Table) -> None:
+    def _set_held_runs(self, runs: pa.Table) -> None:
         """Hold ``runs``; their frame is made again when a Spark job next needs it."""
         if self.runs is not None:
             release(self.runs)
@@ -270,7 +322,7 @@ class PairTopics:
                 continue
             taken.add(key_of[row["_part"]])
             self.newest[key_of[row["_part"]]] = NewestSync(
-                row["newest_is_sync"], row["newest_upstream"], row["newest_downstream"], row["newest_timestamp"]
+                row["newest_is_sync"], row["newest_upstream"], row["newest_downstream"], _utc(row["newest_timestamp"])
             )
         return taken
 
@@ -292,7 +344,7 @@ class PairTopics:
     # --- checkpoints (``inspector.kept.kept_checkpoints``) ---
 
     def refresh_checkpoints(
-        self, spark: SparkSession, settings: Mapping[str, str], now: TopicSnapshot | None
+        self, spark: SparkSource, settings: Mapping[str, str], now: TopicSnapshot | None
     ) -> str | None:
         """``KeptCheckpoints.refresh``."""
         return self.live_checkpoints.refresh(spark, settings, now)
@@ -355,28 +407,29 @@ class PairTopics:
         read = self._syncs_read
         return SavedState(key, str(read.topic_id), dict(read.bounds), runs, extra)
 
-    def restore_syncs(self, spark: SparkSession, saved: SavedState, now: TopicSnapshot) -> None:
+    def restore_syncs(self, spark: SparkSource, saved: SavedState, now: TopicSnapshot) -> None:
         """Keep ``saved`` as if this session had read it; ``refresh_syncs`` then reads only past it (or the
         topic in full again, when ``now`` shows it no longer describes the topic)."""
         self._drop_syncs()
         extra = saved.extra
         self.numbering = Numbering({(str(t), int(p)): int(n) for t, p, n in extra["numbering"]})
         self.newest = {
-            (str(t), int(p)): NewestSync(bool(s), u, d, dt.datetime.fromisoformat(ts) if ts else None)
+            (str(t), int(p)): NewestSync(bool(s), u, d, _utc(dt.datetime.fromisoformat(ts)) if ts else None)
             for t, p, s, u, d, ts in extra["newest"]
         }
         self._syncs_malformed = Counter({str(r): int(n) for r, n in extra["malformed"].items()})
         self._runs_at_full = int(extra["runs_at_full"])
-        self.runs = frame_from_arrow(spark, saved.table, RUNS_SCHEMA).localCheckpoint(eager=False)
         self._runs = saved.table.num_rows
         self.held_runs = saved.table.cast(sync_fold.RUNS_SCHEMA) if self._holds(self._runs) else None
+        if self.held_runs is None:  # else made from the held runs when a Spark job needs them (``empty_runs``)
+            self.runs = frame_from_arrow(spark(), saved.table, RUNS_SCHEMA).localCheckpoint(eager=False)
         self._syncs_read = TopicSnapshot(now.cluster, now.topic, saved.topic_id, saved.bounds, now.cluster_id)
         self.changes.all()
 
     def saved_checkpoints(self) -> SavedState | None:
         return self.live_checkpoints.saved()
 
-    def restore_checkpoints(self, spark: SparkSession, saved: SavedState, now: TopicSnapshot) -> None:
+    def restore_checkpoints(self, spark: SparkSource, saved: SavedState, now: TopicSnapshot) -> None:
         self.live_checkpoints.restore(spark, saved, now)
 
     def release(self) -> None:

@@ -12,13 +12,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 
-from pyspark.sql import SparkSession
-
 from mm2ctl.inspector.kept import topic_cache
 from mm2ctl.inspector.kept.pair_topics import PairTopics
 from mm2ctl.inspector.kept.topic_cache import CHECKPOINTS, SYNCS, SavedState, Unusable, state_key
 from mm2ctl.inspector.output.inspection_result import TopicNote
 from mm2ctl.inspector.reads.internal_topics import TopicSnapshot
+from mm2ctl.inspector.spark.lazy_session import SparkSource
 
 #: A live session saves its kept topics at most this often.
 SAVE_EVERY_S = 300.0
@@ -35,7 +34,7 @@ class SavedTopics:
 
     def restore(
         self,
-        spark: SparkSession,
+        spark: SparkSource,
         kept: PairTopics,
         syncs: TopicSnapshot | None,
         checkpoints: TopicSnapshot | None,

@@ -39,6 +39,9 @@ from mm2ctl.inspector.spark.compat import frame_from_arrow
 #: through librdkafka rather than by Spark's Kafka source: 50,000 offset syncs or checkpoints are a few MiB,
 #: read in well under a second on one consumer.
 DRIVER_READ_MAX_OFFSETS = 50_000
+#: Offsets up to which an inspection on the driver engine reads a topic's whole history on the driver and folds
+#: it there (``inspector.kept.pair_topics``): about a second of librdkafka and Arrow at this size.
+DRIVER_ENGINE_MAX_OFFSETS = 200_000
 #: Records per Spark task of a full read, and the same rows per shuffle partition of the records' sort.
 RECORDS_PER_TASK = 500_000
 

@@ -37,6 +37,7 @@ from mm2ctl.core.kafka.codecs import encode_offset_sync_key
 from mm2ctl.inspector.inspection import InspectOptions, Inspector, preflight
 from mm2ctl.inspector.kept import driver_rows
 from mm2ctl.inspector.reads import kafka_read
+from mm2ctl.inspector.spark.lazy_session import LazySession
 from mm2ctl.lab import control as lab_core
 from mm2ctl.lab.control import LabFlow, LabInfo
 from mm2ctl.lab.process import free_port
@@ -250,6 +251,95 @@ def test_one_run_scans_each_internal_topic_once_and_a_later_one_only_what_is_new
             fresh.close()
     finally:
         inspector.close()
+
+
+def _on_driver(spark: Any, setup: Setup, starts: list[int], *, live: bool = False, **more: Any) -> Inspector:
+    """An inspector of the setup's pair on the driver engine: its Spark session starts (``starts`` counts it) only
+    if a run asks for one."""
+
+    def start() -> Any:
+        starts.append(1)
+        return spark
+
+    config = load_mm2_config(setup.flow.mm2_config)
+    options = InspectOptions(pairs=(setup.pair.name,), state_cache=False, **more)
+    checked = preflight(config, options)
+    return Inspector(LazySession(None, start), config, options, checked, live=live, on_driver=True)
+
+
+@pytest.mark.parametrize("only_problems", [False, True])
+def test_a_small_inspection_on_the_driver_starts_no_spark_and_gives_spark_s_rows(
+    spark: Any, setup: Setup, only_problems: bool
+) -> None:
+    """The driver engine reads the internal topics through librdkafka and runs every rule in-process: no Spark
+    session is started and Spark's store shows no query, and its rows, notes and figures are the Spark run's."""
+    starts: list[int] = []
+    driver = _on_driver(spark, setup, starts, only_problems=only_problems)
+    mark = _last_execution(spark)
+    try:
+        result = driver.run()
+        try:
+            on_driver, summary = _table(result), result.summary
+        finally:
+            result.close()
+    finally:
+        driver.close()
+    assert starts == [] and driver.started_spark is None
+    assert _last_execution(spark) == mark
+    config = load_mm2_config(setup.flow.mm2_config)
+    options = InspectOptions(pairs=(setup.pair.name,), state_cache=False, only_problems=only_problems)
+    in_spark = Inspector(spark, config, options, preflight(config, options))
+    try:
+        result = in_spark.run()
+        try:
+            assert on_driver == _table(result)
+            assert summary.statuses == result.summary.statuses
+        finally:
+            result.close()
+    finally:
+        in_spark.close()
+    if not only_problems:
+        assert len(on_driver) == 3 * PARTITIONS
+
+
+def test_a_live_session_on_the_driver_starts_spark_only_for_a_history_of_two_mappings(
+    spark: Any, setup: Setup
+) -> None:
+    """A live session on the driver engine folds a group's new commit with no Spark session; a tombstone in the
+    offset syncs makes it read their whole history, which holds two mappings: Spark starts then and finds the
+    current one, and the rows are a Spark run's on the same state."""
+    starts: list[int] = []
+    inspector = _on_driver(spark, setup, starts, live=True)
+    group = f"iso-{setup.name}-g0"
+    try:
+        first = {(r["group"], r["partition"]): r for r in _rows(inspector) if "group" in r}
+        source = KafkaAdmin.connect(setup.kafka(setup.pair.source))
+        source.alter_group_offsets({group: {(setup.topic, 1): 120}})
+        second = {(r["group"], r["partition"]): r for r in _rows(inspector) if "group" in r}
+        assert first[(group, 1)]["source_offset"] == 50 and second[(group, 1)]["source_offset"] == 120
+        assert starts == [] and inspector.started_spark is None
+
+        key = encode_offset_sync_key(setup.topic, 0)
+        records.produce(setup.kafka(setup.pair.offset_syncs_cluster), setup.pair.offset_syncs_topic, [(key, None, 0)])
+        result = inspector.run()
+        try:
+            notes = [n.message for n in result.notes if n.topic == setup.pair.offset_syncs_topic]
+            warm = _table(result)
+        finally:
+            result.close()
+        assert any(n.startswith("read again in full: a tombstone") for n in notes), notes
+        assert starts == [1]
+    finally:
+        inspector.close()
+    fresh = _inspector(spark, setup)
+    try:
+        cold = fresh.run()
+        try:
+            assert warm == _table(cold)
+        finally:
+            cold.close()
+    finally:
+        fresh.close()
 
 
 def test_a_tombstone_makes_the_session_read_the_syncs_in_full_again(spark: Any, setup: Setup, reads: Reads) -> None:

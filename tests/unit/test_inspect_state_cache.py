@@ -11,6 +11,7 @@ import stat
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
@@ -24,8 +25,9 @@ from mm2ctl.inspector.kept import pair_topics, topic_cache
 from mm2ctl.inspector.kept.pair_topics import PairTopics
 from mm2ctl.inspector.kept.saved_topics import SavedTopics
 from mm2ctl.inspector.kept.topic_cache import SYNCS, SavedState, StateKey, Unusable
+from mm2ctl.inspector.reads import kafka_read
 from mm2ctl.inspector.reads.internal_topics import TopicSnapshot, plan_read
-from mm2ctl.inspector.schemas import KAFKA_RECORD_SCHEMA
+from mm2ctl.inspector.schemas import KAFKA_RECORD_SCHEMA, arrow_schema
 from tests.property_examples import drawn
 
 PAIR = "a->b"
@@ -176,6 +178,14 @@ class FakeTopic:
         return TopicSnapshot("b", "syncs", self.topic_id, {0: (self.start, self.end)}, cluster_id="cluster-b")
 
     def read(self, spark: Any, ranges: Mapping[int, tuple[int, int]]) -> Any:
+        return spark.createDataFrame(self._raw(ranges), KAFKA_RECORD_SCHEMA)
+
+    def read_on_driver(self, ranges: Mapping[int, tuple[int, int]]) -> pa.Table:
+        names = KAFKA_RECORD_SCHEMA.fieldNames()
+        rows = [dict(zip(names, r, strict=True)) for r in self._raw(ranges)]
+        return pa.Table.from_pylist(rows, schema=arrow_schema(KAFKA_RECORD_SCHEMA))
+
+    def _raw(self, ranges: Mapping[int, tuple[int, int]]) -> list[tuple[Any, ...]]:
         start, end = ranges.get(0, (0, 0))
         raw = []
         for offset, part, x in self.records:
@@ -187,31 +197,34 @@ class FakeTopic:
                 continue
             value = None if x is None else codecs.encode_offset_sync_value(x.upstream, x.downstream)  # type: ignore[union-attr]
             raw.append((PAIR, key, value, "syncs", 0, offset, T0 + dt.timedelta(seconds=offset), 0))
-        return spark.createDataFrame(raw, KAFKA_RECORD_SCHEMA)
+        return raw
 
 
 def _kept(spark: Any, kept: PairTopics) -> tuple[Any, ...]:
     """What a process keeps of the topic, as values: each partition's syncs expanded from its runs, the
     records they stand for, the newest record of each partition and the malformed counts."""
-    assert kept.numbering is not None and kept.runs is not None
+    assert kept.numbering is not None and (kept.runs is not None or kept.held_runs is not None)
     key_of = {n: tp for tp, n in kept.numbering.parts.items()}
     syncs: dict[Any, list[tuple[int, int]]] = {}
     records: dict[Any, int] = {}
-    for r in kept.runs.collect():
+    runs = kept.held_runs.to_pylist() if kept.held_runs is not None else [r.asDict() for r in kept.runs.collect()]
+    for r in (SimpleNamespace(**run) for run in runs):
         syncs.setdefault(key_of[r._part], []).extend((r._u0 + i, r._d0 + i) for i in range(r._n))
         records[key_of[r._part]] = records.get(key_of[r._part], 0) + r._records
     return ({k: sorted(v) for k, v in syncs.items()}, records, dict(kept.newest), kept.malformed()[0])
 
 
 def _process(
-    spark: Any, topic: FakeTopic, wanted: list[TP], *, cached: bool
+    spark: Any, topic: FakeTopic, wanted: list[TP], *, cached: bool, on_driver: bool = False
 ) -> tuple[tuple[Any, ...], str | None, list[Any]]:
     """One process's read of the topic for the source partitions ``wanted``: from the saved files (``cached``)
-    or in full; what it keeps, why it read in full, and the notes about the files."""
+    or in full, in Spark or on the driver engine (``on_driver``: read and folded in Arrow unless the history holds
+    more than one mapping); what it keeps, why it read in full, and the notes about the files."""
     kept, saved = PairTopics(PAIR), SavedTopics()
+    kept.on_driver = on_driver
     now = topic.snapshot()
-    notes = saved.restore(spark, kept, now, None) if cached else []
-    reason = kept.refresh_syncs(spark, {}, now, wanted, lambda _m: None)
+    notes = saved.restore(lambda: spark, kept, now, None) if cached else []
+    reason = kept.refresh_syncs(lambda: spark, {}, now, wanted, lambda _m: None)
     if cached:
         with ThreadPoolExecutor(1) as pool:
             assert saved.save_soon(kept, pool).result() == []
@@ -285,6 +298,7 @@ def _chain(
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MM2CTL_CACHE", str(tmp.mktemp("cache")))
         mp.setattr(pair_topics, "read_ranges", lambda spark, _s, _t, ranges, **_k: topic.read(spark, ranges))
+        mp.setattr(kafka_read, "read_on_driver", lambda _s, _t, ranges, **_k: topic.read_on_driver(ranges))
         for step in range(len(examples[members[0]])):
             before = topic.snapshot()
             for i in members:
@@ -298,6 +312,8 @@ def _chain(
             warm, reason, notes = _process(spark, topic, wanted, cached=True)
             assert warm == cold, _first_difference(warm, cold, examples, members, step)
             assert notes == []
+            on_driver, _, _ = _process(spark, topic, wanted, cached=False, on_driver=True)
+            assert on_driver == cold, _first_difference(on_driver, cold, examples, members, step)
             now = topic.snapshot()
             if step and now.topic_id != before.topic_id:
                 assert reason is not None and "created again" in reason
@@ -345,7 +361,7 @@ def test_a_file_holding_something_else_is_thrown_away_with_a_note(spark: Any, fo
     assert key is not None
     topic_cache.save(SavedState(key, "id-0", {0: (0, 10)}, _state().table, {"runs_at_full": 1}))
     kept = PairTopics(PAIR)
-    notes = SavedTopics().restore(spark, kept, now, None)
+    notes = SavedTopics().restore(lambda: spark, kept, now, None)
     assert [n.message for n in notes] == [
         "read again in full: its saved state does not hold what mm2ctl saves (KeyError('numbering'))"
     ]

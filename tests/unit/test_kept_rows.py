@@ -8,6 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructType
 
@@ -37,7 +38,7 @@ def _rows(spark: Any, *rows: tuple[str, int, str, dt.datetime | None]) -> Any:
 
 
 def _seen(kept: KeptRows) -> list[tuple[str, int, str]]:
-    return sorted((r.group, r.partition, r.status) for r in kept.rows(PAIR).collect())
+    return sorted((r.group, r.partition, r.status) for r in kept.rows(SparkSession.getActiveSession(), PAIR).collect())
 
 
 def _persisted(spark: Any) -> int:
@@ -125,12 +126,13 @@ def test_groups_classified_on_the_driver_replace_theirs_wherever_they_were(spark
 
 
 @pytest.mark.spark
-def test_every_group_classified_on_the_driver_is_held_there_over_an_empty_base(spark: Any) -> None:
+def test_every_group_classified_on_the_driver_is_held_there_with_no_base(spark: Any) -> None:
     held = _persisted(spark)
     later = NOW + dt.timedelta(minutes=1)
-    whole = KeptRows.on_driver(spark, _table(spark, ("g1", 0, "synced", None), ("g2", 0, "stale_sync", None)),
-                               NO_INPUTS, NOW)  # fmt: skip
-    assert _persisted(spark) == held  # nothing in Spark
+    table = _table(spark, ("g1", 0, "synced", None), ("g2", 0, "stale_sync", None))
+    whole = KeptRows.on_driver(table, NO_INPUTS, NOW)
+    assert whole.base is None and whole.held_only() is table  # nothing in Spark
+    assert _persisted(spark) == held
     assert _seen(whole) == [("g1", 0, "synced"), ("g2", 0, "stale_sync")]
     assert {g: [f["status"] for f in fs] for g, fs in whole.figures.items()} == {"g1": ["synced"], "g2": ["stale_sync"]}
     spark_again = whole.again(PAIR, {"g2"}, _rows(spark, ("g2", 0, "synced", None)), NO_INPUTS, later)
