@@ -82,7 +82,7 @@ class Numbering:
 
 def _utc(moment: dt.datetime | None) -> dt.datetime | None:
     """``moment`` in UTC. Spark gives timestamps back naive, in this process's local time; Arrow, in UTC."""
-    return None if moment is None else moment.astimezone(dt.timezone.utc)
+    return None if moment is None else moment.astimezone(dt.UTC)
 
 
 @dataclass(frozen=True, slots=True)

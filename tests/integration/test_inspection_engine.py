@@ -302,9 +302,7 @@ def test_a_small_inspection_on_the_driver_starts_no_spark_and_gives_spark_s_rows
         assert len(on_driver) == 3 * PARTITIONS
 
 
-def test_a_live_session_on_the_driver_starts_spark_only_for_a_history_of_two_mappings(
-    spark: Any, setup: Setup
-) -> None:
+def test_a_live_session_on_the_driver_starts_spark_only_for_a_history_of_two_mappings(spark: Any, setup: Setup) -> None:
     """A live session on the driver engine folds a group's new commit with no Spark session; a tombstone in the
     offset syncs makes it read their whole history, which holds two mappings: Spark starts then and finds the
     current one, and the rows are a Spark run's on the same state."""
