@@ -132,21 +132,23 @@ class Bench:
 
     new_syncs: int = 200
 
-    def mm2ctl(self, first: ToolRuns, repeat: ToolRuns) -> None:
-        """A first run without saved state, then new offset syncs, then a repeat run from the saved state."""
-        state = self.work / "inspect-state"
+    def mm2ctl(self, first: ToolRuns, repeat: ToolRuns, engine: str = "auto") -> None:
+        """A first run without saved state, then new offset syncs, then a repeat run from the saved state;
+        ``--engine engine``."""
+        state = self.work / f"inspect-state-{engine}"
         shutil.rmtree(state, ignore_errors=True)
-        self._mm2ctl(first, state, "mm2ctl inspect, first run")
+        self._mm2ctl(first, state, f"mm2ctl inspect --engine {engine}, first run", engine)
         if self.new_syncs:
             SyncTrickle(self.mm2_file, tail=20 * self.new_syncs).write(self.new_syncs)
-        self._mm2ctl(repeat, state, "mm2ctl inspect, repeat run")
+        self._mm2ctl(repeat, state, f"mm2ctl inspect --engine {engine}, repeat run", engine)
 
-    def _mm2ctl(self, runs: ToolRuns, state: Path, what: str) -> None:
+    def _mm2ctl(self, runs: ToolRuns, state: Path, what: str, engine: str) -> None:
         out = self.work / "mm2ctl.csv"
         out.unlink(missing_ok=True)
         env = {**os.environ, "MM2CTL_STATE_DIR": str(self.work / "mm2ctl-state"), "MM2CTL_INSPECT_CACHE": str(state)}
         env.pop("MM2CTL_CONNECT_URL", None)
         argv = [str(Path(sys.executable).with_name("mm2ctl")), "inspect", "--mm2-config", str(self.mm2_file)]
+        argv += ["--engine", engine]
         seconds, code = _run(
             [*argv, "--format", "csv", "--output", str(out)], timeout_s=7200, log=self.work / "mm2ctl.log", env=env
         )
@@ -191,9 +193,14 @@ class Bench:
         say(f"{what}: {seconds:.1f}s, {rows:,} rows, exit {code}")
 
 
-def measure_size(bench: Bench, size: str, runs: int, with_stock: bool) -> dict[str, Any]:
+def measure_size(bench: Bench, size: str, runs: int, with_stock: bool, spark_engine: bool) -> dict[str, Any]:
     results = {name: ToolRuns() for name in ("mm2ctl", "mm2ctl_repeat")}
     tools: dict[str, Callable[[], None]] = {"mm2ctl": lambda: bench.mm2ctl(results["mm2ctl"], results["mm2ctl_repeat"])}
+    if spark_engine:  # the same inspection forced onto Spark (--engine spark): what a small one cost before
+        results["mm2ctl_spark"], results["mm2ctl_spark_repeat"] = ToolRuns(), ToolRuns()
+        tools["mm2ctl_spark"] = lambda: bench.mm2ctl(
+            results["mm2ctl_spark"], results["mm2ctl_spark_repeat"], engine="spark"
+        )
     if bench.aiven_launcher:
         results["aiven"] = ToolRuns()
         tools["aiven"] = lambda: bench.aiven(results["aiven"])
@@ -206,7 +213,7 @@ def measure_size(bench: Bench, size: str, runs: int, with_stock: bool) -> dict[s
         for name in names[r % len(names) :] + names[: r % len(names)]:
             tools[name]()
     figures: dict[str, Any] = {name: {**asdict(res), "median": res.median} for name, res in results.items()}
-    for mine_name in ("mm2ctl", "mm2ctl_repeat"):
+    for mine_name in [n for n in results if n.startswith("mm2ctl")]:
         mine = results[mine_name].median
         for other in ("aiven", "stock"):
             theirs = results[other].median if other in results else None
@@ -214,7 +221,7 @@ def measure_size(bench: Bench, size: str, runs: int, with_stock: bool) -> dict[s
                 continue
             ratio = round(mine / theirs, 2)
             figures[f"{mine_name}_over_{other}"] = ratio
-            target = TARGETS.get((size, other, mine_name == "mm2ctl_repeat"))
+            target = TARGETS.get((size, other, mine_name == "mm2ctl_repeat")) if "spark" not in mine_name else None
             if target is not None:
                 figures[f"target_{mine_name}_over_{other}"] = target
                 figures[f"pass_{mine_name}_over_{other}"] = ratio <= target
@@ -282,7 +289,7 @@ def small_sizes(args: argparse.Namespace, sizes: list[str], work: Path) -> dict[
                 "spec": asdict(spec),
                 "group_partitions": spec.group_partitions,
                 "offset_syncs": spec.total_syncs,
-                **measure_size(bench, size, args.runs, with_stock=size == "5k"),
+                **measure_size(bench, size, args.runs, with_stock=size == "5k", spark_engine=args.spark_engine),
             }
     finally:
         if started is not None and not args.keep_lab:
@@ -301,7 +308,7 @@ def million(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "spec": loaded["spec"],
         "group_partitions": spec.group_partitions,
         "offset_syncs": spec.total_syncs,
-        **measure_size(bench, "1m", args.runs, with_stock=False),
+        **measure_size(bench, "1m", args.runs, with_stock=False, spark_engine=args.spark_engine),
     }
 
 
@@ -319,6 +326,9 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--reuse-lab", metavar="DIR", help="the lab inspect_scale.py loaded (--keep-lab), for 1m")
     parser.add_argument(
         "--syncs-per-partition", type=int, default=SMALL_SYNCS_PER_PARTITION, help="in the 5k/50k load (1,000)"
+    )
+    parser.add_argument(
+        "--spark-engine", action="store_true", help="also run mm2ctl with --engine spark, alternated with the others"
     )
     parser.add_argument("--json", action="store_true", help="one JSON line instead of the table")
     args = parser.parse_args(argv)

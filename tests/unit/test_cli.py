@@ -355,3 +355,16 @@ def test_exporter_refuses_a_bad_listen_address(tmp_path: Path) -> None:
     out = run_cli("exporter", "--mm2-config", str(config), "--listen", "9464")
     assert out.returncode == ExitCode.CONFIG
     assert "--listen expects HOST:PORT" in out.stderr
+
+
+@pytest.mark.parametrize("command", [["inspect"], ["exporter", "--listen", "127.0.0.1:0"], ["report"]])
+def test_an_unknown_engine_is_refused_before_any_cluster_is_reached(
+    command: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = tmp_path / "mm2.properties"
+    config.write_text(
+        "clusters=a,b\na.bootstrap.servers=127.0.0.1:9\nb.bootstrap.servers=127.0.0.1:9\na->b.enabled=true\n"
+    )
+    code, _, err = run_main(capsys, *command, "--mm2-config", str(config), "--engine", "fast")
+    assert code == ExitCode.CONFIG, err
+    assert err.splitlines()[-1] == "mm2ctl: error: --engine 'fast': expected one of auto, spark"

@@ -87,3 +87,45 @@ def test_a_live_python_driver_takes_arrow_memory_from_the_system_allocator(monke
         assert pa.default_memory_pool().backend_name == "system"
     finally:
         pa.set_memory_pool(before)
+
+
+def test_an_inspection_runs_on_the_driver_while_its_rows_and_topics_are_small() -> None:
+    from mm2ctl.inspector.driver_sizing import fits_on_driver
+    from mm2ctl.inspector.kept.driver_rows import DRIVER_MAX_ROWS
+    from mm2ctl.inspector.reads.kafka_read import DRIVER_ENGINE_MAX_OFFSETS
+
+    assert fits_on_driver(_state(DRIVER_MAX_ROWS, DRIVER_ENGINE_MAX_OFFSETS - 10))  # the checkpoints span 10
+    assert not fits_on_driver(_state(DRIVER_MAX_ROWS + 1, 10))
+    assert not fits_on_driver(_state(10, DRIVER_ENGINE_MAX_OFFSETS))
+    assert fits_on_driver(Probe(groups=SMALL_GROUPS, topic_records=DRIVER_ENGINE_MAX_OFFSETS))
+    assert not fits_on_driver(Probe(groups=SMALL_GROUPS + 1, topic_records=10))
+    assert not fits_on_driver(Probe(groups=10, topic_records=DRIVER_ENGINE_MAX_OFFSETS + 1))
+
+
+@pytest.mark.parametrize(
+    ("master", "remote", "engine", "allowed"),
+    [
+        (None, None, "auto", True),
+        (None, None, "spark", False),
+        ("local[2]", None, "auto", False),  # a master named is used
+        (None, "sc://127.0.0.1:15002", "auto", False),
+    ],
+)
+def test_only_the_auto_engine_on_embedded_spark_may_skip_spark(
+    master: str | None, remote: str | None, engine: str, allowed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mm2ctl.inspector.opening import SparkPlace
+
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    assert SparkPlace.of(master, {}, remote, engine).driver_allowed is allowed
+
+
+def test_the_engine_comes_from_the_environment_and_a_bad_one_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mm2ctl.core.errors import ConfigError
+    from mm2ctl.inspector.opening import SparkPlace
+
+    monkeypatch.setenv("MM2CTL_ENGINE", "spark")
+    assert SparkPlace().engine == "spark" and SparkPlace.of(None, {}, None).engine == "spark"
+    assert SparkPlace.of(None, {}, None, "auto").engine == "auto"  # the command line wins
+    with pytest.raises(ConfigError, match="--engine 'fast': expected one of auto, spark"):
+        SparkPlace.of(None, {}, None, "fast")
