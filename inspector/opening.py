@@ -147,7 +147,7 @@ def _sized(
     return conf, None
 
 
-def _on_driver(
+def _driver_probe(
     config: MM2Config, checked: Preflight, options: InspectOptions, place: SparkPlace, *, live: bool, early: bool
 ) -> Probe | None:
     """A one-off run's probe of its size, made when the run might go on the driver (``SparkPlace.driver_allowed``,
@@ -195,7 +195,7 @@ def open_inspection(
     if live:
         live_python_memory()  # before the session allocates what it keeps
     try:
-        sizes = _on_driver(config, checked, options, place, live=live, early=early)
+        sizes = _driver_probe(config, checked, options, place, live=live, early=early)
         conf, state = _sized(
             config, checked, options, place, live=live, connect=connect, queries=queries, listings=listings, sizes=sizes
         )
