@@ -605,14 +605,22 @@ def _status(pid: int) -> dict[str, str]:
     return {k: v.strip() for k, _, v in (line.partition(":") for line in lines)}
 
 
-def _spark_jvm(pid: int) -> int:
-    """The exporter's Spark driver JVM: the child that runs SparkSubmit (not the short-lived Java helpers a run
-    may start, which would make the samples depend on when they were taken)."""
+def _spark_jvms(pid: int) -> list[int]:
+    """The exporter's Spark driver JVMs: the children that run SparkSubmit (not the short-lived Java helpers a
+    run may start, which would make the samples depend on when they were taken)."""
+    found = []
     for task in Path(f"/proc/{pid}/task").iterdir():
         for child in (task / "children").read_text().split():
             if "org.apache.spark.deploy.SparkSubmit" in _cmdline(int(child)):
-                return int(child)
-    raise AssertionError(f"no Spark JVM among the children of the exporter {pid}")
+                found.append(int(child))
+    return found
+
+
+def _spark_jvm(pid: int) -> int:
+    """The exporter's one Spark driver JVM."""
+    found = _spark_jvms(pid)
+    assert len(found) == 1, f"not one Spark JVM among the children of the exporter {pid}: {found}"
+    return found[0]
 
 
 def _rdkafka_threads(pid: int) -> int:
@@ -625,8 +633,9 @@ def _rdkafka_threads(pid: int) -> int:
     return count
 
 
-def _footprint(pid: int, jvm: int) -> Footprint:
-    me, driver = _status(pid), _status(jvm)
+def _footprint(pid: int, jvm: int | None) -> Footprint:
+    """The exporter's and its Spark JVM's memory and threads (the JVM's 0 without one: the driver engine)."""
+    me, driver = _status(pid), _status(jvm) if jvm is not None else {"VmRSS": "0 kB", "Threads": "0"}
     rdkafka = _rdkafka_threads(pid)
     return Footprint(
         python_rss_kib=int(me["VmRSS"].split()[0]),
@@ -653,18 +662,22 @@ def _success_after(port: int, seen: float) -> float | None:
 
 
 @pytest.mark.extended
-def test_the_exporter_keeps_its_threads_and_memory_bounded_over_many_cycles(setup: Setup, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["spark", "auto"])
+def test_the_exporter_keeps_its_threads_and_memory_bounded_over_many_cycles(
+    setup: Setup, tmp_path: Path, engine: str
+) -> None:
     """A real ``mm2ctl exporter`` inspects the flow every second while MM2 mirrors a trickle of new records;
     after each completed inspection the python process and its JVM are sampled from /proc. Once warmed up,
     their resident memory and threads stop growing: the last third of the samples peaks no higher than the
     middle third (a trend over many cycles, not one sample, so a late GC or cleaner pass does not decide). Then
-    SIGTERM to its process group stops it with exit 0, every process of the group gone."""
+    SIGTERM to its process group stops it with exit 0, every process of the group gone. On the driver engine
+    (``auto``, the default at this size) no Spark JVM is ever started."""
     port = free_port()
     log = tmp_path / "exporter.err"
     proc = subprocess.Popen(
         [
             sys.executable, "-m", "mm2ctl", "exporter", "--mm2-config", setup.flow.mm2_config,
-            "--listen", f"127.0.0.1:{port}", "--interval", "1",
+            "--listen", f"127.0.0.1:{port}", "--interval", "1", "--engine", engine,
         ],
         stdout=subprocess.DEVNULL, stderr=log.open("w"), text=True, start_new_session=True,
         env={**os.environ, "MM2CTL_STATE_DIR": str(tmp_path / "state")},
@@ -673,9 +686,11 @@ def test_the_exporter_keeps_its_threads_and_memory_bounded_over_many_cycles(setu
     setup.resume_mirroring()
     try:
         last = eventually(lambda: _success(port), timeout_s=240, what="the exporter's first inspection")
-        jvm = _spark_jvm(proc.pid)
-        # A small live session: its driver's heap starts small and shrinks to what it keeps.
-        assert {"-Xms64m", "-XX:MaxHeapFreeRatio=40"} <= set(_cmdline(jvm).split()), _cmdline(jvm)
+        jvm = _spark_jvm(proc.pid) if engine == "spark" else None
+        if jvm is not None:  # a small live session: its driver's heap starts small and shrinks to what it keeps
+            assert {"-Xms64m", "-XX:MaxHeapFreeRatio=40"} <= set(_cmdline(jvm).split()), _cmdline(jvm)
+        else:
+            assert _spark_jvms(proc.pid) == []
         while len(samples) < EXPORTER_CYCLES:
             setup.produce(10, 5000 + 10 * len(samples))
             last = eventually(
@@ -686,7 +701,10 @@ def test_the_exporter_keeps_its_threads_and_memory_bounded_over_many_cycles(setu
         assert proc.poll() is None, log.read_text()[-3000:]
         # SIGTERM to its process group stops it cleanly, its JVM with it.
         group = os.getpgid(proc.pid)
-        assert any("java" in _cmdline(pid) for pid in _group_members(group)), _group_members(group)
+        if jvm is not None:
+            assert any("java" in _cmdline(pid) for pid in _group_members(group)), _group_members(group)
+        else:
+            assert _spark_jvms(proc.pid) == []
         os.killpg(group, signal.SIGTERM)
         assert proc.wait(timeout=120) == 0, log.read_text()[-3000:]
         eventually(lambda: not _group_members(group), timeout_s=60, what="every process of the group to exit")
