@@ -51,7 +51,8 @@ SHARDS: tuple[Shard, ...] = (
         tests=(
             "tests/integration/test_exactly_once.py::test_exactly_once_flow_is_inspected_and_failed_over_exactly",
             _DRILL + "test_drill_with_aborted_transactions",
-            _ENGINE + "test_the_exporter_keeps_its_threads_and_memory_bounded_over_many_cycles",
+            _ENGINE + "test_the_exporter_keeps_its_threads_and_memory_bounded_over_many_cycles[spark]",
+            _ENGINE + "test_the_exporter_keeps_its_threads_and_memory_bounded_over_many_cycles[auto]",
             _CRASH + "[2]",
             "tests/integration/test_failover_mm2_behind.py::"
             "test_a_plan_translated_after_the_catch_up_resumes_from_its_journal_then_rolls_back",
