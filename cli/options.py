@@ -187,7 +187,7 @@ Engine = Annotated[
         metavar="auto|spark",
         help="auto (default, else $MM2CTL_ENGINE): a small inspection (up to 50,000 group partitions and 200,000 "
         "records in MM2's internal topics) runs on this process with no Spark session unless it needs one; "
-        "larger ones, --exact, --spark-master and --remote run on Spark. spark: always run on Spark.",
+        "larger ones, --exact, --spark-master, --spark-conf and --remote run on Spark. spark: always run on Spark.",
     ),
 ]
 SparkConf = Annotated[list[str] | None, typer.Option("--spark-conf", help="Extra Spark setting k=v; repeatable.")]

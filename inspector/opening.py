@@ -68,7 +68,8 @@ REMOTE_LIMITS = (
 
 
 #: ``--engine``: ``auto`` runs a small inspection on the driver with no Spark session unless it needs one
-#: (embedded Spark only: a master or a Spark Connect server named is always used); ``spark`` always runs Spark.
+#: (embedded Spark only: a master, a Spark Connect server or Spark settings named are always used); ``spark``
+#: always runs Spark.
 ENGINES = ("auto", "spark")
 #: The environment variable that gives the engine when the command line does not.
 ENGINE_ENV = "MM2CTL_ENGINE"
@@ -109,9 +110,9 @@ class SparkPlace:
 
     @property
     def driver_allowed(self) -> bool:
-        """Whether a small inspection may run on the driver (module docstring): the engine is auto and Spark
-        would be embedded with the default master."""
-        return self.engine == "auto" and self.master is None and self.embedded_local
+        """Whether a small inspection may run on the driver (module docstring): the engine is auto, and Spark would
+        be embedded with the default master and no setting of the user's (``--spark-conf`` asks for Spark)."""
+        return self.engine == "auto" and self.master is None and not self.conf and self.embedded_local
 
 
 def _sized(

@@ -118,6 +118,8 @@ def test_only_the_auto_engine_on_embedded_spark_may_skip_spark(
 
     monkeypatch.delenv("SPARK_REMOTE", raising=False)
     assert SparkPlace.of(master, {}, remote, engine).driver_allowed is allowed
+    # a Spark setting of the user's asks for Spark
+    assert not SparkPlace.of(master, {"spark.sql.shuffle.partitions": "4"}, remote, engine).driver_allowed
 
 
 def test_the_engine_comes_from_the_environment_and_a_bad_one_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
