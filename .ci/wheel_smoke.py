@@ -6,12 +6,14 @@ From a folder outside the clone (so nothing resolves from the source folders): `
 
 ``inspect`` runs as on a machine that has only Java and the wheel: ``mvn`` is off ``PATH``, mm2ctl's cache is
 empty, and the JVM's home has no ``~/.m2`` (``-Duser.home``), so Spark resolves its Kafka source from Maven
-Central itself. It runs three times:
+Central itself. It runs on Spark (``--engine spark``: the lab is small enough for the driver engine) three times:
   1. with the JVM's network shut (an HTTP(S) proxy on a closed port) and nothing cached: it must fail, with
      one error line and Ivy's "unresolved dependency" in its log (the shut network is real);
   2. with the network: it resolves the package into the cache, and writes the rows;
   3. with the network shut again: the cache alone serves it, and it writes the same rows.
-The times of 2 and 3 are printed (the first inspect on a fresh machine, and the next one).
+Then once as a user runs it (the default engine, on the driver), with the network shut and another empty
+cache: it needs nothing from the network, writes the same rows, and resolves no Spark package.
+The times of 2, 3 and the last are printed.
 
     python .ci/wheel_smoke.py LAB_DIR
 """
@@ -81,9 +83,10 @@ def path_without_mvn(folder: Path) -> str:
     return str(folder)
 
 
-def java_only_environment(work: Path, *, network: bool) -> dict[str, str]:
-    """What a machine with only Java and the wheel gives ``inspect``: no ``mvn``, an empty mm2ctl cache, a JVM
-    home without ``~/.m2``; without ``network``, the JVM's HTTP(S) goes to a closed port (Ivy's downloads)."""
+def java_only_environment(work: Path, *, network: bool, engine: str = "spark", cache: str = "cache") -> dict[str, str]:
+    """What a machine with only Java and the wheel gives ``inspect``: no ``mvn``, an empty mm2ctl cache (the folder
+    ``cache`` under ``work``), a JVM home without ``~/.m2``; without ``network``, the JVM's HTTP(S) goes to a closed
+    port (Ivy's downloads). ``engine``: ``MM2CTL_ENGINE``."""
     options = [f"-Duser.home={work / 'home'}"]
     if not network:
         options += [
@@ -95,7 +98,8 @@ def java_only_environment(work: Path, *, network: bool) -> dict[str, str]:
     env.update(
         {
             "PATH": str(work / "bin"),
-            "MM2CTL_CACHE": str(work / "cache"),
+            "MM2CTL_CACHE": str(work / cache),
+            "MM2CTL_ENGINE": engine,
             "MM2CTL_STATE_DIR": str(work / "state"),
             "JAVA_TOOL_OPTIONS": " ".join(options),
         }
@@ -155,6 +159,15 @@ def main(lab_dir: str) -> None:
         print(
             f"inspect with only Java and the wheel: first (empty cache) {first_s:.1f}s, next (offline) {again_s:.1f}s"
         )
+        driver_env = java_only_environment(work, network=False, engine="auto", cache="driver-cache")
+        on_driver, driver_s = inspect_rows(info["mm2_config"], group, work / "driver.csv", driver_env)
+        if [r["status"] for r in on_driver if r["group"] == group] != [
+            r["status"] for r in first if r["group"] == group
+        ]:
+            sys.exit(f"the driver engine's rows differ from Spark's: {on_driver} != {first}")
+        if (work / "driver-cache" / "ivy").exists():
+            sys.exit("the driver engine resolved Spark's Kafka source: it should need no Spark")
+        print(f"inspect on the driver engine, offline with an empty cache: {driver_s:.1f}s")
     finally:
         shutil.rmtree(work, ignore_errors=True)
         run("lab", "down", "--dir", lab_dir)

@@ -268,20 +268,25 @@ def test_without_a_usable_jvm_the_reads_go_through_librdkafka(lab: LabInfo, spar
     assert state.source_group_offsets.num_rows == 5 + 1 + 1
 
 
-def test_inspect_reads_the_committed_offsets_in_its_driver_jvm(lab: LabInfo, tmp_path: Path) -> None:
-    flow = _flow(lab, "ci", roles=ROLES)  # every connector: MM2's internal topics exist
+@pytest.mark.parametrize(("engine", "through"), [("spark", "jvm"), ("auto", "librdkafka")])
+def test_inspect_reads_the_committed_offsets_in_its_driver_jvm_when_spark_runs(
+    lab: LabInfo, tmp_path: Path, engine: str, through: str
+) -> None:
+    """On Spark the committed offsets are read in Spark's driver JVM; on the driver engine (a small setup, no
+    Spark session) through librdkafka. The same group partitions either way."""
+    flow = _flow(lab, f"ci{engine}", roles=ROLES)  # every connector: MM2's internal topics exist
     env = {**os.environ, "MM2CTL_STATE_DIR": str(tmp_path / "state")}
     env.pop("MM2CTL_CONNECT_URL", None)
     out = subprocess.run(
-        [sys.executable, "-m", "mm2ctl", "inspect", "--mm2-config", flow.mm2_file, "--pair", flow.pair.name],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        check=False,
-    )
+        [
+            sys.executable, "-m", "mm2ctl", "inspect", "--mm2-config", flow.mm2_file, "--pair", flow.pair.name,
+            "--engine", engine,
+        ],
+        capture_output=True, text=True, timeout=600, env=env, check=False,
+    )  # fmt: skip
     assert out.returncode in (0, 10), out.stderr
-    assert f"{flow.pair.name}: committed offsets read through jvm" in out.stderr
+    assert f"{flow.pair.name}: committed offsets read through {through}" in out.stderr
+    assert ("small enough to inspect on the driver" in out.stderr) is (engine == "auto"), out.stderr
     assert "7 group partition(s) inspected" in out.stderr  # ga's 5, gb's and gd's on the mirrored topics
 
 

@@ -5,7 +5,8 @@ the CLI, exactly as an operator runs it, and every scenario's rows are checked. 
 the point: some states only arise when data is prepared before MM2 starts (a source log start above 0),
 when the checkpoint connector is stopped while a group appears, or when the source connector is stopped
 while a topic appears. The same two runs show where Spark's JVM prints: to a log file (default policy), or
-with ``-v`` to stderr (identity policy).
+with ``-v`` to stderr (identity policy). Each flow is then inspected once more with no Spark setting, on the
+driver engine, which must give the same rows.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class Scenario:
     stdout: str
     verbose: bool
     logs: Path  # the logs folder of the run's state dir
+    #: The same inspection with no Spark setting (the driver engine at this size): its rows, exit code, stderr.
+    driver: tuple[list[dict[str, Any]], int, str]
 
     def group(self, suffix: str) -> str:
         return f"iso-{self.name}-{suffix}"
@@ -195,7 +198,18 @@ def _build(lab: LabInfo, policy: str, tmp: Path) -> Iterator[Scenario]:
             env={**os.environ, "MM2CTL_STATE_DIR": str(state)},
         )  # fmt: skip
         rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
-        yield Scenario(flow, name, rows, proc.returncode, proc.stderr, proc.stdout, verbose, state / "logs")
+        driver_out = tmp / f"{name}-driver.jsonl"
+        on_driver = subprocess.run(
+            [
+                sys.executable, "-m", "mm2ctl", "inspect", "--mm2-config", flow.mm2_config,
+                "--format", "json", "--output", str(driver_out), "--no-cache",
+            ],
+            capture_output=True, text=True, timeout=600, check=False,
+            env={**os.environ, "MM2CTL_STATE_DIR": str(tmp / f"{name}-driver-state")},
+        )  # fmt: skip
+        driver_rows = [json.loads(line) for line in driver_out.read_text().splitlines()] if driver_out.exists() else []
+        driver = (driver_rows, on_driver.returncode, on_driver.stderr)
+        yield Scenario(flow, name, rows, proc.returncode, proc.stderr, proc.stdout, verbose, state / "logs", driver)
     finally:
         active.close()
         for connector in flow.connectors.values():
@@ -217,6 +231,23 @@ def test_inspect_ran_and_reports_problems_with_its_exit_code(scenario: Scenario)
     assert scenario.rows, scenario.stderr
     assert scenario.exit_code == ExitCode.PROBLEMS_FOUND, scenario.stderr
     assert "1 malformed record(s) skipped: value truncated" in scenario.stderr
+
+
+def _comparable(rows: list[dict[str, Any]]) -> list[str]:
+    """Rows as sorted JSON, less the column that tells the time of the run."""
+    return sorted(json.dumps({k: v for k, v in r.items() if k != "group_checkpoint_age_seconds"}, sort_keys=True)
+                  for r in rows)  # fmt: skip
+
+
+def test_with_no_spark_setting_the_driver_engine_gives_spark_s_rows(scenario: Scenario) -> None:
+    """The same inspection without ``--spark-conf`` runs on the driver engine (the setup is small): no Spark
+    session starts, and every scenario's row, the exit code and the malformed record's note are the Spark run's."""
+    rows, exit_code, stderr = scenario.driver
+    assert "small enough to inspect on the driver" in stderr, stderr
+    assert "starting Spark" not in stderr, stderr
+    assert exit_code == scenario.exit_code, stderr
+    assert "1 malformed record(s) skipped: value truncated" in stderr
+    assert rows and _comparable(rows) == _comparable(scenario.rows)
 
 
 def test_the_jvm_prints_to_a_log_file_and_to_stderr_only_with_verbose(scenario: Scenario) -> None:
