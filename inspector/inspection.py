@@ -8,7 +8,8 @@ the caller calls ``run`` once, or again and again in one live session. Each run:
 1. reads the admin state, MM2's position and a snapshot of each internal topic's offsets on the driver
    (``inspector.reads.run_reads``; the first run's was read while Spark started);
 2. reads each internal topic once, up to its snapshot, into what the run needs (``inspector.kept.pair_topics``);
-   a live session reads only what is past the previous run's snapshot;
+   a live session reads only what is past the previous run's snapshot; on the driver engine (a small setup) the
+   reads and every rule below run in this process, over Arrow, and Spark starts only if a run needs it;
 3. translates and classifies every group partition (``inspector.transforms.translated_offsets``,
    ``inspector.transforms.classify``), the rows cached (a live session keeps them, and classifies again only
    the groups that changed: ``inspector.kept.kept_rows``); and runs one final aggregation of them
@@ -256,9 +257,9 @@ class Inspector:
         progress("classifying")
         try:
             with self._counting_tasks(progress):
-                on_driver = self._driver_rows(state) if self.on_driver and not self._incremental else None
-                if on_driver is not None:
-                    rows, figures = on_driver
+                in_process = self._driver_rows(state) if self.on_driver and not self._incremental else None
+                if in_process is not None:
+                    rows, figures = in_process
                 elif self._incremental:
                     parts = [self._live_rows(read, progress, cached) for read in state.pairs]
                     rows = self._joined([rows for rows, _ in parts])

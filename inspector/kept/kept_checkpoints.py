@@ -82,7 +82,7 @@ class KeptCheckpoints:
         if plan.empty and kept:
             self._read = now
             return None
-        most = kafka_read.DRIVER_ENGINE_MAX_OFFSETS if self.on_driver else kafka_read.DRIVER_READ_MAX_OFFSETS
+        most = kafka_read.driver_max_offsets(on_driver=self.on_driver)
         if kept and not plan.full and self.held is not None and plan.offsets <= most:
             self._fold_on_driver(settings, now, plan)
             return None

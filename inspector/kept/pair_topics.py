@@ -221,7 +221,7 @@ class PairTopics:
         through librdkafka and folded from no runs (``inspector.rules.sync_fold``). False when it is not made here:
         too large, or a partition's history holds more than one mapping (Spark's full read keeps the current one).
         """
-        if not self.on_driver or plan.offsets > kafka_read.DRIVER_ENGINE_MAX_OFFSETS:
+        if not self.on_driver or plan.offsets > kafka_read.driver_max_offsets(on_driver=True):
             return False
         numbering = Numbering.of(partitions)
         raw = kafka_read.read_on_driver(settings, now.topic, plan.ranges, cluster_pair=self.pair)
@@ -260,7 +260,7 @@ class PairTopics:
         self, spark: SparkSource, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan, say: Progress
     ) -> str | None:
         """Fold the records past the kept snapshot into the kept runs; or why the topic must be read in full."""
-        if self.held_runs is not None and plan.offsets <= self._driver_fold_max_offsets:
+        if self.held_runs is not None and plan.offsets <= kafka_read.driver_max_offsets(on_driver=self.on_driver):
             return self._fold_in_syncs_on_driver(settings, now, plan, say)
         records = self._decoded_syncs(spark(), settings, now, plan).cache()
         try:
@@ -277,11 +277,6 @@ class PairTopics:
             release(records)
         say(f"{self.pair}: {self._runs} run(s) of offset syncs kept")
         return None
-
-    @property
-    def _driver_fold_max_offsets(self) -> int:
-        """The most offsets a later read folds on the driver: on the driver engine, what it reads in full there."""
-        return kafka_read.DRIVER_ENGINE_MAX_OFFSETS if self.on_driver else kafka_read.DRIVER_READ_MAX_OFFSETS
 
     def _fold_in_syncs_on_driver(
         self, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan, say: Progress

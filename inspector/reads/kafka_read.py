@@ -42,6 +42,13 @@ DRIVER_READ_MAX_OFFSETS = 50_000
 #: Offsets up to which an inspection on the driver engine reads a topic's whole history on the driver and folds
 #: it there (``inspector.kept.pair_topics``): about a second of librdkafka and Arrow at this size.
 DRIVER_ENGINE_MAX_OFFSETS = 200_000
+
+
+def driver_max_offsets(*, on_driver: bool) -> int:
+    """The most offsets a read makes and folds on the driver: on the driver engine, what it reads in full there."""
+    return DRIVER_ENGINE_MAX_OFFSETS if on_driver else DRIVER_READ_MAX_OFFSETS
+
+
 #: Records per Spark task of a full read, and the same rows per shuffle partition of the records' sort.
 RECORDS_PER_TASK = 500_000
 

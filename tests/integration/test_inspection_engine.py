@@ -317,23 +317,37 @@ def test_a_live_session_on_the_driver_starts_spark_only_for_a_history_of_two_map
         assert first[(group, 1)]["source_offset"] == 50 and second[(group, 1)]["source_offset"] == 120
         assert starts == [] and inspector.started_spark is None
 
-        key = encode_offset_sync_key(setup.topic, 0)
-        records.produce(setup.kafka(setup.pair.offset_syncs_cluster), setup.pair.offset_syncs_topic, [(key, None, 0)])
-        result = inspector.run()
-        try:
-            notes = [n.message for n in result.notes if n.topic == setup.pair.offset_syncs_topic]
-            warm = _table(result)
-        finally:
-            result.close()
+        _tombstone(setup)
+        notes, warm = _syncs_notes_and_table(setup, inspector)
         assert any(n.startswith("read again in full: a tombstone") for n in notes), notes
         assert starts == [1]
     finally:
         inspector.close()
+    assert warm == _cold_table(spark, setup)
+
+
+def _tombstone(setup: Setup) -> None:
+    """A tombstone for the offset syncs of the setup topic's partition 0."""
+    key = encode_offset_sync_key(setup.topic, 0)
+    records.produce(setup.kafka(setup.pair.offset_syncs_cluster), setup.pair.offset_syncs_topic, [(key, None, 0)])
+
+
+def _syncs_notes_and_table(setup: Setup, inspector: Inspector) -> tuple[list[str], list[dict[str, Any]]]:
+    """One run's notes about the offset-syncs topic, and its rows (``_table``)."""
+    result = inspector.run()
+    try:
+        return [n.message for n in result.notes if n.topic == setup.pair.offset_syncs_topic], _table(result)
+    finally:
+        result.close()
+
+
+def _cold_table(spark: Any, setup: Setup) -> list[dict[str, Any]]:
+    """A new inspector's one run on Spark (``_table``), the inspector closed after it."""
     fresh = _inspector(spark, setup)
     try:
         cold = fresh.run()
         try:
-            assert warm == _table(cold)
+            return _table(cold)
         finally:
             cold.close()
     finally:
@@ -344,30 +358,16 @@ def test_a_tombstone_makes_the_session_read_the_syncs_in_full_again(spark: Any, 
     inspector = _inspector(spark, setup, live=True)
     try:
         inspector.run().close()
-        key = encode_offset_sync_key(setup.topic, 0)
-        records.produce(setup.kafka(setup.pair.offset_syncs_cluster), setup.pair.offset_syncs_topic, [(key, None, 0)])
+        _tombstone(setup)
         total = setup.records_in(setup.pair.offset_syncs_cluster, setup.pair.offset_syncs_topic)
         mark = _last_execution(spark)
-        result = inspector.run()
-        try:
-            notes = [n.message for n in result.notes if n.topic == setup.pair.offset_syncs_topic]
-            warm = _table(result)
-        finally:
-            result.close()
+        notes, warm = _syncs_notes_and_table(setup, inspector)
         assert any(n.startswith("read again in full: a tombstone") for n in notes), notes
         assert total in reads(spark, mark)
     finally:
         inspector.close()
     # The warm run after the tombstone gives exactly a cold run's rows on the same state (MM2 is stopped).
-    fresh = _inspector(spark, setup)
-    try:
-        cold = fresh.run()
-        try:
-            assert warm == _table(cold)
-        finally:
-            cold.close()
-    finally:
-        fresh.close()
+    assert warm == _cold_table(spark, setup)
     # the tombstone deleted partition 0's syncs: nothing translates its groups any more
     assert len(warm) == 3 * PARTITIONS
     assert all(r["translated_offset"] is None for r in warm if r["partition"] == 0), warm
