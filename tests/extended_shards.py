@@ -52,20 +52,20 @@ SHARDS: tuple[Shard, ...] = (
             "tests/integration/test_exactly_once.py::test_exactly_once_flow_is_inspected_and_failed_over_exactly",
             _DRILL + "test_drill_with_aborted_transactions",
             _ENGINE + "test_the_exporter_keeps_its_threads_and_memory_bounded_over_many_cycles[spark]",
-            _ENGINE + "test_the_exporter_keeps_its_threads_and_memory_bounded_over_many_cycles[auto]",
             _CRASH + "[2]",
             "tests/integration/test_failover_mm2_behind.py::"
             "test_a_plan_translated_after_the_catch_up_resumes_from_its_journal_then_rolls_back",
         ),
     ),
     Shard(
-        minutes=4.8,
+        minutes=5.4,
         tests=(
             "tests/integration/test_drill_group_types.py::"
             "test_mm2ctl_moves_every_group_type_where_mm2_alone_loses_or_repeats",
             "tests/integration/test_spark_cluster.py::"
             "test_the_inspection_on_a_standalone_cluster_gives_the_embedded_runs_rows",
             _ENGINE + "test_many_runs_keep_threads_and_cached_state_bounded",
+            _ENGINE + "test_the_exporter_keeps_its_threads_and_memory_bounded_over_many_cycles[auto]",
             "tests/integration/test_spark_connect.py::"
             "test_the_exporter_keeps_one_session_and_reconnects_after_a_server_restart",
         ),
