@@ -148,12 +148,18 @@ def _sized(
     return conf, None
 
 
+def _driver_possible(options: InspectOptions, place: SparkPlace, *, early: bool) -> bool:
+    """Whether the run may go on the driver, if small: ``SparkPlace.driver_allowed``, no ``--exact``, and no
+    Structured Streaming checkpoint to read through Spark (``early``: every one is local)."""
+    return place.driver_allowed and early and not options.exact
+
+
 def _driver_probe(
     config: MM2Config, checked: Preflight, options: InspectOptions, place: SparkPlace, *, live: bool, early: bool
 ) -> Probe | None:
-    """A one-off run's probe of its size, made when the run might go on the driver (``SparkPlace.driver_allowed``,
-    no ``--exact``, no Structured Streaming checkpoint to read through Spark); a live session reads its state."""
-    if live or not early or options.exact or not place.driver_allowed:
+    """A one-off run's probe of its size, made when the run may go on the driver (``_driver_possible``); a live
+    session reads its state instead."""
+    if live or not _driver_possible(options, place, early=early):
         return None
     return probe(config, checked.pairs)
 
@@ -201,8 +207,7 @@ def open_inspection(
             config, checked, options, place, live=live, connect=connect, queries=queries, listings=listings, sizes=sizes
         )
         known = sizes if sizes is not None else state
-        allowed = place.driver_allowed and early and not options.exact
-        on_driver = allowed and known is not None and fits_on_driver(known)
+        on_driver = _driver_possible(options, place, early=early) and known is not None and fits_on_driver(known)
         later: _LaterStart | None = None
         if on_driver:
             progress("small enough to inspect on the driver: Spark starts only if a run needs it")
