@@ -241,6 +241,7 @@ class Inspector:
         state, once, else a fresh read). A live session's result reads rows the session keeps until its next
         run: close it before that."""
         state, self._primed = cluster_state or self._primed or self.read_cluster_state(progress), None
+        self._session.forget_failure()  # a Spark start that failed in an earlier run is tried again
         if self.options.size_shuffles:
             group_partitions = sum(p.state.group_partitions for p in state.pairs)
             partitions = tasks_for(group_partitions, per_task=ROWS_PER_SHUFFLE_PARTITION)
@@ -256,8 +257,8 @@ class Inspector:
         )
         progress("classifying")
         try:
-            with self._counting_tasks(progress):
-                in_process = self._driver_rows(state) if self.on_driver and not self._incremental else None
+            in_process = self._driver_rows(state) if self.on_driver and not self._incremental else None
+            with self._counting_tasks(progress, spark_certain=in_process is None and not self._incremental):
                 if in_process is not None:
                     rows, figures = in_process
                 elif self._incremental:
@@ -285,9 +286,10 @@ class Inspector:
             release=_releaser(cached),
         )
 
-    def _counting_tasks(self, progress: Progress) -> contextlib.AbstractContextManager[object]:
-        """Spark's tasks counted in ``progress`` while in the block, when Spark runs (``on_driver``: it may not)."""
-        spark = self.started_spark if self.on_driver else self.spark
+    def _counting_tasks(self, progress: Progress, *, spark_certain: bool) -> contextlib.AbstractContextManager[object]:
+        """Spark's tasks counted in ``progress`` while in the block, when Spark runs (``on_driver``: it may not, unless
+        ``spark_certain``: the block classifies in Spark)."""
+        spark = self.spark if spark_certain or not self.on_driver else self.started_spark
         return counting_tasks(spark, progress, CLASSIFY_PHASE) if spark is not None else contextlib.nullcontext()
 
     def _joined(self, parts: Sequence[DataFrame | pa.Table]) -> DataFrame | pa.Table:

@@ -3,7 +3,9 @@
 An inspection whose inputs are small runs every rule in-process over Arrow (``inspector.kept.driver_rows``) and
 reads the internal topics through librdkafka, so it never needs Spark; one whose state turns out larger, or a
 topic that must be read again from its whole history with Spark's rules, asks for the session then. The session
-is started once, by whichever thread asks first; the others wait for it.
+is started once, by whichever thread asks first; the others wait for it. A start that failed is not tried again
+by the other threads of the same run (each would wait as long, to fail the same way): the caller lets the next
+run try again (``forget_failure``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class LazySession:
         self._start = start
         self._lock = threading.Lock()
         self._pending: dict[str, str] = {}
+        self._failed: BaseException | None = None
 
     @property
     def started(self) -> SparkSession | None:
@@ -35,15 +38,26 @@ class LazySession:
         return self._session
 
     def get(self) -> SparkSession:
-        """The session, started now if it was not."""
+        """The session, started now if it was not; the error of a start that failed since ``forget_failure``."""
         with self._lock:
             if self._session is None:
+                if self._failed is not None:
+                    raise self._failed
                 assert self._start is not None
-                session = self._start()
+                try:
+                    session = self._start()
+                except BaseException as exc:
+                    self._failed = exc
+                    raise
                 for key, value in self._pending.items():
                     session.conf.set(key, value)
                 self._session = session
             return self._session
+
+    def forget_failure(self) -> None:
+        """Let the next ``get`` try to start the session again, after a start that failed."""
+        with self._lock:
+            self._failed = None
 
     def set(self, key: str, value: str) -> None:
         """A runtime setting for the session: applied now when it is up, else when it starts."""
