@@ -210,7 +210,6 @@ def open_inspection(
         on_driver = _driver_possible(options, place, early=early) and known is not None and fits_on_driver(known)
         later: _LaterStart | None = None
         if on_driver:
-            progress("small enough to inspect on the driver: Spark starts only if a run needs it")
             later = _LaterStart(
                 lambda: SessionStart(place.master, conf, jvm_log=jvm_log, share_classes=not live), progress
             )
@@ -231,6 +230,11 @@ def open_inspection(
                 queries=queries,
                 listings=listings,
             )
+        if on_driver and not fits_on_driver(state):  # the probe's few groups held more partitions than it takes
+            on_driver, later, session = False, None, None
+            start = _start(place, conf, jvm_log=jvm_log, live=live, progress=progress)
+        if on_driver:
+            progress("small enough to inspect on the driver: Spark starts only if a run needs it")
         if session is None:
             assert start is not None
             session = LazySession(start.result())
