@@ -616,13 +616,6 @@ def _spark_jvms(pid: int) -> list[int]:
     return found
 
 
-def _spark_jvm(pid: int) -> int:
-    """The exporter's one Spark driver JVM."""
-    found = _spark_jvms(pid)
-    assert len(found) == 1, f"not one Spark JVM among the children of the exporter {pid}: {found}"
-    return found[0]
-
-
 def _rdkafka_threads(pid: int) -> int:
     count = 0
     for task in Path(f"/proc/{pid}/task").iterdir():
@@ -671,7 +664,9 @@ def test_the_exporter_keeps_its_threads_and_memory_bounded_over_many_cycles(
     their resident memory and threads stop growing: the last third of the samples peaks no higher than the
     middle third (a trend over many cycles, not one sample, so a late GC or cleaner pass does not decide). Then
     SIGTERM to its process group stops it with exit 0, every process of the group gone. On the driver engine
-    (``auto``, the default at this size) no Spark JVM is ever started."""
+    (``auto``, the default at this size) Spark starts only if a run needs it: in a full run of this module the
+    flow's offset syncs hold the tombstone an earlier test wrote, a history of two mappings, so its first run
+    starts Spark; alone, none starts. Either way at most that one Spark JVM runs, and it is sampled too."""
     port = free_port()
     log = tmp_path / "exporter.err"
     proc = subprocess.Popen(
@@ -686,11 +681,11 @@ def test_the_exporter_keeps_its_threads_and_memory_bounded_over_many_cycles(
     setup.resume_mirroring()
     try:
         last = eventually(lambda: _success(port), timeout_s=240, what="the exporter's first inspection")
-        jvm = _spark_jvm(proc.pid) if engine == "spark" else None
+        started = _spark_jvms(proc.pid)
+        assert len(started) == 1 if engine == "spark" else len(started) <= 1, started
+        jvm = started[0] if started else None
         if jvm is not None:  # a small live session: its driver's heap starts small and shrinks to what it keeps
             assert {"-Xms64m", "-XX:MaxHeapFreeRatio=40"} <= set(_cmdline(jvm).split()), _cmdline(jvm)
-        else:
-            assert _spark_jvms(proc.pid) == []
         while len(samples) < EXPORTER_CYCLES:
             setup.produce(10, 5000 + 10 * len(samples))
             last = eventually(
@@ -701,10 +696,9 @@ def test_the_exporter_keeps_its_threads_and_memory_bounded_over_many_cycles(
         assert proc.poll() is None, log.read_text()[-3000:]
         # SIGTERM to its process group stops it cleanly, its JVM with it.
         group = os.getpgid(proc.pid)
+        assert _spark_jvms(proc.pid) == started  # no Spark JVM started, or the one the first run started
         if jvm is not None:
             assert any("java" in _cmdline(pid) for pid in _group_members(group)), _group_members(group)
-        else:
-            assert _spark_jvms(proc.pid) == []
         os.killpg(group, signal.SIGTERM)
         assert proc.wait(timeout=120) == 0, log.read_text()[-3000:]
         eventually(lambda: not _group_members(group), timeout_s=60, what="every process of the group to exit")
