@@ -108,22 +108,23 @@ def classified(
 
 def figures(rows: pa.Table, as_of: dt.datetime) -> dict[str, tuple[dict[str, object], ...]]:
     """The final aggregation of ``rows`` (``HELD_ROWS_SCHEMA``), by group, the checkpoint age taken at ``as_of``."""
-    aged = rows.append_column(
-        schemas.GROUP_CHECKPOINT_AGE, age_seconds_column(rows.column(schemas.GROUP_NEWEST_CHECKPOINT), as_of)
-    )
     found: dict[str, list[dict[str, object]]] = {}
-    for figure in figures_rule()(aged).to_pylist():
+    for figure in figures_rule()(_aged(rows, as_of)).to_pylist():
         found.setdefault(str(figure["group"]), []).append(figure)
     return {group: tuple(fs) for group, fs in found.items()}
+
+
+def _aged(rows: pa.Table, as_of: dt.datetime) -> pa.Table:
+    """``rows`` with their group's checkpoint age at ``as_of`` (``replication_health.with_group_checkpoint_age``)."""
+    age = age_seconds_column(rows.column(schemas.GROUP_NEWEST_CHECKPOINT), as_of)
+    return rows.append_column(schemas.GROUP_CHECKPOINT_AGE, age)
 
 
 def final_rows(rows: pa.Table, as_of: dt.datetime) -> pa.Table:
     """``rows`` (``HELD_ROWS_SCHEMA``) as a run reports them (``FINAL_ROWS_SCHEMA``): what
     ``replication_health.with_group_checkpoint_age`` and ``without_checkpoint_lag`` add in Spark."""
-    age = age_seconds_column(rows.column(schemas.GROUP_NEWEST_CHECKPOINT), as_of)
-    aged = rows.append_column(schemas.GROUP_CHECKPOINT_AGE, age)
     lag = pa.nulls(rows.num_rows, pa.float64())
-    return aged.append_column(schemas.CHECKPOINT_LAG, lag).cast(schemas.arrow_schema(FINAL_ROWS_SCHEMA))
+    return _aged(rows, as_of).append_column(schemas.CHECKPOINT_LAG, lag).cast(schemas.arrow_schema(FINAL_ROWS_SCHEMA))
 
 
 def group_rows(rows: pa.Table, groups: set[str]) -> pa.Table:
