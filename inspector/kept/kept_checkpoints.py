@@ -84,10 +84,10 @@ class KeptCheckpoints:
             return None
         most = kafka_read.driver_max_offsets(on_driver=self.on_driver)
         if kept and not plan.full and self.held is not None and plan.offsets <= most:
-            self._fold_on_driver(settings, now, plan)
+            self._fold_on_driver(settings, now, plan, into=self.held)
             return None
         if self.on_driver and (plan.full or not kept) and plan.offsets <= most:
-            self._read_in_full_on_driver(settings, now, plan)
+            self._fold_on_driver(settings, now, plan, into=None)
             return plan.reason if plan.full else None
         self._fold_in_spark(spark(), settings, now, plan)
         self._read = now
@@ -122,27 +122,21 @@ class KeptCheckpoints:
         finally:
             release(decoded)
 
-    def _fold_on_driver(self, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan) -> None:
-        """The records past the kept snapshot folded into the held live checkpoints: a live cycle's few new
-        records, read through librdkafka and folded in Arrow (``inspector.rules.checkpoint_fold``)."""
-        assert self.held is not None
+    def _fold_on_driver(
+        self, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan, *, into: pa.Table | None
+    ) -> None:
+        """``plan``'s records read through librdkafka and folded in Arrow (``inspector.rules.checkpoint_fold``) into
+        the held live checkpoints ``into`` (a live cycle's few new records), or into none (``None``: the topic's
+        whole history, on the driver engine); the result held."""
         raw = kafka_read.read_on_driver(settings, now.topic, plan.ranges, cluster_pair=self.pair)
-        folded = checkpoint_fold.fold_checkpoints(self.held, decoding.decode_checkpoints_table(raw))
-        self.changes.groups.update(folded.groups)
+        base = into if into is not None else schemas.arrow_schema(schemas.CHECKPOINTS_SCHEMA).empty_table()
+        folded = checkpoint_fold.fold_checkpoints(base, decoding.decode_checkpoints_table(raw))
+        if into is None:
+            self._malformed = Counter()
+            self.changes.all()
+        else:
+            self.changes.groups.update(folded.groups)
         self._malformed.update(folded.malformed)
-        if self.frame is not None:
-            release(self.frame)
-        self.frame, self.held = None, folded.live
-        self._read = now
-
-    def _read_in_full_on_driver(self, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan) -> None:
-        """The topic's whole history read through librdkafka and folded into no checkpoints: the live
-        checkpoints, held (the driver engine's, while small)."""
-        raw = kafka_read.read_on_driver(settings, now.topic, plan.ranges, cluster_pair=self.pair)
-        empty = schemas.arrow_schema(schemas.CHECKPOINTS_SCHEMA).empty_table()
-        folded = checkpoint_fold.fold_checkpoints(empty, decoding.decode_checkpoints_table(raw))
-        self._malformed = Counter(folded.malformed)
-        self.changes.all()
         if self.frame is not None:
             release(self.frame)
         self.frame, self.held, self._read = None, folded.live, now
