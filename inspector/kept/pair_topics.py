@@ -224,9 +224,7 @@ class PairTopics:
         if not self.on_driver or plan.offsets > kafka_read.driver_max_offsets(on_driver=True):
             return False
         numbering = Numbering.of(partitions)
-        raw = kafka_read.read_on_driver(settings, now.topic, plan.ranges, cluster_pair=self.pair)
-        found, malformed = sync_fold.records_of(decoding.decode_offset_syncs_table(raw), numbering.table(self.pair))
-        folded = sync_fold.fold(sync_fold.RUNS_SCHEMA.empty_table(), found, malformed)
+        folded = self._read_and_fold(settings, now, plan, numbering, sync_fold.RUNS_SCHEMA.empty_table())
         if folded.runs is None:
             return False
         self.numbering, self.newest, self._syncs_malformed = numbering, {}, Counter(folded.malformed)
@@ -284,11 +282,7 @@ class PairTopics:
         """``_fold_in_syncs`` on the driver, into the held runs: a live cycle's few new records, read through
         librdkafka and folded in Arrow (``inspector.rules.sync_fold``), with no Spark job."""
         assert self.held_runs is not None and self.numbering is not None
-        raw = kafka_read.read_on_driver(settings, now.topic, plan.ranges, cluster_pair=self.pair)
-        found, malformed = sync_fold.records_of(
-            decoding.decode_offset_syncs_table(raw), self.numbering.table(self.pair)
-        )
-        folded = sync_fold.fold(self.held_runs, found, malformed)
+        folded = self._read_and_fold(settings, now, plan, self.numbering, self.held_runs)
         if folded.runs is None:
             return folded.reason
         self.changes.partitions.update(self._take_newest(folded.newest))
@@ -296,6 +290,14 @@ class PairTopics:
         self._set_held_runs(folded.runs)
         say(f"{self.pair}: {self._runs} run(s) of offset syncs kept")
         return None
+
+    def _read_and_fold(
+        self, settings: Mapping[str, str], now: TopicSnapshot, plan: ReadPlan, numbering: Numbering, runs: pa.Table
+    ) -> sync_fold.Folded:
+        """``plan``'s records read through librdkafka, numbered by ``numbering`` and folded into ``runs``."""
+        raw = kafka_read.read_on_driver(settings, now.topic, plan.ranges, cluster_pair=self.pair)
+        found, malformed = sync_fold.records_of(decoding.decode_offset_syncs_table(raw), numbering.table(self.pair))
+        return sync_fold.fold(runs, found, malformed)
 
     def _set_held_runs(self, runs: pa.Table) -> None:
         """Hold ``runs``; their frame is made again when a Spark job next needs it."""
