@@ -6,10 +6,9 @@ value of its newest record, or nothing when that record is a tombstone. A reader
 cleaner must apply the same rule to everything it reads, or an older record that the cleaner has not removed
 yet would stand for a key that was deleted.
 
-mm2ctl reads three compacted topics by this rule: MM2's checkpoints (``plan failover --from checkpoints``,
-and the inspection), Connect's offsets topic (the reset planners, MM2's position), and the offset syncs (per
-source partition, whose whole history ``core.translation.rule`` also looks at). The inspection applies it in
-Spark SQL (``inspector.transforms.live_checkpoints``); a unit test holds both to the same answers, tombstones included.
+Connect's offsets topic (the reset planners, MM2's position) is read by this rule, a key at a time. MM2's
+checkpoints topic is read by the same rule over Arrow tables (``inspector.rules.checkpoint_fold``): the
+inspection and ``plan failover --from checkpoints`` both apply that one.
 """
 
 from __future__ import annotations
@@ -40,8 +39,3 @@ def newest_records(records: Iterable[Keyed[K, V]]) -> dict[K, Keyed[K, V]]:
         if seen is None or record.offset > seen.offset:
             newest[record.key] = record
     return newest
-
-
-def live_values(records: Iterable[Keyed[K, V]]) -> dict[K, V]:
-    """What the compacted topic holds: per key, the value of its newest record, leaving out deleted keys."""
-    return {key: r.value for key, r in newest_records(records).items() if r.value is not None}

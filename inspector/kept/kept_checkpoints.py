@@ -108,7 +108,8 @@ class KeptCheckpoints:
                 live = live_checkpoints.live_checkpoints(decoded)
                 self.changes.all()
             else:
-                live = live_checkpoints.merged_checkpoints(self.frame, decoded)
+                records = sum(r["records"] for r in facts)
+                live = live_checkpoints.merged_checkpoints(self.frame, decoded, records)
                 self.changes.groups.update(g for r in facts if r["malformed_reason"] is None for g in r["groups"])
             malformed = [r for r in facts if r["malformed_reason"] is not None]
             self._malformed.update({r["malformed_reason"]: r["records"] for r in malformed})

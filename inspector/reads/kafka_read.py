@@ -32,6 +32,7 @@ from pyspark.sql import functions as F
 
 from mm2ctl.core.kafka import records
 from mm2ctl.core.security.client_settings import to_librdkafka
+from mm2ctl.inspector.rules import decoding
 from mm2ctl.inspector.schemas import KAFKA_RECORD_SCHEMA, arrow_schema
 from mm2ctl.inspector.spark.compat import frame_from_arrow
 
@@ -146,20 +147,9 @@ def read_on_driver(
 
 
 def records_table(read: Iterable[records.RawRecord], cluster_pair: str) -> pa.Table:
-    """``read`` as Spark's Kafka source gives the same records (``schemas.KAFKA_RECORD_SCHEMA``): the record's
-    timestamp in microseconds, UTC, and ``timestampType`` as Java's ``TimestampType.id``."""
-    rows = list(read)
-    columns = {
-        "cluster_pair": pa.array([cluster_pair] * len(rows), pa.string()),
-        "key": pa.array([r.key for r in rows], pa.binary()),
-        "value": pa.array([r.value for r in rows], pa.binary()),
-        "topic": pa.array([r.topic for r in rows], pa.string()),
-        "partition": pa.array([r.partition for r in rows], pa.int32()),
-        "offset": pa.array([r.offset for r in rows], pa.int64()),
-        "timestamp": pa.array([r.timestamp_ms * 1000 for r in rows], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-        "timestampType": pa.array([r.timestamp_type for r in rows], pa.int32()),
-    }
-    return pa.table(columns, schema=arrow_schema(KAFKA_RECORD_SCHEMA))
+    """``read`` as Spark's Kafka source gives the same records (``schemas.KAFKA_RECORD_SCHEMA``;
+    ``inspector.rules.decoding.kafka_records``)."""
+    return decoding.kafka_records(read, cluster_pair).cast(arrow_schema(KAFKA_RECORD_SCHEMA))
 
 
 def _shaped(raw: DataFrame, cluster_pair: str) -> DataFrame:

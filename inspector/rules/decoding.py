@@ -1,6 +1,7 @@
 """Decoding MM2's offset-sync and checkpoint records (docs/design.md, "Record formats") from a table of the
-Kafka source's rows: the one implementation Spark runs (``inspector.transforms.decode``, through
-``mapInArrow``) and a caller runs in-process over a table it read.
+Kafka source's rows: the one implementation, which Spark runs (``inspector.transforms.decode``, through
+``mapInArrow``), and the driver and the planners run in-process over the records they read
+(``kafka_records``).
 
 MM2 writes these records with Kafka Connect's Struct serialization: fields back to back with no framing; INT16,
 INT32 and INT64 are big-endian and signed; a STRING is an INT16 length then UTF-8 bytes. The decode is
@@ -12,8 +13,10 @@ and only candidates of a failing cast are cast again, in halves, down to the rec
 Nothing here raises on bad bytes. A record that does not parse keeps its row with ``malformed_reason`` set and
 its decoded fields null. A null value with a good key is a tombstone (``is_tombstone``): in a compacted topic it
 deletes the key, so it is data, not damage. A null key is malformed: a compacted topic cannot hold one. The
-reasons, and which wins when a record has several faults, are ``core.kafka.codecs``' (its decoders raise
-``RecordDecodeError`` with the same reason); ``tests/unit/test_rules_decoding.py`` holds the two equal.
+reasons are ``core.kafka.codecs.MALFORMED_REASONS``; when a record has several faults, the one a reader meets
+first wins, a string's UTF-8 checked once the field after it is read. ``tests/unit/test_rules_decoding.py``
+holds the decode to a plainly written reference decoder of the tests (``tests/reference_codecs.py``), record
+for record and reason for reason.
 
 Only pyarrow, numpy and the standard library are imported, so Spark can ship the module to a Python worker
 that has pyarrow but not mm2ctl (``inspector.spark.arrow_rules``).
@@ -21,8 +24,9 @@ that has pyarrow but not mm2ctl (``inspector.spark.arrow_rules``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -232,6 +236,26 @@ def offset_sync_columns(key: Bytes, value: Bytes) -> list[pa.Array]:
         pa.array(good & value.null, pa.bool_()),
         reasons.column(),
     ]
+
+
+def kafka_records(read: Iterable[Any], cluster_pair: str) -> pa.Table:
+    """Records read through librdkafka (``core.kafka.records.RawRecord``: ``topic``, ``partition``, ``offset``,
+    ``timestamp_ms``, ``timestamp_type``, ``key``, ``value``) as Spark's Kafka source gives them, with
+    ``cluster_pair`` to pass through: the record's timestamp in microseconds, UTC, and ``timestampType`` as
+    Java's ``TimestampType.id``. What the decoders below read, wherever the records come from."""
+    rows = list(read)
+    return pa.table(
+        {
+            "cluster_pair": pa.array([cluster_pair] * len(rows), pa.string()),
+            "key": pa.array([r.key for r in rows], pa.binary()),
+            "value": pa.array([r.value for r in rows], pa.binary()),
+            "topic": pa.array([r.topic for r in rows], pa.string()),
+            "partition": pa.array([r.partition for r in rows], pa.int32()),
+            "offset": pa.array([r.offset for r in rows], pa.int64()),
+            "timestamp": pa.array([r.timestamp_ms * 1000 for r in rows], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+            "timestampType": pa.array([r.timestamp_type for r in rows], pa.int32()),
+        }
+    )
 
 
 def decode_offset_syncs_table(raw: pa.Table) -> pa.Table:

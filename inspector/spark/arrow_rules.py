@@ -68,7 +68,12 @@ def by_batch(frame: DataFrame, rule: Rule, schema: StructType) -> DataFrame:
     return frame.mapInArrow(batch_runner(rule), schema)
 
 
-def by_key(frame: DataFrame, keys: Sequence[str], rule: Rule, schema: StructType) -> DataFrame:
-    """``rule`` over ``frame``, each call holding every row of the keys it sees; output rows of ``schema``."""
+def by_key(
+    frame: DataFrame, keys: Sequence[str], rule: Rule, schema: StructType, *, partitions: int | None = None
+) -> DataFrame:
+    """``rule`` over ``frame``, each call holding every row of the keys it sees; output rows of ``schema``.
+    ``partitions``: that many calls rather than ``spark.sql.shuffle.partitions`` (a small frame's calls each
+    cost a task and a Python worker's set-up more than their rows)."""
     ship_by_value(sys.modules[__name__])
-    return frame.repartition(*keys).mapInArrow(partition_runner(rule), schema)
+    clustered = frame.repartition(*keys) if partitions is None else frame.repartition(partitions, *keys)
+    return clustered.mapInArrow(partition_runner(rule), schema)

@@ -1,9 +1,9 @@
-"""MM2's live checkpoints, the newest of each key: pure DataFrame → DataFrame steps.
+"""MM2's live checkpoints, the newest of each key, in Spark: ``inspector.rules.checkpoint_fold``'s rule run over
+a large read, rows clustered by (pair, group).
 
-The checkpoints topic is compacted on (group, target topic, partition), so what it says of a key is its newest
-record, and a tombstone deletes the key: ``core.kafka.compaction``'s rule, which ``plan failover --from
-checkpoints`` applies in Python and these steps apply in Spark SQL. ``inspector.kept.pair_topics`` keeps the live
-checkpoints between runs and folds each later read's records into them (``merged_checkpoints``).
+``inspector.kept.kept_checkpoints`` keeps the live checkpoints between runs and folds each later read's records
+into them (``merged_checkpoints``): the kept rows of the keys the new records hold go to the rule beside
+them, marked ``checkpoint_fold.KEPT``, so a key's kept checkpoint and its new records meet in one call.
 
 Output of both steps: ``schemas.CHECKPOINTS_SCHEMA``, clustered by (pair, group), the clustering
 ``classify.join_target_state`` joins on, so a kept frame is joined without another shuffle.
@@ -11,41 +11,56 @@ Output of both steps: ``schemas.CHECKPOINTS_SCHEMA``, clustered by (pair, group)
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from mm2ctl.inspector.rules import checkpoint_fold
+from mm2ctl.inspector.rules.checkpoint_fold import CHECKPOINT_COLUMNS, KEPT
 from mm2ctl.inspector.schemas import CHECKPOINTS_SCHEMA
+from mm2ctl.inspector.spark.arrow_rules import by_key, ship_by_value
 
 PAIR = "cluster_pair"
-KEY = [PAIR, "group", "topic", "partition"]
-_COLUMNS = CHECKPOINTS_SCHEMA.fieldNames()
+KEY = checkpoint_fold.KEY
+#: What the rule reads of each row: a live checkpoint's columns, the record's partition, whether it deletes.
+_RULE_COLUMNS = [*CHECKPOINT_COLUMNS, "record_partition", "is_tombstone"]
 
 
-def _newest_of_each_key(decoded: DataFrame) -> DataFrame:
-    """The newest well-formed record of each key, tombstones included (``is_tombstone``): a window over the
-    key rather than an aggregate, since a ``max(struct)`` cannot be hash-aggregated and would sort twice."""
-    record = F.struct("record_offset", "record_partition")  # a record's identity, should the topic have partitions
-    return (
-        decoded.where(F.col("malformed_reason").isNull())
-        .repartition(PAIR, "group")
-        .select("*", F.max(record).over(Window.partitionBy(*KEY)).alias("_newest"))
-        .where(record == F.col("_newest"))
-    )
+def _records(decoded: DataFrame) -> DataFrame:
+    """The well-formed records of ``decode.decode_checkpoints``' output, as the rule reads them."""
+    return decoded.where(F.col("malformed_reason").isNull()).select(*_RULE_COLUMNS, F.lit(False).alias(KEPT))
+
+
+#: The rule's calls over a later read's records get one call per this many records (and their kept rows).
+RECORDS_PER_CALL = 250_000
+
+
+def _folded(rows: DataFrame, partitions: int | None = None) -> DataFrame:
+    ship_by_value(checkpoint_fold)
+    return by_key(rows, [PAIR, "group"], checkpoint_fold.live_rule, CHECKPOINTS_SCHEMA, partitions=partitions)
 
 
 def live_checkpoints(decoded: DataFrame) -> DataFrame:
     """The live checkpoint of each key in ``decode.decode_checkpoints``' output: its newest record, unless
     that is a tombstone. Malformed records are passed over (the run counts them)."""
-    return _newest_of_each_key(decoded).where(~F.col("is_tombstone")).select(*_COLUMNS)
+    return _folded(_records(decoded))
 
 
-def merged_checkpoints(kept: DataFrame, decoded: DataFrame) -> DataFrame:
-    """``kept`` (``live_checkpoints`` of everything read before) with ``decoded``, the records written since:
-    a key they hold takes its newest one among them (a tombstone deletes it), every other key stays."""
-    newest = _newest_of_each_key(decoded)
-    touched = newest.select(*KEY)
+def merged_checkpoints(kept: DataFrame, decoded: DataFrame, records: int) -> DataFrame:
+    """``kept`` (``live_checkpoints`` of everything read before) with ``decoded``, the ``records`` written since:
+    a key they hold takes its newest one among them (a tombstone deletes it), every other key stays. Only the
+    keys the new records hold go through the rule, in a call per ``RECORDS_PER_CALL`` records; the others'
+    rows stay where they are."""
+    new = _records(decoded)
+    touched = new.select(*KEY).distinct()
+    old = kept.join(touched, on=KEY, how="left_semi").select(
+        *CHECKPOINT_COLUMNS,
+        F.lit(-1).cast("int").alias("record_partition"),
+        F.lit(False).alias("is_tombstone"),
+        F.lit(True).alias(KEPT),
+    )
     unchanged = kept.join(touched, on=KEY, how="left_anti")
-    return unchanged.unionByName(newest.where(~F.col("is_tombstone")).select(*_COLUMNS)).repartition(PAIR, "group")
+    calls = max(1, -(-records // RECORDS_PER_CALL))
+    return unchanged.unionByName(_folded(old.unionByName(new), calls)).repartition(PAIR, "group")
 
 
 def read_facts(decoded: DataFrame) -> DataFrame:

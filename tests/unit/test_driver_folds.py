@@ -150,7 +150,7 @@ def test_property_the_driver_folds_checkpoints_as_spark_does(spark: Any) -> None
     )
     new = decode.decode_checkpoints(spark.createDataFrame(pa.concat_tables(afters).combine_chunks()))
     merged: dict[str, list[tuple[Any, ...]]] = {}
-    for row in _live(live_checkpoints.merged_checkpoints(kept, new)):
+    for row in _live(live_checkpoints.merged_checkpoints(kept, new, sum(a.num_rows for a in afters))):
         merged.setdefault(row[0], []).append(row)
     for e, (before, after) in enumerate(examples):
         start = checkpoint_fold.fold_checkpoints(_empty_checkpoints(), decoding.decode_checkpoints_table(befores[e]))

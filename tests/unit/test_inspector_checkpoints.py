@@ -1,6 +1,6 @@
-"""MM2's live checkpoints (``inspector.transforms.live_checkpoints``): the newest record of each key, a tombstone
-deleting it, in a full read and folded in by a later one; and the same answers as ``core.kafka.compaction``, the rule
-``plan failover --from checkpoints`` applies."""
+"""MM2's live checkpoints (``inspector.rules.checkpoint_fold``, which Spark runs through
+``inspector.transforms.live_checkpoints``): the newest record of each key, a tombstone deleting it, in a full read
+and folded in by a later one, in Spark and on the driver alike."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from mm2ctl.core.kafka.compaction import Keyed, live_values
+from mm2ctl.inspector.rules import checkpoint_fold
 from mm2ctl.inspector.schemas import CHECKPOINTS_SCHEMA, DECODED_CHECKPOINT_SCHEMA
 from mm2ctl.inspector.transforms import live_checkpoints
 from tests.property_examples import drawn
@@ -81,16 +81,28 @@ def test_a_later_read_folds_in_newer_checkpoints_and_tombstones(spark: Any) -> N
             _checkpoint_record(10, "g1", 8, 7),  # the newer of two in one read
         ],
     )
-    assert _live(live_checkpoints.merged_checkpoints(kept, later)) == {"g1": (8, 7, 10), "g4": (1, 1, 8)}
+    assert _live(live_checkpoints.merged_checkpoints(kept, later, 4)) == {"g1": (8, 7, 10), "g4": (1, 1, 8)}
 
 
 #: A record of one of three groups: a checkpoint (its upstream offset) or a tombstone (None).
 record = st.tuples(st.sampled_from(["g1", "g2", "g3"]), st.one_of(st.none(), st.integers(0, 50)))
 
 
-def test_property_spark_and_core_compaction_agree(spark: Any) -> None:
-    """The inspection's live checkpoints, whether read at once or in two reads, are ``core.kafka.compaction``'s:
-    what ``plan failover --from checkpoints`` reads as MM2's checkpoints. Each example's groups are its own."""
+def _compacted(ordered: list[tuple[str, int | None]]) -> dict[str, int]:
+    """What a compacted topic holding ``ordered`` (in offset order) says: each key's last value, unless None."""
+    last: dict[str, int | None] = {}
+    for group, up in ordered:
+        last[group] = up
+    return {g: up for g, up in last.items() if up is not None}
+
+
+def _driver_live(table: pa.Table) -> dict[str, int]:
+    return dict(zip(table.column("group").to_pylist(), table.column("upstream_offset").to_pylist(), strict=True))
+
+
+def test_property_spark_and_the_driver_compact_as_the_topic_does(spark: Any) -> None:
+    """The live checkpoints, read at once or in two reads, in Spark or on the driver, are what the compacted
+    topic holds: each key's newest record, unless a tombstone. Each example's groups are its own."""
     examples = drawn(st.tuples(st.lists(record, max_size=30), st.floats(0.0, 1.0)))
     first_part: list[tuple[str, int | None]] = []
     second_part: list[tuple[str, int | None]] = []
@@ -100,10 +112,15 @@ def test_property_spark_and_core_compaction_agree(spark: Any) -> None:
         first_part, second_part = first_part + mine[:cut], second_part + mine[cut:]
     ordered = first_part + second_part
     rows = [_checkpoint_record(i, g, up, None if up is None else up + 1) for i, (g, up) in enumerate(ordered)]
-    expected = live_values(Keyed(g, i, up) for i, (g, up) in enumerate(ordered))
+    expected = _compacted(ordered)
     once = live_checkpoints.live_checkpoints(_df(spark, DECODED_CHECKPOINT_SCHEMA, rows))
     assert {g: up for g, (up, _d, _r) in _live(once).items()} == expected
     cut = len(first_part)
     first = live_checkpoints.live_checkpoints(_df(spark, DECODED_CHECKPOINT_SCHEMA, rows[:cut]))
-    twice = live_checkpoints.merged_checkpoints(first, _df(spark, DECODED_CHECKPOINT_SCHEMA, rows[cut:]))
+    later = _df(spark, DECODED_CHECKPOINT_SCHEMA, rows[cut:])
+    twice = live_checkpoints.merged_checkpoints(first, later, len(rows) - cut)
     assert {g: up for g, (up, _d, _r) in _live(twice).items()} == expected
+    decoded = pa.Table.from_pylist(rows, schema=to_arrow_schema(DECODED_CHECKPOINT_SCHEMA))
+    assert _driver_live(checkpoint_fold.live_of(decoded)) == expected
+    folded = checkpoint_fold.fold_checkpoints(checkpoint_fold.live_of(decoded.slice(0, cut)), decoded.slice(cut))
+    assert _driver_live(folded.live) == expected

@@ -9,8 +9,6 @@ from collections.abc import Callable, Mapping, Sequence
 from mm2ctl.core.config.mm2_config import PairConfig
 from mm2ctl.core.errors import PlanError
 from mm2ctl.core.kafka.admin import TP
-from mm2ctl.core.kafka.codecs import Checkpoint, RecordDecodeError, decode_checkpoint, decode_checkpoint_key
-from mm2ctl.core.kafka.compaction import Keyed, live_values
 from mm2ctl.core.kafka.records import read_partitions
 from mm2ctl.core.patterns import NameRegex
 from mm2ctl.core.translation.rule import Bounds
@@ -22,7 +20,7 @@ from mm2ctl.plans.planners.failover.request import FailoverOptions
 
 def read_checkpoints(live: LiveState, flow: PairConfig) -> dict[str, dict[TP, tuple[int, int]]]:
     """group -> {(target topic, partition): (upstream, downstream)}: MM2's live checkpoints, the newest record
-    of each key unless it is a tombstone (``core.kafka.compaction``). Malformed records are skipped."""
+    of each key unless it is a tombstone (``inspector.rules.checkpoint_fold``). Malformed records are skipped."""
     topic = flow.checkpoints_topic
     if topic not in live.admin(flow.target).list_topics():
         why = (
@@ -32,17 +30,17 @@ def read_checkpoints(live: LiveState, flow: PairConfig) -> dict[str, dict[TP, tu
             "translate by timestamp (--from syncs, the default) instead"
         )
         raise PlanError(f"the checkpoints topic {topic} does not exist on {flow.target}: {why}")
-    keyed: list[Keyed[tuple[str, str, int], Checkpoint]] = []
-    for rec in read_partitions(live.kafka_config(flow.target), topic, [0]):
-        try:
-            key = decode_checkpoint_key(rec.key)
-            value = None if rec.value is None else decode_checkpoint(rec.key, rec.value)
-        except RecordDecodeError:
-            continue
-        keyed.append(Keyed(key, rec.offset, value))
+    # Arrow is imported here, once records are read: a failover that reads none starts without it.
+    from mm2ctl.inspector.rules import checkpoint_fold, decoding
+
+    raw = decoding.kafka_records(read_partitions(live.kafka_config(flow.target), topic, [0]), cluster_pair="")
+    live_checkpoints = checkpoint_fold.live_of(decoding.decode_checkpoints_table(raw))
+    columns = ("group", "topic", "partition", "upstream_offset", "downstream_offset")
     out: dict[str, dict[TP, tuple[int, int]]] = {}
-    for (group, remote, partition), cp in live_values(keyed).items():
-        out.setdefault(group, {})[(remote, partition)] = (cp.upstream_offset, cp.downstream_offset)
+    for group, remote, partition, upstream, downstream in zip(
+        *(live_checkpoints.column(c).to_pylist() for c in columns), strict=True
+    ):
+        out.setdefault(group, {})[(remote, partition)] = (upstream, downstream)
     return out
 
 
