@@ -109,7 +109,7 @@ class SyncTrickle:
     def __init__(self, mm2_file: Path, *, tail: int = 200_000) -> None:
         from mm2ctl.core.config.mm2_config import load_mm2_config
         from mm2ctl.core.kafka import records
-        from mm2ctl.core.kafka.codecs import RecordDecodeError, decode_offset_sync
+        from mm2ctl.plans.kafka_records import decoded_syncs
 
         config = load_mm2_config(mm2_file)
         self.pair = config.pairs()[0]
@@ -118,12 +118,9 @@ class SyncTrickle:
         admin = KafkaAdmin.connect(self.kafka, name=self.pair.offset_syncs_cluster)
         end = int(admin.partition_bounds([(topic, 0)])[(topic, 0)].latest or 0)
         self.newest: dict[tuple[str, int], tuple[int, int]] = {}
-        for rec in records.read_partitions(self.kafka, topic, [0], start={0: max(0, end - tail)}):
-            try:
-                sync = decode_offset_sync(rec.key, rec.value)
-            except RecordDecodeError:
-                continue
-            self.newest[(sync.topic, sync.partition)] = (sync.upstream_offset, sync.downstream_offset)
+        for decoded in decoded_syncs(records.read_partitions(self.kafka, topic, [0], start={0: max(0, end - tail)})):
+            if decoded is not None and decoded[1] is not None:
+                self.newest[decoded[0]] = (decoded[1].upstream, decoded[1].downstream)
         self._turn = 0
 
     def write(self, count: int) -> None:

@@ -54,9 +54,9 @@ from confluent_kafka import Producer
 
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import TP, KafkaAdmin
-from mm2ctl.core.kafka.codecs import decode_offset_sync
 from mm2ctl.core.polling import poll_until
 from mm2ctl.lab import control as lab_control
+from mm2ctl.plans.kafka_records import decoded_syncs
 from mm2ctl.plans.serialize import load_plan
 from mm2ctl.plans.steps import StepKind
 
@@ -169,10 +169,10 @@ def produce_records(bootstrap: str, spec: LoadSpec) -> int:
 def uncovered_positions(bootstrap: str, topic: str, spec: LoadSpec) -> int:
     """(partition, committed position) pairs with no offset sync at or below them: untranslatable."""
     lowest: dict[TP, int] = {}
-    for rec in records.read_partitions({"bootstrap.servers": bootstrap}, topic, [0]):
-        s = decode_offset_sync(rec.key, rec.value)
-        tp = (s.topic, s.partition)
-        lowest[tp] = min(lowest.get(tp, s.upstream_offset), s.upstream_offset)
+    for decoded in decoded_syncs(records.read_partitions({"bootstrap.servers": bootstrap}, topic, [0])):
+        if decoded is not None and decoded[1] is not None:
+            tp, sync = decoded
+            lowest[tp] = min(lowest.get(tp, sync.upstream), sync.upstream)
     wanted = {committed_offset(spec, 0, k) for k in range(spec.positions)}
     return sum(1 for tp in spec.partitions for c in wanted if lowest.get(tp, c + 1) > c)
 

@@ -15,7 +15,7 @@ import time
 from mm2ctl.core.config.mm2_config import PairConfig
 from mm2ctl.core.errors import KafkaClusterError
 from mm2ctl.core.kafka import records
-from mm2ctl.core.kafka.codecs import RecordDecodeError, decode_offset_sync_key
+from mm2ctl.plans.kafka_records import decoded_syncs
 from mm2ctl.plans.live_state import LiveState
 
 _POLICY = "cleanup.policy"
@@ -27,14 +27,12 @@ def truncate_partition_syncs(live: LiveState, flow: PairConfig, topic: str, part
     cluster, syncs_topic = flow.offset_syncs_cluster, flow.offset_syncs_topic
     conf = live.kafka_config(cluster)
     admin = live.admin(cluster)
-    kept: list[tuple[bytes | None, bytes | None, int | None]] = []
-    for rec in records.read_partitions(conf, syncs_topic, [0]):
-        try:
-            if decode_offset_sync_key(rec.key) == (topic, partition):
-                continue
-        except RecordDecodeError:
-            pass
-        kept.append((rec.key, rec.value, 0))
+    read = list(records.read_partitions(conf, syncs_topic, [0]))
+    kept: list[tuple[bytes | None, bytes | None, int | None]] = [
+        (rec.key, rec.value, 0)
+        for rec, decoded in zip(read, decoded_syncs(read), strict=True)
+        if decoded is None or decoded[0] != (topic, partition)  # a malformed record is kept as it was
+    ]
     end = admin.partition_bounds([(syncs_topic, 0)])[(syncs_topic, 0)].latest or 0
     original = admin.topic_config(syncs_topic).get(_POLICY, "compact")
     admin.set_topic_config(syncs_topic, _POLICY, "compact,delete")

@@ -5,17 +5,17 @@ does too, is ``core.translation.record_sources``'.)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from mm2ctl.core.config.mm2_config import PairConfig
 from mm2ctl.core.errors import PlanError
 from mm2ctl.core.kafka.admin import TP
-from mm2ctl.core.kafka.codecs import RecordDecodeError, decode_offset_sync, decode_offset_sync_key
-from mm2ctl.core.kafka.records import read_partitions
+from mm2ctl.core.kafka.records import RawRecord, read_partitions
 from mm2ctl.core.translation.rule import Sync, normalize_syncs
 from mm2ctl.plans.live_state import LiveState
 
 __all__ = [
+    "decoded_syncs",
     "normalize_each",
     "read_sync_histories",
     "read_syncs",
@@ -31,15 +31,29 @@ def read_sync_histories(live: LiveState, flow: PairConfig) -> dict[TP, list[Sync
     if topic not in live.admin(cluster).list_topics():
         raise PlanError(f"the offset-syncs topic {topic} does not exist on {cluster}: has MM2 run for this flow?")
     out: dict[TP, list[Sync | None]] = {}
-    for rec in read_partitions(live.kafka_config(cluster), topic, [0]):
-        try:
-            if rec.value is None:
-                out.setdefault(decode_offset_sync_key(rec.key), []).append(None)
-                continue
-            s = decode_offset_sync(rec.key, rec.value)
-        except RecordDecodeError:
-            continue
-        out.setdefault((s.topic, s.partition), []).append(Sync(s.upstream_offset, s.downstream_offset))
+    for decoded in decoded_syncs(read_partitions(live.kafka_config(cluster), topic, [0])):
+        if decoded is not None:
+            tp, sync = decoded
+            out.setdefault(tp, []).append(sync)
+    return out
+
+
+def decoded_syncs(read: Iterable[RawRecord]) -> list[tuple[TP, Sync | None] | None]:
+    """Each offset-sync record of ``read``, in order: its source partition and its sync (None: a tombstone), or
+    None for a malformed record. Decoded by the inspection's rule (``inspector.rules.decoding``)."""
+    # Arrow is imported here, once records are read: a planner that reads none starts without it.
+    from mm2ctl.inspector.rules import decoding
+
+    table = decoding.decode_offset_syncs_table(decoding.kafka_records(read, cluster_pair=""))
+    names = ("topic", "partition", "upstream_offset", "downstream_offset", "is_tombstone", "malformed_reason")
+    out: list[tuple[TP, Sync | None] | None] = []
+    for topic, partition, up, down, tombstone, reason in zip(
+        *(table.column(n).to_pylist() for n in names), strict=True
+    ):
+        if reason is not None:
+            out.append(None)
+        else:
+            out.append(((topic, partition), None if tombstone else Sync(up, down)))
     return out
 
 

@@ -1,15 +1,14 @@
 """Byte-exact codecs for MM2's internal records (docs/design.md, "Record formats").
 
 MM2 writes these with Kafka Connect's Struct serialization: fields back to back with no framing; INT16,
-INT32 and INT64 are big-endian and signed; a STRING is an INT16 length then UTF-8 bytes. These codecs read and
-write one record at a time, for the lab, the benchmark, the planners and the remediations. A table of records
-is decoded by ``inspector.rules.decoding`` (vectorized over Arrow buffers; what Spark runs), which gives the
-same fields and the same reasons: ``tests/unit/test_rules_decoding.py`` holds the two equal, record for record.
+INT32 and INT64 are big-endian and signed; a STRING is an INT16 length then UTF-8 bytes. The encoders here
+write one record at a time, for the lab, the benchmarks and the tests. Decoding has one rule,
+``inspector.rules.decoding``, over Arrow tables (what Spark runs, and what the planners call on the records
+they read); its reasons for a malformed record are ``MALFORMED_REASONS``.
 
-Decoders raise ``RecordDecodeError`` (never ``struct.error`` or ``UnicodeDecodeError``) so callers can count
-a malformed record and go on. Its ``reason`` is one of ``MALFORMED_REASONS`` (or ``NULL_VALUE``, which a table
-decode calls a tombstone). A record with several faults reports the one a reader meets first, where a string's
-UTF-8 is checked once the field after it has been read: the order the table decode checks in.
+``BytesReader`` reads the same primitives for other topics' records (the share-group state,
+``core.kafka.share_state_codec``) and raises ``RecordDecodeError`` (never ``struct.error`` or
+``UnicodeDecodeError``), so a caller can count a malformed record and go on.
 """
 
 from __future__ import annotations
@@ -150,18 +149,6 @@ def _string(value: str) -> bytes:
     return _I16.pack(len(raw)) + raw
 
 
-def _key(data: bytes | None, what: str) -> BytesReader:
-    if data is None:
-        raise RecordDecodeError(f"{what} key is null", reason=NULL_KEY)
-    return BytesReader(data, "key")
-
-
-def _value(data: bytes | None, what: str) -> BytesReader:
-    if data is None:
-        raise RecordDecodeError(f"{what} value is null", reason=NULL_VALUE)
-    return BytesReader(data, "value")
-
-
 # --- OffsetSync: topic mm2-offset-syncs.<alias>.internal ---------------------------------------------
 
 
@@ -178,24 +165,6 @@ def encode_offset_sync(sync: OffsetSync) -> tuple[bytes, bytes]:
         encode_offset_sync_key(sync.topic, sync.partition),
         encode_offset_sync_value(sync.upstream_offset, sync.downstream_offset),
     )
-
-
-def decode_offset_sync_key(key: bytes | None) -> tuple[str, int]:
-    """The source (topic, partition) an offset-sync record is about; a tombstone has only this."""
-    k = _key(key, "offset-sync")
-    raw_topic = k.string_bytes()
-    partition = k.i32()
-    topic = utf8(raw_topic)
-    k.done()
-    return topic, partition
-
-
-def decode_offset_sync(key: bytes | None, value: bytes | None) -> OffsetSync:
-    topic, partition = decode_offset_sync_key(key)
-    v = _value(value, "offset-sync")
-    upstream, downstream = v.i64(), v.i64()
-    v.done()
-    return OffsetSync(topic, partition, upstream, downstream)
 
 
 # --- Checkpoint: topic <source>.checkpoints.internal ----------------------------------------------------
@@ -218,30 +187,6 @@ def encode_checkpoint(cp: Checkpoint) -> tuple[bytes, bytes]:
     )
 
 
-def decode_checkpoint_key(key: bytes | None) -> tuple[str, str, int]:
-    """The (group, target topic, partition) a checkpoint record is about; a tombstone has only this."""
-    k = _key(key, "checkpoint")
-    raw_group = k.string_bytes()
-    topic_length = k.i16()
-    group = utf8(raw_group)
-    raw_topic = k.take(string_length(topic_length))
-    partition = k.i32()
-    topic = utf8(raw_topic)
-    k.done()
-    return group, topic, partition
-
-
-def decode_checkpoint(key: bytes | None, value: bytes | None) -> Checkpoint:
-    group, topic, partition = decode_checkpoint_key(key)
-    v = _value(value, "checkpoint")
-    version = v.i16()
-    if version != CHECKPOINT_VERSION:
-        raise RecordDecodeError(f"unknown checkpoint version {version}", reason=UNKNOWN_CHECKPOINT_VERSION)
-    upstream, downstream, metadata = v.i64(), v.i64(), v.string()
-    v.done()
-    return Checkpoint(group, topic, partition, upstream, downstream, metadata)
-
-
 # --- Heartbeat: topic heartbeats ----------------------------------------------------------------------
 
 HEARTBEAT_VERSION = 0
@@ -252,14 +197,3 @@ def encode_heartbeat(hb: Heartbeat) -> tuple[bytes, bytes]:
         _string(hb.source_alias) + _string(hb.target_alias),
         _I16.pack(HEARTBEAT_VERSION) + _I64.pack(hb.timestamp_ms),
     )
-
-
-def decode_heartbeat(key: bytes | None, value: bytes | None) -> Heartbeat:
-    k = _key(key, "heartbeat")
-    source, target = k.string(), k.string()
-    k.done()
-    v = _value(value, "heartbeat")
-    v.i16()  # version: MM2 has only ever written 0; tolerate others, as MM2's own reader does
-    ts = v.i64()
-    v.done()
-    return Heartbeat(source, target, ts)

@@ -353,8 +353,8 @@ def resume_positions(b: PlanBuilder, pair: str) -> dict[tuple[str, int], int]:
     records after u upstream, because MM2 writes a sync at every upstream gap. So the position is
     ``u + (target_end - d)``. A partition with nothing on the target starts at the source's earliest offset.
     """
-    from mm2ctl.core.kafka.codecs import RecordDecodeError, decode_offset_sync
     from mm2ctl.core.kafka.records import read_partitions
+    from mm2ctl.plans.kafka_records import decoded_syncs
 
     flow = b.live.mm2.pair(pair)
     source_admin = b.live.admin(flow.source)
@@ -362,12 +362,11 @@ def resume_positions(b: PlanBuilder, pair: str) -> dict[tuple[str, int], int]:
     syncs: dict[tuple[str, int], tuple[int, int]] = {}
     cluster, topic = flow.offset_syncs_cluster, flow.offset_syncs_topic
     bounds = b.read(part_topic_bounds(cluster, topic, 0))
-    for rec in read_partitions(b.live.kafka_config(cluster), topic, [0], end={0: bounds["end"]}):
-        try:
-            sync = decode_offset_sync(rec.key, rec.value)
-        except RecordDecodeError:
-            continue  # a malformed sync maps nothing; the inspector reports it
-        syncs[(sync.topic, sync.partition)] = (sync.upstream_offset, sync.downstream_offset)
+    read = read_partitions(b.live.kafka_config(cluster), topic, [0], end={0: bounds["end"]})
+    for decoded in decoded_syncs(read):
+        tp, sync = decoded if decoded is not None else (None, None)
+        if tp is not None and sync is not None:  # a malformed sync or a tombstone maps nothing
+            syncs[tp] = (sync.upstream, sync.downstream)
     positions: dict[tuple[str, int], int] = {}
     for src_topic, count in sorted(source_admin.list_topics().items()):
         remote = flow.remote_topic(src_topic)

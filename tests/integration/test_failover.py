@@ -18,12 +18,12 @@ from confluent_kafka import Consumer, Producer
 
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
-from mm2ctl.core.kafka.codecs import decode_offset_sync
 from mm2ctl.lab import control as lab_core
 from mm2ctl.lab.control import LabFlow, LabInfo
 from mm2ctl.lab.jars import kafka_classpath
 from tests.integration.support import eventually, source_conf, target_conf, uniq
 from tests.integration.test_remediate import mm2ctl
+from tests.reference_codecs import decode_offset_sync
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,6 @@ from confluent_kafka import Consumer, TopicPartition
 from mm2ctl.core.config.mm2_config import load_mm2_config
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
-from mm2ctl.core.kafka.codecs import decode_checkpoint, decode_offset_sync
 from mm2ctl.lab import control as lab_core
 from mm2ctl.lab.control import LabInfo
 from mm2ctl.lab.process import is_alive
@@ -23,6 +22,7 @@ from tests.integration.support import (
     target_conf,
     uniq,
 )
+from tests.reference_codecs import decode_checkpoint, decode_offset_sync
 
 pytestmark = pytest.mark.integration
 

@@ -31,13 +31,13 @@ from mm2ctl.connect_client import build_connect_client
 from mm2ctl.core.exit_codes import ExitCode
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
-from mm2ctl.core.kafka.codecs import decode_checkpoint, decode_checkpoint_key
 from mm2ctl.lab import connect_worker
 from mm2ctl.lab import control as lab_core
 from mm2ctl.lab.control import LabFlow, LabInfo, wait_for_connectors_running
 from tests.integration.support import eventually, source_conf, target_conf
 from tests.integration.test_failback import _record
 from tests.integration.test_remediate import mm2ctl
+from tests.reference_codecs import decode_checkpoint, decode_checkpoint_key
 
 pytestmark = pytest.mark.integration
 

@@ -16,12 +16,12 @@ import yaml
 
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
-from mm2ctl.core.kafka.codecs import decode_offset_sync
 from mm2ctl.lab import control as lab_core
 from mm2ctl.lab.control import LabFlow, LabInfo
 from tests.integration.faulty_apply import Faults
 from tests.integration.support import eventually, source_conf, target_conf
 from tests.integration.test_remediate import make_flow, mm2ctl, offsets, syncs
+from tests.reference_codecs import decode_offset_sync
 
 pytestmark = pytest.mark.integration
 

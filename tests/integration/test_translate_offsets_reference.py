@@ -25,13 +25,14 @@ import pytest
 
 from mm2ctl.core.kafka import records
 from mm2ctl.core.kafka.admin import KafkaAdmin
-from mm2ctl.core.kafka.codecs import RecordDecodeError, decode_checkpoint
+from mm2ctl.core.kafka.codecs import RecordDecodeError
 from mm2ctl.lab import control as lab_core
 from mm2ctl.lab.control import LabInfo
 from mm2ctl.lab.mm2_setup import POLICY_CLASSES
 from mm2ctl.lab.translate_offsets import translate_offsets
 from tests.integration.support import eventually, source_conf, target_conf
 from tests.integration.test_remediate import mm2ctl
+from tests.reference_codecs import decode_checkpoint
 
 pytestmark = pytest.mark.integration
 

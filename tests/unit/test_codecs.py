@@ -1,4 +1,5 @@
-"""The reference codecs for MM2's internal records, byte for byte (docs/design.md, "Record formats")."""
+"""The encoders of MM2's internal records, byte for byte (docs/design.md, "Record formats"), and the tests'
+reference decoder (``tests.reference_codecs``) that the one decoding rule is held to."""
 
 from __future__ import annotations
 
@@ -11,13 +12,11 @@ from mm2ctl.core.kafka.codecs import (
     Heartbeat,
     OffsetSync,
     RecordDecodeError,
-    decode_checkpoint,
-    decode_heartbeat,
-    decode_offset_sync,
     encode_checkpoint,
     encode_heartbeat,
     encode_offset_sync,
 )
+from tests.reference_codecs import decode_checkpoint, decode_heartbeat, decode_offset_sync
 
 longs = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 ints = st.integers(min_value=-(2**31), max_value=2**31 - 1)

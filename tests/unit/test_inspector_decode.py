@@ -18,6 +18,7 @@ from mm2ctl.core.kafka import codecs
 from mm2ctl.inspector.schemas import DECODED_CHECKPOINT_SCHEMA, DECODED_OFFSET_SYNC_SCHEMA, KAFKA_RECORD_SCHEMA
 from mm2ctl.inspector.spark.compat import frame_from_arrow
 from mm2ctl.inspector.transforms import decode, live_checkpoints
+from tests import reference_codecs as reference
 from tests.property_examples import drawn
 
 pytestmark = pytest.mark.spark
@@ -281,7 +282,7 @@ def test_property_offset_sync_mutations_match_reference(spark: Any) -> None:
     cases = _flat(drawn(mutated_syncs()))
     rows = _syncs(spark, cases)
     for (key, value), row in zip(cases, rows, strict=True):
-        verdict, ref = _reference(codecs.decode_offset_sync, key, value, GOOD_SYNC_VALUE)
+        verdict, ref = _reference(reference.decode_offset_sync, key, value, GOOD_SYNC_VALUE)
         assert (row.malformed_reason is None) == (verdict != "bad"), (key, value, row)
         assert row.is_tombstone == (verdict == "tombstone")
         if verdict == "ok":
@@ -299,7 +300,7 @@ def test_property_checkpoint_mutations_match_reference(spark: Any) -> None:
     cases = _flat(drawn(mutated_checkpoints()))
     rows = _checkpoints(spark, cases)
     for (key, value), row in zip(cases, rows, strict=True):
-        verdict, ref = _reference(codecs.decode_checkpoint, key, value, GOOD_CP_VALUE)
+        verdict, ref = _reference(reference.decode_checkpoint, key, value, GOOD_CP_VALUE)
         assert (row.malformed_reason is None) == (verdict != "bad"), (key, value, row)
         assert row.is_tombstone == (verdict == "tombstone")
         if verdict == "ok":

@@ -1,6 +1,6 @@
-"""The Arrow decode of MM2's records (``inspector.rules.decoding``) against the byte layouts, the Python codecs
-(record for record, with the reason) and Spark's decode (``inspector.transforms.decode``, the same function run
-through ``mapInArrow``)."""
+"""The Arrow decode of MM2's records (``inspector.rules.decoding``) against the byte layouts, the tests' reference
+decoder (``tests.reference_codecs``, record for record, with the reason) and Spark's decode
+(``inspector.transforms.decode``, the same function run through ``mapInArrow``)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from mm2ctl.inspector.rules import decoding
 from mm2ctl.inspector.schemas import KAFKA_RECORD_SCHEMA
 from mm2ctl.inspector.spark.compat import frame_from_arrow, to_arrow
 from mm2ctl.inspector.transforms import decode
+from tests import reference_codecs as reference
 from tests.property_examples import drawn
 from tests.unit.test_inspector_decode import CHECKPOINT_MALFORMED, SIGNED_EXTREMES, SYNC_MALFORMED
 
@@ -127,7 +128,9 @@ def test_offset_sync_malformed_shapes(key: bytes | None, value: bytes | None, re
     assert row["malformed_reason"] == reason
     assert (row["topic"], row["partition"], row["upstream_offset"], row["is_tombstone"]) == (None, None, None, False)
     by_codecs = (
-        _reason(codecs.decode_offset_sync_key, key) if value is None else _reason(codecs.decode_offset_sync, key, value)
+        _reason(reference.decode_offset_sync_key, key)
+        if value is None
+        else _reason(reference.decode_offset_sync, key, value)
     )
     assert by_codecs == reason
 
@@ -137,7 +140,7 @@ def test_checkpoint_malformed_shapes(key: bytes | None, value: bytes | None, rea
     (row,) = _checkpoints([(key, value)])
     assert row["malformed_reason"] == reason
     assert (row["group"], row["upstream_offset"], row["metadata"], row["is_tombstone"]) == (None, None, None, False)
-    assert _reason(codecs.decode_checkpoint, key, value) == reason
+    assert _reason(reference.decode_checkpoint, key, value) == reason
 
 
 def test_a_string_is_checked_for_utf8_once_the_field_after_it_is_read() -> None:
@@ -145,8 +148,13 @@ def test_a_string_is_checked_for_utf8_once_the_field_after_it_is_read() -> None:
     bad_topic_short_partition = _i16(2) + b"\xc3\x28" + b"\x00\x00"
     bad_group_no_topic_length = _i16(1) + b"\xff"
     cases = [
-        (codecs.decode_offset_sync, _syncs, bad_topic_short_partition, codecs.encode_offset_sync_value(1, 1)),
-        (codecs.decode_checkpoint, _checkpoints, bad_group_no_topic_length, codecs.encode_checkpoint_value(1, 1)),
+        (reference.decode_offset_sync, _syncs, bad_topic_short_partition, codecs.encode_offset_sync_value(1, 1)),
+        (
+            reference.decode_checkpoint,
+            _checkpoints,
+            bad_group_no_topic_length,
+            codecs.encode_checkpoint_value(1, 1),
+        ),
     ]
     for decoder, table_decode, key, value in cases:
         (row,) = table_decode([(key, value)])
@@ -295,12 +303,12 @@ def _expected_sync(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     """The row the codecs say a record decodes to."""
     try:
         if value is None:
-            topic, partition = codecs.decode_offset_sync_key(key)
+            topic, partition = reference.decode_offset_sync_key(key)
             return {"topic": topic, "partition": partition, "upstream_offset": None, "downstream_offset": None} | {
                 "is_tombstone": True,
                 "malformed_reason": None,
             }
-        s = codecs.decode_offset_sync(key, value)
+        s = reference.decode_offset_sync(key, value)
     except codecs.RecordDecodeError as error:
         assert error.reason in codecs.MALFORMED_REASONS
         return {"topic": None, "partition": None, "upstream_offset": None, "downstream_offset": None} | {
@@ -319,12 +327,12 @@ def _expected_checkpoint(key: bytes | None, value: bytes | None) -> dict[str, An
     offsets = {"upstream_offset": None, "downstream_offset": None, "metadata": None}
     try:
         if value is None:
-            group, topic, partition = codecs.decode_checkpoint_key(key)
+            group, topic, partition = reference.decode_checkpoint_key(key)
             return {"group": group, "topic": topic, "partition": partition, **offsets} | {
                 "is_tombstone": True,
                 "malformed_reason": None,
             }
-        c = codecs.decode_checkpoint(key, value)
+        c = reference.decode_checkpoint(key, value)
     except codecs.RecordDecodeError as error:
         assert error.reason in codecs.MALFORMED_REASONS
         return {"group": None, "topic": None, "partition": None, **offsets} | {
