@@ -41,7 +41,7 @@ def read_sync_histories(live: LiveState, flow: PairConfig) -> dict[TP, list[Sync
 def decoded_syncs(read: Iterable[RawRecord]) -> list[tuple[TP, Sync | None] | None]:
     """Each offset-sync record of ``read``, in order: its source partition and its sync (None: a tombstone), or
     None for a malformed record. Decoded by the inspection's rule (``inspector.rules.decoding``)."""
-    # Arrow is imported here, once records are read: a planner that reads none starts without it.
+    # Arrow is imported here, not at the module's top: a planner that decodes no record starts without it.
     from mm2ctl.inspector.rules import decoding
 
     table = decoding.decode_offset_syncs_table(decoding.kafka_records(read, cluster_pair=""))

@@ -68,7 +68,7 @@ def merged(kept: pa.Table, good: pa.Table) -> pa.Table:
     if newest.num_rows and kept.num_rows:
         kept = kept.join(newest.select(KEY), KEY, join_type="left anti", use_threads=False)
     live = newest.filter(pc.invert(newest.column("is_tombstone"))).select(kept.column_names).cast(kept.schema)
-    return pa.concat_tables([kept.select(kept.column_names).cast(kept.schema), live])
+    return pa.concat_tables([kept, live])
 
 
 def well_formed(decoded: pa.Table) -> pa.Table:
@@ -80,7 +80,7 @@ def fold_checkpoints(kept: pa.Table, decoded: pa.Table) -> FoldedCheckpoints:
     """``kept`` (the live checkpoints, ``CHECKPOINT_COLUMNS``) with ``decoded`` (the records written since,
     ``decode_checkpoints_table``'s columns) folded in; with the read's groups and malformed records."""
     reasons = decoded.column("malformed_reason")
-    malformed = Counter(r for r in pc.drop_null(reasons).to_pylist())
+    malformed = Counter(pc.drop_null(reasons).to_pylist())
     good = well_formed(decoded)
     groups = set(pc.unique(good.column("group")).to_pylist())
     return FoldedCheckpoints(merged(kept, good), groups, malformed)

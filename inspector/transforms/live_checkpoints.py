@@ -23,15 +23,13 @@ PAIR = "cluster_pair"
 KEY = checkpoint_fold.KEY
 #: What the rule reads of each row: a live checkpoint's columns, the record's partition, whether it deletes.
 _RULE_COLUMNS = [*CHECKPOINT_COLUMNS, "record_partition", "is_tombstone"]
+#: The rule's calls over a later read's records get one call per this many records (and their kept rows).
+RECORDS_PER_CALL = 250_000
 
 
 def _records(decoded: DataFrame) -> DataFrame:
     """The well-formed records of ``decode.decode_checkpoints``' output, as the rule reads them."""
     return decoded.where(F.col("malformed_reason").isNull()).select(*_RULE_COLUMNS, F.lit(False).alias(KEPT))
-
-
-#: The rule's calls over a later read's records get one call per this many records (and their kept rows).
-RECORDS_PER_CALL = 250_000
 
 
 def _folded(rows: DataFrame, partitions: int | None = None) -> DataFrame:

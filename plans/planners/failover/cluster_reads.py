@@ -30,7 +30,7 @@ def read_checkpoints(live: LiveState, flow: PairConfig) -> dict[str, dict[TP, tu
             "translate by timestamp (--from syncs, the default) instead"
         )
         raise PlanError(f"the checkpoints topic {topic} does not exist on {flow.target}: {why}")
-    # Arrow is imported here, once records are read: a failover that reads none starts without it.
+    # Arrow is imported here, not at the module's top: a failover that reads no checkpoints starts without it.
     from mm2ctl.inspector.rules import checkpoint_fold, decoding
 
     raw = decoding.kafka_records(read_partitions(live.kafka_config(flow.target), topic, [0]), cluster_pair="")
